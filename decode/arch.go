@@ -1,0 +1,44 @@
+package decode
+
+import "fmt"
+
+// Arch is everything architecture-specific that the rest of kboost needs from the
+// decoder: a value per instruction set, not switches spread across packages.
+type Arch struct {
+	Name       string // "x86-64", "i386"
+	Mode       Mode
+	MaxInsnLen int    // architectural maximum instruction length, bytes
+	PtrSize    int    // pointer size, bytes
+	ObjdumpArg string // objdump -m machine name for raw bytes ("i386:x86-64")
+	// Decode decodes one instruction into inst (see DecodeInto).
+	Decode func(inst *Inst, b []byte, addr uint64) error
+}
+
+// X86_64 is the x86-64 (long mode) instruction set.
+var X86_64 = &Arch{
+	Name: "x86-64", Mode: Mode64, MaxInsnLen: 15, PtrSize: 8, ObjdumpArg: "i386:x86-64",
+	Decode: func(inst *Inst, b []byte, addr uint64) error { return DecodeInto(inst, b, Mode64, addr) },
+}
+
+// I386 is the i386 (32-bit protected mode) instruction set.
+var I386 = &Arch{
+	Name: "i386", Mode: Mode32, MaxInsnLen: 15, PtrSize: 4, ObjdumpArg: "i386",
+	Decode: func(inst *Inst, b []byte, addr uint64) error { return DecodeInto(inst, b, Mode32, addr) },
+}
+
+// Arches lists the supported instruction sets.
+var Arches = []*Arch{X86_64, I386}
+
+// LookupArch finds an Arch by name or alias ("x86-64", "amd64", "64", "i386", "32").
+func LookupArch(name string) (*Arch, error) {
+	m, err := ParseMode(name)
+	if err != nil {
+		return nil, fmt.Errorf("unknown architecture %q (want x86-64 or i386): %w", name, ErrMode)
+	}
+	for _, a := range Arches {
+		if a.Mode == m {
+			return a, nil
+		}
+	}
+	return nil, fmt.Errorf("architecture %q: %w", name, ErrMode)
+}
