@@ -39,31 +39,23 @@ func ParseMode(s string) (Mode, error) {
 	return ModeInvalid, fmt.Errorf("unknown mode %q (want 32 or 64): %w", s, ErrMode)
 }
 
-// Map is the opcode map an instruction's opcode byte belongs to.
-type Map uint8
+// Map is the opcode map an instruction's opcode byte belongs to; defined with the
+// opcode data.
+type Map = opcodes.Map
 
+// Opcode maps, re-exported from opcodes.
 const (
-	MapOne   Map = iota // one-byte opcodes
-	Map0F               // 0F xx (also VEX/EVEX mmmmm=1)
-	Map0F38             // 0F 38 xx (also VEX/EVEX mmmmm=2)
-	Map0F3A             // 0F 3A xx (also VEX/EVEX mmmmm=3)
-	Map3DNow            // 0F 0F modrm [sib] [disp] suffix: Opcode is the suffix byte
-	MapXOP8             // AMD XOP map 8 (8F, mmmmm=8)
-	MapXOP9             // AMD XOP map 9
-	MapXOPA             // AMD XOP map 10
-	MapEVEX5            // EVEX map 5 (AVX512-FP16)
-	MapEVEX6            // EVEX map 6 (AVX512-FP16)
-	NumMaps
+	MapOne   = opcodes.MapOne
+	Map0F    = opcodes.Map0F
+	Map0F38  = opcodes.Map0F38
+	Map0F3A  = opcodes.Map0F3A
+	Map3DNow = opcodes.Map3DNow
+	MapXOP8  = opcodes.MapXOP8
+	MapXOP9  = opcodes.MapXOP9
+	MapXOPA  = opcodes.MapXOPA
+	MapEVEX5 = opcodes.MapEVEX5
+	MapEVEX6 = opcodes.MapEVEX6
 )
-
-var mapNames = [...]string{"one", "0f", "0f38", "0f3a", "3dnow", "xop8", "xop9", "xopa", "evex5", "evex6"}
-
-func (m Map) String() string {
-	if int(m) < len(mapNames) {
-		return mapNames[m]
-	}
-	return fmt.Sprintf("Map(%d)", uint8(m))
-}
 
 // Encoding is the prefix scheme that introduced the opcode.
 type Encoding uint8

@@ -26,6 +26,7 @@ const (
 	FModMem                    // valid only with a memory operand (mod != 3)
 	FModReg                    // valid only with a register operand (mod == 3)
 	FPrefix                    // a prefix or escape byte, not an opcode
+	FModIgnored                // ModRM.mod is ignored: always a register operand (mov cr/dr)
 )
 
 // ImmKind is the kind and size rule of an instruction's immediate bytes.
@@ -87,4 +88,30 @@ func (b Branch) String() string {
 // Relative reports whether the branch has a relative displacement (Inst.Target valid).
 func (b Branch) Relative() bool {
 	return b == BranchJmp || b == BranchJcc || b == BranchLoop || b == BranchCall
+}
+
+// Map is the opcode map an instruction's opcode byte belongs to.
+type Map uint8
+
+const (
+	MapOne   Map = iota // one-byte opcodes
+	Map0F               // 0F xx (also VEX/EVEX mmmmm=1)
+	Map0F38             // 0F 38 xx (also VEX/EVEX mmmmm=2)
+	Map0F3A             // 0F 3A xx (also VEX/EVEX mmmmm=3)
+	Map3DNow            // 0F 0F modrm [sib] [disp] suffix: Opcode is the suffix byte
+	MapXOP8             // AMD XOP map 8 (8F, mmmmm=8)
+	MapXOP9             // AMD XOP map 9
+	MapXOPA             // AMD XOP map 10
+	MapEVEX5            // EVEX map 5 (AVX512-FP16)
+	MapEVEX6            // EVEX map 6 (AVX512-FP16)
+	NumMaps
+)
+
+var mapNames = [...]string{"one", "0f", "0f38", "0f3a", "3dnow", "xop8", "xop9", "xopa", "evex5", "evex6"}
+
+func (m Map) String() string {
+	if int(m) < len(mapNames) {
+		return mapNames[m]
+	}
+	return fmt.Sprintf("Map(%d)", uint8(m))
 }
