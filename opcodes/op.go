@@ -16,17 +16,17 @@ type Op struct {
 type Flags uint32
 
 const (
-	FModRM   Flags = 1 << iota // a ModRM byte follows the opcode
-	FInv64                     // invalid (#UD) in 64-bit mode
-	FOnly64                    // valid only in 64-bit mode
-	FDef64                     // operand size defaults to 64 bits in 64-bit mode (push, pop, ...)
-	FForce64                   // operand size is 64 bits in 64-bit mode whatever 66 says (near branches, Intel)
-	FInvalid                   // undefined opcode: #UD
-	FPriv                      // privileged: #GP(0) at CPL 3
-	FModMem                    // valid only with a memory operand (mod != 3)
-	FModReg                    // valid only with a register operand (mod == 3)
-	FPrefix                    // a prefix or escape byte, not an opcode
-	FModIgnored                // ModRM.mod is ignored: always a register operand (mov cr/dr)
+	FModRM      Flags = 1 << iota // a ModRM byte follows the opcode
+	FInv64                        // invalid (#UD) in 64-bit mode
+	FOnly64                       // valid only in 64-bit mode
+	FDef64                        // operand size defaults to 64 bits in 64-bit mode (push, pop, ...)
+	FForce64                      // operand size is 64 bits in 64-bit mode whatever 66 says (near branches, Intel)
+	FInvalid                      // undefined opcode: #UD
+	FPriv                         // privileged: #GP(0) at CPL 3
+	FModMem                       // valid only with a memory operand (mod != 3)
+	FModReg                       // valid only with a register operand (mod == 3)
+	FPrefix                       // a prefix or escape byte, not an opcode
+	FModIgnored                   // ModRM.mod is ignored: always a register operand (mov cr/dr)
 )
 
 // ImmKind is the kind and size rule of an instruction's immediate bytes.

@@ -8,7 +8,7 @@ import (
 
 func TestParseErrors(t *testing.T) {
 	for _, src := range []string{
-		"00 add Eb,Gb\n",                       // before any map
+		"00 add Eb,Gb\n",                        // before any map
 		"map nosuch\n",                          // unknown map
 		"map one\n00 add Eb,Gb\n00 add Eb,Gb\n", // twice
 		"map one\n00/1 add\n",                   // group before plain
