@@ -1,0 +1,99 @@
+package decode
+
+import (
+	"strconv"
+	"strings"
+
+	"golang.org/x/arch/x86/x86asm"
+)
+
+// Format renders inst in GNU (AT&T) syntax using golang.org/x/arch/x86/x86asm.
+// symname, if not nil, names branch targets and addresses. When x86asm cannot
+// decode the bytes (instructions it does not know, or lengths it gets wrong) the
+// result is kboost's own fallback: the opcode-table mnemonic, or "(bad)".
+func Format(inst *Inst, symname func(uint64) (string, uint64)) string {
+	if inst.Len == 0 {
+		return "(bad)"
+	}
+	mode := 64
+	if inst.Mode == Mode32 {
+		mode = 32
+	}
+	xi, err := x86asm.Decode(inst.Bytes(), mode)
+	if err == nil && xi.Len == inst.Len {
+		return x86asm.GNUSyntax(xi, inst.Addr, x86asm.SymLookup(symname))
+	}
+	return fallbackText(inst)
+}
+
+func fallbackText(inst *Inst) string {
+	if inst.Op == nil || inst.Op.Mnemonic == "" {
+		return "(bad)"
+	}
+	s := ""
+	if inst.Prefixes&PfxLock != 0 {
+		s = "lock "
+	}
+	switch inst.Enc {
+	case EncVEX2, EncVEX3, EncEVEX, EncXOP:
+		if inst.Op.Mnemonic[0] != 'v' && inst.Enc != EncXOP {
+			return s + "{" + inst.Enc.String() + "} " + inst.Op.Mnemonic
+		}
+	}
+	return s + inst.Op.Mnemonic
+}
+
+// Formatter renders instructions like Format, memoizing the text of byte strings
+// it has seen: kernel text repeats most instructions many times, and x86asm's
+// decode+print costs about a microsecond. Relative branches are memoized without
+// their displacement and get their target appended. A Formatter is not safe for
+// concurrent use; give each goroutine its own.
+type Formatter struct {
+	cache map[string]string
+	max   int
+	buf   [15]byte
+}
+
+// NewFormatter returns a Formatter holding at most max memoized texts (0: 1<<20).
+func NewFormatter(max int) *Formatter {
+	if max <= 0 {
+		max = 1 << 20
+	}
+	return &Formatter{cache: make(map[string]string, 1024), max: max}
+}
+
+// Format renders inst; see the package function Format (without symbols).
+func (f *Formatter) Format(inst *Inst) string {
+	if inst.Len == 0 {
+		return "(bad)"
+	}
+	rel := inst.Branch.Relative() && inst.ImmLen > 0
+	key := inst.Bytes()
+	if rel {
+		copy(f.buf[:], key)
+		for k := 0; k < inst.ImmLen; k++ {
+			f.buf[inst.ImmOff+k] = 0
+		}
+		key = f.buf[:inst.Len]
+	}
+	s, ok := f.cache[string(key)]
+	if !ok {
+		s = Format(inst, nil)
+		if rel {
+			if i := strings.LastIndexByte(s, ' '); i >= 0 && strings.HasPrefix(s[i+1:], "0x") {
+				s = s[:i+1]
+			} else {
+				// x86asm rendered it differently (or not at all): do not memoize.
+				return s
+			}
+		}
+		if len(f.cache) >= f.max {
+			clear(f.cache)
+		}
+		f.cache[string(key)] = s
+	}
+	if rel {
+		return s + "0x" + strconv.FormatUint(inst.Target, 16)
+	}
+	return s
+}

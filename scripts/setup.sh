@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs everything kboost's build and tests need on a fresh Debian machine
+# (run as root, or with sudo available). Safe to run again: it skips what is there.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+SUDO=""
+if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
+
+# Debian packages: objdump (oracle), the kernel source (rules oracle), QEMU (real
+# kernels), cpio/xz (archive oracles), a C compiler (demo ELF, kernel-code oracle).
+pkgs=(binutils gcc make xz-utils zstd cpio linux-source-6.1 qemu-system-x86 file)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+  echo "setup: installing ${missing[*]}" >&2
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+if ! command -v go >/dev/null 2>&1; then
+  if [ -x /usr/local/go/bin/go ]; then export PATH=$PATH:/usr/local/go/bin
+  else echo "setup: Go is not installed (need Go >= 1.24 on PATH)" >&2; exit 1; fi
+fi
+go mod download
