@@ -1,0 +1,67 @@
+// Package kimage reads everything kboost needs from binary inputs: ELF files
+// (vmlinux, modules, executables), Debian kernel packages, x86 bzImages, symbol
+// maps, kernel configurations and the kernel's special-site tables.
+//
+// # Opening inputs
+//
+// Open recognises its input by content, not by name:
+//
+//   - ELF: machine EM_X86_64 gives decode.X86_64, EM_386 gives decode.I386;
+//     any other machine is an error wrapping ErrUnsupportedArch that names the
+//     machine and the supported ones. Sections are read lazily from the file.
+//   - Debian package (ar archive): data.tar.{xz,zst,gz} is streamed until
+//     ./boot/vmlinuz-*, ./boot/config-* and ./boot/System.map-* are found. The
+//     vmlinuz is extracted, the config parsed, and a real System.map (not
+//     Debian's placeholder) used when the vmlinux has no symbols.
+//   - x86 bzImage ("HdrS" at 0x202): the payload located by the setup header is
+//     decompressed (xz with or without the x86 BCJ filter, gzip, zstd, bzip2)
+//     into one buffer, the ELF vmlinux.
+//   - arm64 Image ("ARMd" at 0x38): recognised; Open returns a File with
+//     Kind == KindARM64Image and Arch == nil together with ErrUnsupportedArch.
+//
+// Everything is pure Go: no external program is run, except by
+// FetchDebianKernel, which drives apt.
+//
+// # Memory
+//
+// An extracted vmlinux lives in exactly one buffer and section data are
+// sub-slices of it; an ELF on disk is read section by section, on demand, and
+// each section is cached. Section.Data results must not be modified. Peak
+// memory of reading a 63 MiB vmlinux's code and tables is about 27 MiB;
+// extracting it from its .deb peaks near twice its size plus the decompressor's
+// dictionary.
+//
+// # Symbols
+//
+// SymTab is sorted by address once; Lookup is O(log n), ByName is a map.
+// Aliases at one address are ordered with sized functions and global symbols
+// first. Sizes come from ELF, or for map files (System.map, /proc/kallsyms) are
+// the distance to the next higher address among symbols of the same module and
+// kind (text or not); the last symbol of such a run has size 0 (unknown) and
+// only its exact address resolves. A kallsyms dump with every address zero
+// fails with ErrKptrRestrict. File.SetSymbols shifts a table taken from a KASLR
+// boot to the image's link-time addresses using _text.
+//
+// # Kernel tables
+//
+// KernelTables reads, for x86-64 and i386 kernels with the Linux 6.1 layouts,
+// the exception table, BUG/WARN sites, jump-label and static-call sites,
+// alternatives, the NOKPROBE_SYMBOL blacklist and the text ranges that kprobes
+// refuses. Each Table says whether it came from an ELF section, from
+// __start/__stop symbols, or is missing (with a Note): a stripped Debian
+// vmlinux keeps __ex_table, __bug_table and .altinstructions as sections, the
+// rest needs symbols (a kallsyms dump of a CONFIG_KALLSYMS_ALL kernel). The
+// bug_entry size is derived from CONFIG_GENERIC_BUG_RELATIVE_POINTERS and
+// CONFIG_DEBUG_BUGVERBOSE and must divide the table.
+//
+// # Errors
+//
+// Malformed input gives a *FormatError naming what was read, where and why,
+// wrapping ErrFormat, ErrCorrupt, ErrUnsupportedCompression or
+// ErrUnsupportedArch; other conditions have sentinels (ErrNoKernel,
+// ErrPlaceholderMap, ErrKptrRestrict, ErrNoSymbol, ErrNoConfig, ErrAddress,
+// ErrNotSupported). No input makes the parsers panic (see the fuzz targets).
+//
+// kimage imports decode (for the instruction-set values) and nothing else of
+// kboost.
+package kimage

@@ -1,0 +1,10 @@
+//go:build !linux
+
+package kimage
+
+import "fmt"
+
+// FindRunningConfig needs Linux; elsewhere it returns ErrNotSupported.
+func FindRunningConfig() (*KConfig, string, error) {
+	return nil, "", fmt.Errorf("finding the running kernel's config: %w", ErrNotSupported)
+}

@@ -1,0 +1,419 @@
+package kimage
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"iter"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Symbol is one entry of a symbol table.
+type Symbol struct {
+	Name   string
+	Addr   uint64
+	Size   uint64 // from ELF; for map files the distance to the next symbol (0 = unknown)
+	Type   byte   // nm/kallsyms letter: 'T' global text, 't' local text, 'D', 'b', 'A', ...
+	Module string // kallsyms "[module]" suffix, "" for the kernel itself
+	Func   bool   // a function (text symbol or STT_FUNC)
+
+	region int  // symbols only bound each other's sizes within one region
+	filled bool // Size was inferred from the next symbol, not given
+}
+
+// regionAbs marks absolute symbols: they never bound another symbol's size.
+const regionAbs = -1
+
+// SymTab is a symbol table sorted by address (aliases at one address ordered
+// with the preferred name first) with a name index. The zero value is empty.
+type SymTab struct {
+	syms   []Symbol
+	byName map[string]int32
+	given  bool // some symbol has a size of its own (ELF)
+}
+
+// NewSymTab sorts syms by address, fills missing sizes of function symbols from
+// the distance to the next higher address in the same region, and indexes names.
+// It takes ownership of syms.
+func NewSymTab(syms []Symbol) *SymTab {
+	sort.SliceStable(syms, func(i, j int) bool {
+		a, b := &syms[i], &syms[j]
+		if a.Addr != b.Addr {
+			return a.Addr < b.Addr
+		}
+		return symRank(a) < symRank(b)
+	})
+	fillSizes(syms)
+	t := &SymTab{syms: syms, byName: make(map[string]int32, len(syms))}
+	for i := range syms {
+		if syms[i].Size > 0 && !syms[i].filled {
+			t.given = true
+		}
+		if _, dup := t.byName[syms[i].Name]; !dup {
+			t.byName[syms[i].Name] = int32(i)
+		}
+	}
+	return t
+}
+
+// symRank orders aliases: sized functions, then global, then the rest.
+func symRank(s *Symbol) int {
+	r := 0
+	if !s.Func {
+		r += 4
+	}
+	if s.Size == 0 {
+		r += 2
+	}
+	if s.Type >= 'a' && s.Type <= 'z' {
+		r++
+	}
+	return r
+}
+
+// fillSizes gives every zero-size, non-absolute symbol the distance to the next
+// symbol at a higher address in the same region (aliases get the same size). The
+// last symbol of a region keeps size 0.
+func fillSizes(syms []Symbol) {
+	next := map[int]uint64{} // region -> lowest address seen above the current one
+	for i := len(syms) - 1; i >= 0; {
+		// Process the group of symbols sharing one address together.
+		j := i
+		for j > 0 && syms[j-1].Addr == syms[i].Addr {
+			j--
+		}
+		for k := j; k <= i; k++ {
+			s := &syms[k]
+			if s.Size == 0 && s.region != regionAbs {
+				if n, ok := next[s.region]; ok && n > s.Addr {
+					s.Size, s.filled = n-s.Addr, true
+				}
+			}
+		}
+		for k := j; k <= i; k++ {
+			if syms[k].region != regionAbs {
+				next[syms[k].region] = syms[k].Addr
+			}
+		}
+		i = j - 1
+	}
+}
+
+// Len returns the number of symbols.
+func (t *SymTab) Len() int {
+	if t == nil {
+		return 0
+	}
+	return len(t.syms)
+}
+
+// All iterates every symbol in address order.
+func (t *SymTab) All() iter.Seq[Symbol] {
+	return func(yield func(Symbol) bool) {
+		if t == nil {
+			return
+		}
+		for _, s := range t.syms {
+			if !yield(s) {
+				return
+			}
+		}
+	}
+}
+
+// Funcs iterates the function symbols in address order, one per address (the
+// preferred alias).
+func (t *SymTab) Funcs() iter.Seq[Symbol] {
+	return func(yield func(Symbol) bool) {
+		if t == nil {
+			return
+		}
+		for i, s := range t.syms {
+			if !s.Func {
+				continue
+			}
+			if i > 0 && t.syms[i-1].Addr == s.Addr && t.syms[i-1].Func {
+				continue // an alias of the function just yielded
+			}
+			if !yield(s) {
+				return
+			}
+		}
+	}
+}
+
+// ByName returns the symbol with that name (the first in address order when
+// several share it, e.g. local symbols of different files).
+func (t *SymTab) ByName(name string) (Symbol, bool) {
+	if t == nil {
+		return Symbol{}, false
+	}
+	i, ok := t.byName[name]
+	if !ok {
+		return Symbol{}, false
+	}
+	return t.syms[i], true
+}
+
+// Lookup finds the symbol containing addr and the offset of addr in it. The
+// candidates are the preferred symbols at the highest addresses <= addr whose
+// size covers addr (or that sit exactly at addr); a symbol with a given size (an
+// ELF function) wins over a nearer one whose size was only inferred from the next
+// symbol (a label inside it). Map files have only inferred sizes, so there the
+// nearest symbol wins, as with kallsyms. O(log n).
+func (t *SymTab) Lookup(addr uint64) (sym Symbol, off uint64, ok bool) {
+	if t == nil || len(t.syms) == 0 {
+		return Symbol{}, 0, false
+	}
+	i := sort.Search(len(t.syms), func(i int) bool { return t.syms[i].Addr > addr }) - 1
+	var best Symbol
+	found := false
+	for steps := 0; i >= 0 && steps < 64; steps++ {
+		// Move to the first (preferred) alias at this address.
+		for i > 0 && t.syms[i-1].Addr == t.syms[i].Addr {
+			i--
+		}
+		s := t.syms[i]
+		i--
+		if s.region == regionAbs && s.Addr != addr {
+			continue
+		}
+		if s.Addr != addr && addr-s.Addr >= s.Size {
+			continue
+		}
+		if !s.filled && s.Size > 0 {
+			return s, addr - s.Addr, true
+		}
+		if !t.given {
+			return s, addr - s.Addr, true
+		}
+		if !found {
+			best, found = s, true
+		}
+	}
+	if found {
+		return best, addr - best.Addr, true
+	}
+	return Symbol{}, 0, false
+}
+
+// LoadSymbols reads a System.map or /proc/kallsyms-format file.
+func LoadSymbols(path string) (*SymTab, error) {
+	fh, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer fh.Close()
+	t, err := ParseSymbolMap(fh)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return t, nil
+}
+
+// ParseSymbolMap parses System.map / kallsyms lines "ADDR TYPE NAME[\t[MODULE]]".
+// Errors wrap ErrCorrupt (bad line), ErrPlaceholderMap (Debian's stub file) or
+// ErrKptrRestrict (every address zero).
+func ParseSymbolMap(r io.Reader) (*SymTab, error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
+	var syms []Symbol
+	line := 0
+	nonzero := false
+	for sc.Scan() {
+		line++
+		b := bytes.TrimRight(sc.Bytes(), "\r")
+		if len(bytes.TrimSpace(b)) == 0 {
+			continue
+		}
+		if bytes.Contains(b, []byte("The real System.map is in")) {
+			return nil, ErrPlaceholderMap
+		}
+		s, err := parseMapLine(b)
+		if err != nil {
+			return nil, &FormatError{What: fmt.Sprintf("symbol map line %d", line), Off: -1, Why: err.Error(), Err: ErrCorrupt}
+		}
+		if s.Addr != 0 {
+			nonzero = true
+		}
+		syms = append(syms, s)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, &FormatError{What: fmt.Sprintf("symbol map line %d", line+1), Off: -1, Why: err.Error(), Err: ErrCorrupt}
+	}
+	if len(syms) > 0 && !nonzero {
+		return nil, ErrKptrRestrict
+	}
+	return NewSymTab(syms), nil
+}
+
+func parseMapLine(b []byte) (Symbol, error) {
+	f := bytes.Fields(b)
+	if len(f) < 3 || len(f) > 4 {
+		return Symbol{}, fmt.Errorf("want \"ADDRESS TYPE NAME [[MODULE]]\", got %q", truncate(b))
+	}
+	addr, err := strconv.ParseUint(string(f[0]), 16, 64)
+	if err != nil || len(f[0]) > 16 {
+		return Symbol{}, fmt.Errorf("bad address %q", truncate(f[0]))
+	}
+	if len(f[1]) != 1 || !isLetter(f[1][0]) {
+		return Symbol{}, fmt.Errorf("bad symbol type %q", truncate(f[1]))
+	}
+	s := Symbol{Addr: addr, Type: f[1][0], Name: string(f[2])}
+	if len(f) == 4 {
+		m := f[3]
+		if len(m) < 3 || m[0] != '[' || m[len(m)-1] != ']' {
+			return Symbol{}, fmt.Errorf("bad module field %q", truncate(m))
+		}
+		s.Module = string(m[1 : len(m)-1])
+	}
+	// A weak text symbol's letter ('W'/'w') may also name weak data; treat it as
+	// text only with 't'/'T' or 'W'/'w' as kallsyms prints functions.
+	s.Func = isTextType(s.Type)
+	s.region = moduleRegion(s.Type, s.Module)
+	return s, nil
+}
+
+// moduleRegion keys map-file size regions: per module, text apart from the rest.
+func moduleRegion(typ byte, module string) int {
+	if typ == 'A' || typ == 'a' {
+		return regionAbs
+	}
+	h := 0
+	if module != "" {
+		// FNV-1a folded into a positive int: distinct modules get distinct regions
+		// with overwhelming probability, and equal names always match.
+		var x uint32 = 2166136261
+		for i := 0; i < len(module); i++ {
+			x ^= uint32(module[i])
+			x *= 16777619
+		}
+		h = int(x>>1) + 1
+	}
+	r := h * 2
+	if isTextType(typ) {
+		r++
+	}
+	return r
+}
+
+func isLetter(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }
+
+func truncate(b []byte) string {
+	if len(b) > 80 {
+		return string(b[:80]) + "..."
+	}
+	return string(b)
+}
+
+// Point is a probe location: a symbol plus offset, or a plain address.
+type Point struct {
+	Sym    string // "" for a plain address
+	Off    uint64
+	Addr   uint64 // valid when Sym == ""
+	IsAddr bool
+}
+
+func (p Point) String() string {
+	if p.IsAddr {
+		return fmt.Sprintf("%#x", p.Addr)
+	}
+	if p.Off == 0 {
+		return p.Sym
+	}
+	return fmt.Sprintf("%s+%#x", p.Sym, p.Off)
+}
+
+// ParsePoint parses "NAME", "NAME+OFF" (OFF decimal, 0x hex, 0 octal, as
+// kprobe_events reads it) or an address ("0xffffffff81000000", or 8+ bare hex
+// digits).
+func ParsePoint(s string) (Point, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return Point{}, fmt.Errorf("empty probe point: want NAME, NAME+OFF or an address")
+	}
+	if strings.HasPrefix(s, "0x") || strings.HasPrefix(s, "0X") {
+		a, err := strconv.ParseUint(s[2:], 16, 64)
+		if err != nil {
+			return Point{}, fmt.Errorf("bad address %q: want hex after 0x", s)
+		}
+		return Point{Addr: a, IsAddr: true}, nil
+	}
+	if len(s) >= 8 && len(s) <= 16 && isHex(s) {
+		a, _ := strconv.ParseUint(s, 16, 64)
+		return Point{Addr: a, IsAddr: true}, nil
+	}
+	name, offs, hasOff := strings.Cut(s, "+")
+	if name == "" || !validSymName(name) {
+		return Point{}, fmt.Errorf("bad symbol name in probe point %q", s)
+	}
+	p := Point{Sym: name}
+	if hasOff {
+		o, err := strconv.ParseUint(offs, 0, 64)
+		if err != nil {
+			return Point{}, fmt.Errorf("bad offset in probe point %q: want decimal or 0x hex", s)
+		}
+		p.Off = o
+	}
+	return p, nil
+}
+
+func isHex(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F') {
+			return false
+		}
+	}
+	return true
+}
+
+func validSymName(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c <= ' ' || c == '+' || c >= 0x7F {
+			return false
+		}
+	}
+	return true
+}
+
+// Resolve turns a Point into an address using the table, returning the symbol
+// that contains it (ok=false in Lookup terms is not an error for a plain address).
+func (t *SymTab) Resolve(p Point) (addr uint64, sym Symbol, off uint64, err error) {
+	if p.IsAddr {
+		sym, off, ok := t.Lookup(p.Addr)
+		if !ok {
+			return p.Addr, Symbol{}, 0, nil
+		}
+		return p.Addr, sym, off, nil
+	}
+	s, ok := t.ByName(p.Sym)
+	if !ok {
+		return 0, Symbol{}, 0, fmt.Errorf("%q: %w", p.Sym, ErrNoSymbol)
+	}
+	return s.Addr + p.Off, s, p.Off, nil
+}
+
+// isTextType: kallsyms/nm letters of text symbols (weak ones included).
+func isTextType(t byte) bool { return t == 'T' || t == 't' || t == 'W' || t == 'w' }
+
+// Shift returns a copy of the table with every non-absolute address moved by
+// delta.
+func (t *SymTab) Shift(delta int64) *SymTab {
+	if t == nil {
+		return nil
+	}
+	syms := make([]Symbol, len(t.syms))
+	copy(syms, t.syms)
+	for i := range syms {
+		if syms[i].region != regionAbs {
+			syms[i].Addr += uint64(delta)
+		}
+	}
+	return NewSymTab(syms)
+}
