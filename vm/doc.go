@@ -1,0 +1,65 @@
+// Package vm boots real Linux kernels under QEMU and asks them questions: the
+// real-kernel harness behind kboost's oracles and its live verification.
+//
+// # Contract
+//
+// Run boots Config.Kernel with an initramfs built by WriteInitramfs (a gzip newc
+// cpio archive) that holds:
+//
+//	/init           the guest binary: package cmd/kboost-guest (library vm/guest),
+//	                built static (CGO_ENABLED=0, GOOS=linux, GOARCH of the guest)
+//	/scenario.json  the guest.Scenario: a nonce and the steps to run
+//	Config.Files    anything else a step needs (kernel modules, inputs)
+//
+// QEMU is started as
+//
+//	<Arch.QEMU> <Arch.Machine...> -m 512 -kernel K -initrd I \
+//	    -append "console=<Arch.Console> panic=-1 nokaslr quiet <Config.Append...>" \
+//	    -nographic -no-reboot
+//
+// (x86 always uses -accel tcg: /dev/kvm hangs with stock QEMU on these machines).
+// The console is read line by line. The guest prints its result between a begin
+// and an end marker carrying the scenario's nonce (grammar in package guest); the
+// Decoder checks every line's CRC-32, the sequence, the length and the SHA-256 of
+// the whole payload, a gzip-compressed tar archive of named entries. Result holds
+// the entries, the per-step reports and the timing.
+//
+// QEMU runs in its own process group, with SIGKILL as its parent-death signal.
+// Run kills the group and removes its temporary directory on every path: the end
+// marker (QEMU is stopped at once, whether or not the guest powers off), the
+// guest's KBOOST-FAIL line, QEMU exiting, Config.Timeout (DefaultTimeout when 0),
+// context cancellation, and any error. Errors say which of these happened:
+// *QEMUNotFoundError (names the apt package), *KernelPanicError and *TimeoutError
+// and *ExitError (with the last console lines), *GuestFailError, *ProtocolError,
+// *GoBuildError. A step failing inside the guest is not an error of Run: see
+// Result.Err, which returns a *StepError.
+//
+// # Kallsyms
+//
+// DebianKallsyms(ctx, "linux-image-amd64" or "linux-image-686") fetches the
+// current kernel package with kimage.FetchDebianKernel, boots it with nokaslr,
+// reads /proc/kallsyms as root (so its addresses are the vmlinux's), uname, and
+// what the kernel offers (kprobes/list, kprobe_events, config.gz, kcore), and
+// caches the dump; see KallsymsPaths. A cached dump is returned without booting.
+// Debian's 686 kernel lacks CONFIG_KALLSYMS_ALL, so its dump has no data symbols
+// (no table bounds such as __start___jump_table).
+//
+// # Cache ($KBOOST_CACHE, default $HOME/.cache/kboost)
+//
+//	debs/<package>.deb                     kernel packages (package kimage)
+//	guest/<pkg>-<arch>-<key>               guest binaries; key hashes the Go version,
+//	                                       target and every non-stdlib source file
+//	kallsyms/<package file without .deb>.txt   /proc/kallsyms of that kernel
+//	kallsyms/<...>.json                    KallsymsRecord: uname, features, timings
+//
+// # Platforms
+//
+// Booting (Run, DebianKallsyms) needs Linux and returns ErrNotSupported
+// elsewhere; building initramfs archives and decoding console output work
+// everywhere. Guests: AMD64 and I386 are verified; ARM64 and ARM are wired
+// (machine, console, GOARCH) but not yet booted by the tests. Building the guest
+// needs the go command and the kboost module source (the current directory inside
+// it); otherwise set Config.GuestBinary or $KBOOST_GUEST to a prebuilt binary.
+//
+// Needed on Debian: apt-get install qemu-system-x86 cpio (cpio only for tests).
+package vm

@@ -1,0 +1,46 @@
+// Package guest is the program that runs as /init inside a kboost test machine
+// (package vm boots it), and the wire format shared with the host.
+//
+// # Life of the guest
+//
+// Main, run as process 1 (it refuses otherwise, so that it can never power off a
+// host), mounts devtmpfs on /dev, proc, sysfs, debugfs on /sys/kernel/debug and
+// tracefs on /sys/kernel/tracing (failures are reported, not fatal); reads the
+// Scenario from /scenario.json; lowers the console log level unless the scenario
+// is verbose; runs the steps in order, each one isolated (an error or a panic is
+// recorded and the next step runs); packs the results; prints them on the
+// console between markers; and powers off with reboot(LINUX_REBOOT_CMD_POWER_OFF).
+// If power-off fails it waits: the host stops QEMU once it sees the end marker.
+//
+// # Steps
+//
+//	uname         uname.json      Uname
+//	features      features.json   Features: which kprobe/tracing files exist
+//	kallsyms      kallsyms.txt    /proc/kallsyms as root (kptr_restrict set to 0)
+//	config        config.gz       /proc/config.gz, when the kernel has it
+//	dmesg         dmesg.txt       the kernel log
+//	kprobe-check  kprobe-check.json  []ProbeCheck for KprobeCheckArgs.Points: each
+//	              point is written as "p:kboost/pN sym+off" to kprobe_events alone;
+//	              the errno and error_log message, or the kprobes/list line and
+//	              flags ([FTRACE], [OPTIMIZED]) while enabled, are recorded; then
+//	              the probe is disabled and removed.
+//
+// Register adds steps (a program embedding this library registers its own before
+// calling Main). Every run also stores steps.json ([]StepReport) and guest.json
+// (GuestReport).
+//
+// # Wire format
+//
+// The payload is a gzip-compressed tar archive of the entries (Pack, Unpack). It
+// travels on the console as lines; anything else on the console is ignored, and
+// text may precede a marker on its line:
+//
+//	KBOOST-BEGIN <nonce>
+//	KBOOST-DATA <seq> <crc32> <base64>     seq = 0, 1, ...; crc32 = 8 hex digits,
+//	                                       IEEE CRC-32 of the base64 text; at most
+//	                                       ChunkSize characters, a multiple of 4
+//	                                       (standard base64, padded at the end)
+//	KBOOST-END <nonce> <lines> <bytes> <sha256 of the payload, hex>
+//
+// or, when the guest cannot run the scenario at all, KBOOST-FAIL <nonce> <message>.
+package guest

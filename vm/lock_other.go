@@ -1,0 +1,5 @@
+//go:build !linux
+
+package vm
+
+func lockFile(path string) (func(), error) { return nil, ErrNotSupported }
