@@ -19,11 +19,28 @@ func Format(inst *Inst, symname func(uint64) (string, uint64)) string {
 	if inst.Mode == Mode32 {
 		mode = 32
 	}
+	if t, ok := special(inst); ok {
+		return t
+	}
 	xi, err := x86asm.Decode(inst.Bytes(), mode)
 	if err == nil && xi.Len == inst.Len {
 		return x86asm.GNUSyntax(xi, inst.Addr, x86asm.SymLookup(symname))
 	}
 	return fallbackText(inst)
+}
+
+// special names instructions x86asm renders as something else: CET's endbr64 and
+// endbr32 (F3 0F 1E FA/FB) are hint nops to x86asm, but kernel readers look for them.
+func special(inst *Inst) (string, bool) {
+	if inst.Map == Map0F && inst.Opcode == 0x1E && inst.LastRep == 0xF3 && inst.Enc == EncLegacy {
+		switch inst.ModRM {
+		case 0xFA:
+			return "endbr64", true
+		case 0xFB:
+			return "endbr32", true
+		}
+	}
+	return "", false
 }
 
 func fallbackText(inst *Inst) string {

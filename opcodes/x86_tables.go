@@ -446,7 +446,7 @@ var table_0f = Table{
 	0xb5: {Op: Op{"lgs", "Gv,Mp", FModRM | FModMem, ImmNone, BranchNone}},
 	0xb6: {Op: Op{"movzx", "Gv,Eb", FModRM, ImmNone, BranchNone}},
 	0xb7: {Op: Op{"movzx", "Gv,Ew", FModRM, ImmNone, BranchNone}},
-	0xb8: {Op: Op{"jmpe", "Jz", FInvalid, ImmZ, BranchNone}, Pfx: &[4]Op{2: Op{"popcnt", "Gv,Ev", FModRM, ImmNone, BranchNone}}},
+	0xb8: {Op: Op{"jmpe", "", FInvalid, ImmNone, BranchNone}, Pfx: &[4]Op{2: Op{"popcnt", "Gv,Ev", FModRM, ImmNone, BranchNone}}},
 	0xb9: {Op: Op{"ud1", "Gv,Ev", FModRM, ImmNone, BranchUD}},
 	0xba: {Op: Op{"grp8", "Ev,Ib", FModRM, ImmB, BranchNone}, Group: &[8]Op{0: Op{"", "Ev,Ib", FModRM | FInvalid, ImmB, BranchNone}, 1: Op{"", "Ev,Ib", FModRM | FInvalid, ImmB, BranchNone}, 2: Op{"", "Ev,Ib", FModRM | FInvalid, ImmB, BranchNone}, 3: Op{"", "Ev,Ib", FModRM | FInvalid, ImmB, BranchNone}, 4: Op{"bt", "Ev,Ib", FModRM, ImmB, BranchNone}, 5: Op{"bts", "Ev,Ib", FModRM, ImmB, BranchNone}, 6: Op{"btr", "Ev,Ib", FModRM, ImmB, BranchNone}, 7: Op{"btc", "Ev,Ib", FModRM, ImmB, BranchNone}}},
 	0xbb: {Op: Op{"btc", "Ev,Gv", FModRM, ImmNone, BranchNone}},

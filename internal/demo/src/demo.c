@@ -5,7 +5,8 @@
  * file shows every verdict: ftrace sites, emulated branches, single-stepped and
  * boosted instructions, and what optprobes may cover.
  *
- * Build: see build.sh beside this file (the result, demo.elf, is embedded).
+ * Build: ./build.sh beside this file; the result, demo.elf, is embedded in kboost
+ * (package internal/demo) and audited by `kboost audit` with no file.
  */
 typedef unsigned long u64;
 

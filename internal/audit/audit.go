@@ -1,0 +1,327 @@
+// Package audit runs boost policies over the functions of a binary: it chooses
+// the functions, builds the policy environment from the file (kernel config,
+// special-site tables, ftrace locations), audits functions in parallel and hands
+// the results back in address order. The CLI formats them.
+package audit
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"path"
+	"runtime"
+	"sort"
+	"strings"
+
+	"github.com/kboost/kboost/boost"
+	"github.com/kboost/kboost/kimage"
+)
+
+// ErrNoFunctions is returned when the selection matches no function.
+var ErrNoFunctions = errors.New("no function matches")
+
+// Request is one function (or one point in it) to audit.
+type Request struct {
+	Sym    kimage.Symbol
+	Point  bool   // only the offset Off, not the whole function
+	Off    uint64 // with Point
+	Symbol string // as the user wrote it
+}
+
+// Select resolves selectors (exact names, glob patterns, NAME+OFF, hex addresses)
+// to requests; no selector means every function with code in an executable
+// section.
+func Select(f *kimage.File, selectors []string) ([]Request, error) {
+	if f.Symbols.Len() == 0 {
+		return nil, fmt.Errorf("%s has no symbols: give --symbols System.map (or a /proc/kallsyms copy taken as root)", f.Path)
+	}
+	var reqs []Request
+	if len(selectors) == 0 {
+		for s := range f.Symbols.Funcs() {
+			if s.Module == "" && s.Size > 0 && s.Size <= MaxFuncSize && !IsMarker(s.Name) {
+				if sec, ok := f.SectionAt(s.Addr); ok && sec.Exec {
+					reqs = append(reqs, Request{Sym: s, Symbol: s.Name})
+				}
+			}
+		}
+		if len(reqs) == 0 {
+			return nil, fmt.Errorf("%s: %w (the symbol table has no sized functions in executable sections)", f.Path, ErrNoFunctions)
+		}
+		return reqs, nil
+	}
+	for _, sel := range selectors {
+		if strings.ContainsAny(sel, "*?[") {
+			n := 0
+			for s := range f.Symbols.Funcs() {
+				if ok, _ := path.Match(sel, s.Name); ok && s.Size > 0 {
+					reqs = append(reqs, Request{Sym: s, Symbol: s.Name})
+					n++
+				}
+			}
+			if n == 0 {
+				return nil, fmt.Errorf("--func %q: %w", sel, ErrNoFunctions)
+			}
+			continue
+		}
+		p, err := kimage.ParsePoint(sel)
+		if err != nil {
+			return nil, err
+		}
+		addr, sym, off, err := f.Symbols.Resolve(p)
+		if err != nil {
+			return nil, err
+		}
+		_ = addr
+		reqs = append(reqs, Request{Sym: sym, Point: p.IsAddr || strings.Contains(sel, "+"), Off: off, Symbol: sel})
+	}
+	return reqs, nil
+}
+
+// MaxFuncSize bounds the functions an audit of "all functions" takes: a symbol
+// whose inferred size (distance to the next symbol) is larger covers alignment
+// padding, not one function (Debian 6.1's largest function is 13 KiB; the gap
+// after srso_alias_safe_ret is 1 MiB of int3). Naming it with --func audits it.
+const MaxFuncSize = 256 << 10
+
+// IsMarker reports whether a text symbol is a linker or section marker
+// (__start_X, __stop_X, __entry_text_end, _etext, ...) rather than a function:
+// its inferred size runs to the next symbol and may cover megabytes of other
+// code. An audit of "all functions" skips them; naming one explicitly still works.
+func IsMarker(name string) bool {
+	switch name {
+	case "_text", "_stext", "_etext", "_sinittext", "_einittext", "_end", "_edata", "_sdata", "__init_begin", "__init_end", "_sdata_start":
+		return true
+	}
+	for _, p := range []string{"__start_", "__stop_", "__end_", "__bss_", "__per_cpu_"} {
+		if strings.HasPrefix(name, p) {
+			return true
+		}
+	}
+	return strings.HasPrefix(name, "__") && (strings.HasSuffix(name, "_start") || strings.HasSuffix(name, "_end") || strings.HasSuffix(name, "_begin"))
+}
+
+// Env builds the policy environment for f: configuration (explicit, else the
+// file's own, else the policy defaults), special-site tables and ftrace
+// locations. notes describe what is unknown.
+func Env(f *kimage.File, pol *boost.Policy, cfg *kimage.KConfig) (env *boost.Env, notes []string) {
+	env = pol.DefaultEnv()
+	if cfg == nil {
+		cfg = f.Config
+	}
+	if cfg != nil {
+		env.Config = boost.ConfigFromFunc(cfg.Value)
+	} else {
+		notes = append(notes, "no kernel config given or found in the file: using the "+pol.Name+" defaults (give --config)")
+	}
+	env.Mode = f.Arch.Mode
+	sites := &boost.StaticSites{}
+	tabs, err := kimage.KernelTables(f)
+	if err != nil {
+		notes = append(notes, "kernel tables: "+err.Error())
+	}
+	if tabs != nil {
+		sites.ExTableAddrs = addrTable(&tabs.ExTable)
+		sites.Bugs = addrTable(&tabs.Bug)
+		sites.JumpLabels = addrTable(&tabs.JumpLabel)
+		sites.StaticCalls = addrTable(&tabs.StaticCall)
+		sites.Entry = rangeTable(&tabs.EntryText)
+		sites.Init = rangeTable(&tabs.InitText)
+		if tabs.KprobeBlacklist.Known() || tabs.KprobesText.Known() || tabs.NoinstrText.Known() {
+			sites.BlacklistKnown = true
+			addRanges := func(t *kimage.Table, k boost.BlacklistKind) {
+				for _, r := range t.Ranges.Ranges() {
+					name := ""
+					if s, _, ok := f.Symbols.Lookup(r.Start); ok {
+						name = s.Name
+					}
+					sites.Blacklist = append(sites.Blacklist, boost.BlacklistRange{Span: boost.Span{Start: r.Start, End: r.End}, Kind: k, Symbol: name})
+				}
+			}
+			addRanges(&tabs.KprobeBlacklist, boost.BlacklistSymbol)
+			addRanges(&tabs.KprobesText, boost.BlacklistKprobes)
+			addRanges(&tabs.NoinstrText, boost.BlacklistNoinstr)
+			addRanges(&tabs.IRQEntryText, boost.BlacklistIRQEntry)
+			addRanges(&tabs.SoftIRQEntryText, boost.BlacklistIRQEntry)
+			sort.Slice(sites.Blacklist, func(i, j int) bool { return sites.Blacklist[i].Start < sites.Blacklist[j].Start })
+		}
+		var missing []string
+		for _, t := range tabs.All() {
+			if !t.Known() {
+				missing = append(missing, t.Name)
+			}
+		}
+		switch {
+		case len(missing) == 0:
+		case !isKernel(f):
+			notes = append(notes, "not a kernel image: kernel site tables (exception table, BUG, jump labels, blacklist...) do not apply")
+		default:
+			notes = append(notes, "unknown (table not found; a stripped vmlinux needs --symbols from kallsyms with KALLSYMS_ALL): "+strings.Join(missing, ", "))
+		}
+	}
+	if locs, ok := mcountLocs(f); ok {
+		sites.FtraceLocs = boost.NewAddrTable(locs)
+	} else {
+		notes = append(notes, "no __mcount_loc table: ftrace sites are recognised from the bytes at function entry")
+	}
+	env.Sites = sites
+	if s, ok := f.Symbols.ByName("__fentry__"); ok {
+		env.FentryAddr = s.Addr
+	}
+	if s, ok := f.Symbols.ByName("__indirect_thunk_start"); ok {
+		if e, ok := f.Symbols.ByName("__indirect_thunk_end"); ok {
+			env.ThunkStart, env.ThunkEnd = s.Addr, e.Addr
+		}
+	}
+	return env, notes
+}
+
+// isKernel reports whether f looks like a Linux kernel image or module.
+func isKernel(f *kimage.File) bool {
+	if f.Kind != kimage.KindELF || f.KernelVersion != "" {
+		return true
+	}
+	for _, name := range []string{"__ex_table", "__ksymtab", ".modinfo", "__bug_table", ".altinstructions"} {
+		if _, ok := f.Section(name); ok {
+			return true
+		}
+	}
+	for _, name := range []string{"_stext", "startup_64", "linux_banner"} {
+		if _, ok := f.Symbols.ByName(name); ok {
+			return true
+		}
+	}
+	return false
+}
+
+func addrTable(t *kimage.Table) *boost.SiteTable {
+	if !t.Known() {
+		return nil
+	}
+	return boost.NewAddrTable(t.Addrs.Addrs())
+}
+
+func rangeTable(t *kimage.Table) *boost.SiteTable {
+	if !t.Known() {
+		return nil
+	}
+	var spans []boost.Span
+	for _, r := range t.Ranges.Ranges() {
+		spans = append(spans, boost.Span{Start: r.Start, End: r.End})
+	}
+	return boost.NewSiteTable(spans)
+}
+
+// mcountLocs reads the ftrace call-site table (__mcount_loc: one pointer per
+// site) from its section or from __start_mcount_loc/__stop_mcount_loc.
+func mcountLocs(f *kimage.File) ([]uint64, bool) {
+	var data []byte
+	if sec, ok := f.Section("__mcount_loc"); ok {
+		d, err := sec.Data()
+		if err != nil {
+			return nil, false
+		}
+		data = d
+	} else {
+		s, ok1 := f.Symbols.ByName("__start_mcount_loc")
+		e, ok2 := f.Symbols.ByName("__stop_mcount_loc")
+		if !ok1 || !ok2 || e.Addr < s.Addr {
+			return nil, false
+		}
+		d, err := f.ReadAt(s.Addr, int(e.Addr-s.Addr))
+		if err != nil {
+			return nil, false
+		}
+		data = d
+	}
+	ptr := f.Arch.PtrSize
+	locs := make([]uint64, 0, len(data)/ptr)
+	for i := 0; i+ptr <= len(data); i += ptr {
+		if ptr == 8 {
+			locs = append(locs, binary.LittleEndian.Uint64(data[i:]))
+		} else {
+			locs = append(locs, uint64(binary.LittleEndian.Uint32(data[i:])))
+		}
+	}
+	sort.Slice(locs, func(i, j int) bool { return locs[i] < locs[j] })
+	return locs, true
+}
+
+// Result is the audit of one request.
+type Result struct {
+	Req   Request
+	Audit *boost.FuncAudit // valid only during the Handler call
+	Err   error
+}
+
+// Handler processes results in one worker goroutine and returns the bytes to
+// write for it (written in request order). Each worker has its own Handler.
+type Handler func(res *Result) ([]byte, error)
+
+// Run audits every request with the policy on all CPUs. Each worker gets its own
+// Handler from newHandler (so formatters and counters need no locks) and reuses
+// one boost.Auditor; write receives each request's output in request order.
+func Run(f *kimage.File, pol *boost.Policy, env *boost.Env, reqs []Request, newHandler func() Handler, write func([]byte) error) error {
+	workers := runtime.GOMAXPROCS(0)
+	type job struct {
+		req Request
+		out []byte
+		err error
+		ok  chan struct{}
+	}
+	todo := make(chan *job, workers*4)
+	order := make(chan *job, workers*16)
+	for w := 0; w < workers; w++ {
+		h := newHandler()
+		au := pol.NewAuditor(env)
+		go func() {
+			for j := range todo {
+				res := Result{Req: j.req}
+				res.Audit, res.Err = auditOne(f, au, j.req)
+				j.out, j.err = h(&res)
+				close(j.ok)
+			}
+		}()
+	}
+	stop := make(chan struct{})
+	go func() {
+		defer close(todo)
+		defer close(order)
+		for _, r := range reqs {
+			j := &job{req: r, ok: make(chan struct{})}
+			select {
+			case order <- j:
+			case <-stop:
+				return
+			}
+			todo <- j
+		}
+	}()
+	var first error
+	for j := range order {
+		<-j.ok
+		if first != nil {
+			continue
+		}
+		if j.err != nil {
+			first = j.err
+		} else if len(j.out) > 0 {
+			first = write(j.out)
+		}
+		if first != nil {
+			close(stop)
+		}
+	}
+	return first
+}
+
+func auditOne(f *kimage.File, au *boost.Auditor, r Request) (*boost.FuncAudit, error) {
+	size := r.Sym.Size
+	if size == 0 {
+		return nil, fmt.Errorf("%s: size unknown (give a symbol table with sizes)", r.Sym.Name)
+	}
+	b, err := f.ReadAt(r.Sym.Addr, int(size))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", r.Sym.Name, err)
+	}
+	return au.Audit(boost.Func{Name: r.Sym.Name, Addr: r.Sym.Addr, Size: size, Bytes: b})
+}

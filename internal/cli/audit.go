@@ -1,0 +1,412 @@
+package cli
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/kboost/kboost/boost"
+	"github.com/kboost/kboost/decode"
+	"github.com/kboost/kboost/internal/audit"
+	"github.com/kboost/kboost/internal/demo"
+	"github.com/kboost/kboost/kimage"
+	"github.com/spf13/cobra"
+)
+
+type auditOpts struct {
+	funcs      []string
+	symsPath   string
+	policy     string
+	configPath string
+	jsonOut    bool
+	summary    bool
+	preempt    string
+	post       bool
+}
+
+func newAuditCmd(s Streams) *cobra.Command {
+	var o auditOpts
+	cmd := &cobra.Command{
+		Use:   "audit [FILE]",
+		Short: "Verdict for every instruction boundary of a binary's functions",
+		Long: `Audit every instruction boundary of the chosen functions (all by default) under
+a kernel policy: reject (with the kernel's errno), ftrace, emulate, singlestep or
+boost, whether an optprobe may cover it, and the rules behind each answer.
+
+FILE is an ELF (vmlinux, .ko, executable), a Debian kernel .deb or a vmlinuz.
+Without FILE kboost audits its embedded demo program (kernel-style code).`,
+		Example: `  kboost audit
+  kboost audit vmlinux --symbols System.map --func vfs_read
+  kboost audit vmlinux --symbols System.map --func vfs_read+0x1a --json
+  kboost audit linux-image-6.1.0-NN-amd64_*.deb --symbols kallsyms --summary`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runAudit(s, o, args)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringArrayVar(&o.funcs, "func", nil, "function NAME, glob (\"vfs_*\"), NAME+OFF or hex address; repeatable")
+	fl.StringVar(&o.symsPath, "symbols", "", "System.map or /proc/kallsyms-format file (for a stripped FILE)")
+	fl.StringVar(&o.policy, "policy", "", "kernel policy (see 'kboost policies'); default linux-6.1")
+	fl.StringVar(&o.configPath, "config", "", "kernel .config or config.gz (default: the one in FILE, else the policy's defaults)")
+	fl.BoolVar(&o.jsonOut, "json", false, "one JSON object per instruction boundary")
+	fl.BoolVar(&o.summary, "summary", false, "only counts per verdict and per rule")
+	fl.StringVar(&o.preempt, "preemption", "", "override CONFIG_PREEMPTION: y or n")
+	fl.BoolVar(&o.post, "post-handler", false, "the probe has a post_handler (never boosted nor optimized)")
+	return cmd
+}
+
+func runAudit(s Streams, o auditOpts, args []string) error {
+	var f *kimage.File
+	var err error
+	if len(args) == 0 {
+		f, err = kimage.OpenBytes(demo.ELF)
+		if err == nil {
+			f.Path = demo.Name
+		}
+	} else {
+		f, err = openImage(args[0], o.symsPath)
+	}
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if len(args) == 0 && o.symsPath != "" {
+		if f.Symbols, err = kimage.LoadSymbols(o.symsPath); err != nil {
+			return err
+		}
+	}
+	pol, err := pickPolicy(o.policy, f.Arch)
+	if err != nil {
+		return err
+	}
+	var cfg *kimage.KConfig
+	if o.configPath != "" {
+		if cfg, err = kimage.LoadKConfig(o.configPath); err != nil {
+			return err
+		}
+	}
+	env, notes := audit.Env(f, pol, cfg)
+	switch o.preempt {
+	case "":
+	case "y", "yes", "true":
+		env.Config.Preemption = true
+	case "n", "no", "false":
+		env.Config.Preemption = false
+	default:
+		return usagef("--preemption %q: want y or n", o.preempt)
+	}
+	env.Config.PostHandler = o.post
+	reqs, err := audit.Select(f, o.funcs)
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriterSize(s.Out, 1<<16)
+	defer w.Flush()
+	if !o.jsonOut {
+		fmt.Fprintf(w, "# %s: %s, policy %s, config: %s\n", f.Path, f.Arch.Name, pol.Name, strings.Join(env.Config.Flags(), " "))
+		for _, n := range notes {
+			fmt.Fprintf(w, "# note: %s\n", n)
+		}
+	}
+	start := time.Now()
+	prog := newProgress(s.Err, "audit")
+	var (
+		mu   sync.Mutex
+		sums []*summary
+		done atomic.Int64
+	)
+	newHandler := func() audit.Handler {
+		sum := newSummary()
+		mu.Lock()
+		sums = append(sums, sum)
+		mu.Unlock()
+		fm := decode.NewFormatter(0)
+		var buf []byte
+		return func(res *audit.Result) ([]byte, error) {
+			done.Add(1)
+			if res.Err != nil {
+				sum.errors++
+				if len(reqs) == 1 {
+					return nil, res.Err
+				}
+				if !o.summary {
+					return []byte(fmt.Sprintf("# error: %v\n", res.Err)), nil
+				}
+				return nil, nil
+			}
+			a := res.Audit
+			sum.funcs++
+			if res.Req.Point {
+				d, err := a.At(res.Req.Off)
+				if err != nil {
+					return nil, fmt.Errorf("%s: %w", res.Req.Symbol, err)
+				}
+				sum.add(&d)
+				if o.summary {
+					return nil, nil
+				}
+				return formatPoint(nil, a, res.Req.Off, entryAt(a, res.Req.Off), &d, fm, o.jsonOut), nil
+			}
+			for i := range a.Entries {
+				sum.add(&a.Entries[i].Decision)
+			}
+			if o.summary {
+				return nil, nil
+			}
+			buf = formatFunc(buf[:0], a, fm, o.jsonOut)
+			return append([]byte(nil), buf...), nil
+		}
+	}
+	err = audit.Run(f, pol, env, reqs, newHandler, func(b []byte) error {
+		prog.update(uint64(done.Load()), uint64(len(reqs)))
+		_, err := w.Write(b)
+		return err
+	})
+	prog.finish()
+	if err != nil {
+		return err
+	}
+	if o.summary {
+		total := newSummary()
+		for _, x := range sums {
+			total.merge(x)
+		}
+		total.write(w, o.jsonOut, time.Since(start), notes)
+	}
+	return w.Flush()
+}
+
+func pickPolicy(name string, arch *decode.Arch) (*boost.Policy, error) {
+	if name == "" {
+		name = "linux-6.1"
+	}
+	pol, err := boost.Lookup(name)
+	if err != nil {
+		return nil, &UsageError{err.Error()}
+	}
+	if !pol.Supports(arch.Mode) {
+		return nil, usagef("policy %s does not model %s code (see 'kboost policies')", pol.Name, arch.Name)
+	}
+	return pol, nil
+}
+
+func entryAt(a *boost.FuncAudit, off uint64) *boost.Entry {
+	i := sort.Search(len(a.Entries), func(i int) bool { return a.Entries[i].Off >= off })
+	if i < len(a.Entries) && a.Entries[i].Off == off {
+		return &a.Entries[i]
+	}
+	return nil
+}
+
+func ruleIDs(rs []boost.Reason) []string {
+	ids := make([]string, len(rs))
+	for i, r := range rs {
+		ids[i] = r.Rule
+	}
+	return ids
+}
+
+func appendJSONStrings(buf []byte, ss []string) []byte {
+	buf = append(buf, '[')
+	for i, s := range ss {
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		buf = strconv.AppendQuote(buf, s)
+	}
+	return append(buf, ']')
+}
+
+// appendRecord renders one boundary (or requested point) as a JSON line or a text line.
+func appendRecord(buf []byte, a *boost.FuncAudit, off uint64, e *boost.Entry, d *boost.Decision, fm *decode.Formatter, jsonOut bool) []byte {
+	addr := a.Func.Addr + off
+	n, raw, text := 0, []byte(nil), "(not an instruction boundary)"
+	if e != nil {
+		n = e.Len
+		raw = e.Inst.Bytes()
+		if e.DecodeOK {
+			text = fm.Format(&e.Inst)
+		} else {
+			text = "(bad)"
+		}
+	}
+	errno := ""
+	if d.Verdict == boost.Reject {
+		errno = d.Errno.String()
+	}
+	var details []string
+	for _, r := range d.Reasons {
+		details = append(details, r.Text)
+	}
+	if jsonOut {
+		buf = append(buf, `{"addr":"0x`...)
+		buf = strconv.AppendUint(buf, addr, 16)
+		buf = append(buf, `","func":`...)
+		buf = strconv.AppendQuote(buf, a.Func.Name)
+		buf = append(buf, `,"off":`...)
+		buf = strconv.AppendUint(buf, off, 10)
+		buf = append(buf, `,"len":`...)
+		buf = strconv.AppendInt(buf, int64(n), 10)
+		buf = append(buf, `,"bytes":"`...)
+		buf = appendHexBytes(buf, raw)
+		buf = append(buf, `","asm":`...)
+		buf = strconv.AppendQuote(buf, text)
+		buf = append(buf, `,"verdict":"`...)
+		buf = append(buf, d.Verdict.String()...)
+		buf = append(buf, `","errno":"`...)
+		buf = append(buf, errno...)
+		buf = append(buf, `","reasons":`...)
+		buf = appendJSONStrings(buf, ruleIDs(d.Reasons))
+		buf = append(buf, `,"details":`...)
+		buf = appendJSONStrings(buf, details)
+		buf = append(buf, `,"optimizable":`...)
+		buf = strconv.AppendBool(buf, d.Optimizable)
+		return append(buf, "}\n"...)
+	}
+	v := d.Verdict.String()
+	if errno != "" {
+		v += " " + errno
+	}
+	if d.Optimizable {
+		v += " +opt"
+	}
+	why := ""
+	if len(d.Reasons) > 0 {
+		last := d.Reasons[len(d.Reasons)-1]
+		why = last.Rule
+		if last.Text != "" {
+			why += ": " + last.Text
+		}
+	}
+	return fmt.Appendf(buf, "  +%-5s %-30s %-34s %-18s %s\n", "0x"+strconv.FormatUint(off, 16), string(appendHexBytes(nil, raw)), text, v, why)
+}
+
+func formatFunc(buf []byte, a *boost.FuncAudit, fm *decode.Formatter, jsonOut bool) []byte {
+	if !jsonOut {
+		var tags []string
+		if a.FtraceOff >= 0 {
+			tags = append(tags, fmt.Sprintf("ftrace site +%#x (%s)", a.FtraceOff, a.FtraceFrom))
+		}
+		if a.Notrace && a.NotraceKnown {
+			tags = append(tags, "notrace")
+		}
+		if a.Endbr {
+			tags = append(tags, "endbr")
+		}
+		if a.DecodeFailOff >= 0 {
+			tags = append(tags, fmt.Sprintf("decode fails at +%#x", a.DecodeFailOff))
+		}
+		buf = fmt.Appendf(buf, "\n%s  %#x  size %#x  %s\n", a.Func.Name, a.Func.Addr, a.Func.Size, strings.Join(tags, ", "))
+	}
+	for i := range a.Entries {
+		e := &a.Entries[i]
+		buf = appendRecord(buf, a, e.Off, e, &e.Decision, fm, jsonOut)
+	}
+	return buf
+}
+
+func formatPoint(buf []byte, a *boost.FuncAudit, off uint64, e *boost.Entry, d *boost.Decision, fm *decode.Formatter, jsonOut bool) []byte {
+	if !jsonOut {
+		buf = fmt.Appendf(buf, "%s+%#x  %#x\n", a.Func.Name, off, a.Func.Addr+off)
+	}
+	return appendRecord(buf, a, off, e, d, fm, jsonOut)
+}
+
+// summary counts verdicts and rules over an audit.
+type summary struct {
+	funcs, points, optimizable, errors int
+	verdicts                           map[string]int
+	errnos                             map[string]int
+	rules                              map[string]int
+}
+
+func newSummary() *summary {
+	return &summary{verdicts: map[string]int{}, errnos: map[string]int{}, rules: map[string]int{}}
+}
+
+func (s *summary) add(d *boost.Decision) {
+	s.points++
+	s.verdicts[d.Verdict.String()]++
+	if d.Verdict == boost.Reject {
+		s.errnos[d.Errno.String()]++
+	}
+	if d.Optimizable {
+		s.optimizable++
+	}
+	for _, r := range d.Reasons {
+		s.rules[r.Rule]++
+	}
+}
+
+func (s *summary) merge(x *summary) {
+	s.funcs += x.funcs
+	s.points += x.points
+	s.optimizable += x.optimizable
+	s.errors += x.errors
+	for _, p := range [][2]map[string]int{{s.verdicts, x.verdicts}, {s.errnos, x.errnos}, {s.rules, x.rules}} {
+		for k, v := range p[1] {
+			p[0][k] += v
+		}
+	}
+}
+
+func sortedKeys(m map[string]int) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if m[keys[i]] != m[keys[j]] {
+			return m[keys[i]] > m[keys[j]]
+		}
+		return keys[i] < keys[j]
+	})
+	return keys
+}
+
+func (s *summary) write(w io.Writer, jsonOut bool, elapsed time.Duration, notes []string) {
+	if jsonOut {
+		var b []byte
+		b = fmt.Appendf(b, `{"functions":%d,"boundaries":%d,"optimizable":%d,"errors":%d,"seconds":%.3f`, s.funcs, s.points, s.optimizable, s.errors, elapsed.Seconds())
+		for _, part := range []struct {
+			name string
+			m    map[string]int
+		}{{"verdicts", s.verdicts}, {"errnos", s.errnos}, {"rules", s.rules}} {
+			b = fmt.Appendf(b, `,%q:{`, part.name)
+			for i, k := range sortedKeys(part.m) {
+				if i > 0 {
+					b = append(b, ',')
+				}
+				b = fmt.Appendf(b, "%q:%d", k, part.m[k])
+			}
+			b = append(b, '}')
+		}
+		b = append(b, `,"notes":`...)
+		b = appendJSONStrings(b, notes)
+		b = append(b, "}\n"...)
+		w.Write(b)
+		return
+	}
+	fmt.Fprintf(w, "functions %d, instruction boundaries %d, optimizable %d, errors %d (%.2fs)\n", s.funcs, s.points, s.optimizable, s.errors, elapsed.Seconds())
+	fmt.Fprintln(w, "\nverdict")
+	for _, k := range sortedKeys(s.verdicts) {
+		fmt.Fprintf(w, "  %-12s %9d  %5.1f%%\n", k, s.verdicts[k], 100*float64(s.verdicts[k])/float64(max(s.points, 1)))
+	}
+	if len(s.errnos) > 0 {
+		fmt.Fprintln(w, "\nerrno (rejected)")
+		for _, k := range sortedKeys(s.errnos) {
+			fmt.Fprintf(w, "  %-12s %9d\n", k, s.errnos[k])
+		}
+	}
+	fmt.Fprintln(w, "\nrule (boundaries it applied to)")
+	for _, k := range sortedKeys(s.rules) {
+		fmt.Fprintf(w, "  %-40s %9d\n", k, s.rules[k])
+	}
+}

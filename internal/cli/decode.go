@@ -1,0 +1,323 @@
+package cli
+
+import (
+	"bufio"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/kboost/kboost/decode"
+	"github.com/kboost/kboost/kimage"
+	"github.com/spf13/cobra"
+)
+
+func newDecodeCmd(s Streams) *cobra.Command {
+	var (
+		archName string
+		addrStr  string
+		jsonOut  bool
+		symsPath string
+	)
+	cmd := &cobra.Command{
+		Use:   "decode HEX...|FILE",
+		Short: "Decode instructions from hex bytes or every executable section of a file",
+		Long: `Decode x86 instructions exactly (length, prefixes, ModRM/SIB, displacement,
+immediate, RIP-relative, branch target) and print them in AT&T syntax.
+
+With HEX arguments ("48 8b 05 10 00 00 00" or "488b0510000000") the bytes are
+decoded one instruction after another from --addr. With a FILE (ELF, Debian kernel
+.deb or vmlinuz) every executable section is decoded like 'objdump -d': a linear
+sweep that restarts at each symbol.`,
+		Example: `  kboost decode 48 8b 05 10 00 00 00
+  kboost decode --arch i386 66 e8 00 00
+  kboost decode --json /usr/bin/true | head`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			arch, err := decode.LookupArch(archName)
+			if err != nil {
+				return &UsageError{err.Error()}
+			}
+			w := bufio.NewWriterSize(s.Out, 1<<16)
+			defer w.Flush()
+			if len(args) == 1 && fileExists(args[0]) {
+				f, err := openImage(args[0], symsPath)
+				if err != nil {
+					return err
+				}
+				defer f.Close()
+				if err := decodeFile(w, f, jsonOut, s.Err); err != nil {
+					return err
+				}
+				return w.Flush()
+			}
+			code, err := parseHexArgs(args)
+			if err != nil {
+				return err
+			}
+			addr, err := parseAddr(addrStr)
+			if err != nil {
+				return err
+			}
+			fm := decode.NewFormatter(0)
+			var lw lineWriter
+			decode.Sweep(arch.Mode, code, addr, nil, func(inst *decode.Inst, derr error) bool {
+				lw.inst(w, inst, derr, fm, jsonOut, "")
+				return true
+			})
+			return w.Flush()
+		},
+	}
+	cmd.Flags().StringVar(&archName, "arch", "x86-64", "instruction set for HEX input: x86-64 or i386")
+	cmd.Flags().StringVar(&addrStr, "addr", "0", "address of the first HEX byte")
+	cmd.Flags().BoolVar(&jsonOut, "json", false, "one JSON object per instruction: addr, len, bytes, asm (and error)")
+	cmd.Flags().StringVar(&symsPath, "symbols", "", "System.map or /proc/kallsyms-format file for a stripped FILE")
+	return cmd
+}
+
+func fileExists(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && !st.IsDir()
+}
+
+// parseHexArgs accepts hex bytes split any way across arguments, with optional
+// "0x" / "\x" prefixes, spaces, commas or colons.
+func parseHexArgs(args []string) ([]byte, error) {
+	var sb strings.Builder
+	for _, a := range args {
+		a = strings.NewReplacer("0x", "", "0X", "", `\x`, "", ",", "", ":", "", " ", "", "\t", "").Replace(a)
+		sb.WriteString(a)
+	}
+	h := sb.String()
+	if h == "" {
+		return nil, usagef("no bytes given")
+	}
+	if len(h)%2 == 1 {
+		return nil, usagef("odd number of hex digits in %q: give whole bytes", strings.Join(args, " "))
+	}
+	b, err := hex.DecodeString(h)
+	if err != nil {
+		return nil, usagef("%q is neither an existing file nor hex bytes (%v)", strings.Join(args, " "), err)
+	}
+	return b, nil
+}
+
+func parseAddr(s string) (uint64, error) {
+	v, err := strconv.ParseUint(strings.TrimPrefix(strings.TrimPrefix(s, "0x"), "0X"), 16, 64)
+	if err != nil {
+		return 0, usagef("bad address %q: want hex, e.g. 0xffffffff81000000", s)
+	}
+	return v, nil
+}
+
+// openImage opens FILE with kimage and attaches --symbols when given.
+func openImage(path, symsPath string) (*kimage.File, error) {
+	f, err := kimage.Open(path)
+	if err != nil {
+		if strings.Contains(err.Error(), path) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if f.Arch == nil {
+		f.Close()
+		return nil, fmt.Errorf("%s: machine %s is not supported yet (x86-64 and i386 are)", path, f.Machine)
+	}
+	if symsPath != "" {
+		st, err := kimage.LoadSymbols(symsPath)
+		if err != nil {
+			f.Close()
+			return nil, err
+		}
+		f.Symbols = st
+	}
+	return f, nil
+}
+
+// sectionStarts returns the sorted symbol addresses inside sec, where a sweep
+// restarts (objdump restarts at every symbol of the section).
+func sectionStarts(f *kimage.File, sec kimage.Section) []uint64 {
+	var starts []uint64
+	for sym := range f.Symbols.All() {
+		if sym.Module == "" && sec.Contains(sym.Addr) && sym.Addr != sec.Addr {
+			starts = append(starts, sym.Addr)
+		}
+	}
+	sort.Slice(starts, func(i, j int) bool { return starts[i] < starts[j] })
+	return compactU64(starts)
+}
+
+func compactU64(s []uint64) []uint64 {
+	out := s[:0]
+	for i, v := range s {
+		if i == 0 || v != s[i-1] {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// chunk is a run of instruction starts formatted by one worker.
+type chunk struct {
+	data  []byte // section contents
+	base  uint64 // address of data[0]
+	offs  []uint32
+	out   []byte
+	ready chan struct{}
+}
+
+// decodeFile decodes every executable section: one goroutine sweeps (fast) and
+// cuts the instruction stream into chunks, workers format them, and the chunks
+// are written in order.
+func decodeFile(w io.Writer, f *kimage.File, jsonOut bool, errw io.Writer) error {
+	secs := f.ExecSections()
+	if len(secs) == 0 {
+		return fmt.Errorf("%s: no executable sections to decode", f.Path)
+	}
+	mode := f.Arch.Mode
+	workers := runtime.GOMAXPROCS(0)
+	todo := make(chan *chunk, workers*2)
+	order := make(chan *chunk, workers*4)
+	for k := 0; k < workers; k++ {
+		go func() {
+			fm := decode.NewFormatter(0)
+			var inst decode.Inst
+			var lw lineWriter
+			for c := range todo {
+				buf := make([]byte, 0, len(c.offs)*64)
+				for _, off := range c.offs {
+					derr := decode.DecodeInto(&inst, c.data[off:], mode, c.base+uint64(off))
+					buf = lw.appendInst(buf, &inst, derr, fm, jsonOut)
+				}
+				c.out = buf
+				close(c.ready)
+			}
+		}()
+	}
+	var werr error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for c := range order {
+			<-c.ready
+			if werr == nil {
+				_, werr = w.Write(c.out)
+			}
+			c.out = nil
+		}
+	}()
+	prog := newProgress(errw, "decode")
+	var total uint64
+	for _, sec := range secs {
+		total += sec.Size
+	}
+	var doneBytes uint64
+	var ferr error
+	for _, sec := range secs {
+		data, err := sec.Data()
+		if err != nil {
+			ferr = err
+			break
+		}
+		if !jsonOut {
+			hdr := fmt.Sprintf("\nDisassembly of section %s:\n", sec.Name)
+			c := &chunk{out: []byte(hdr), ready: make(chan struct{})}
+			close(c.ready)
+			order <- c
+		}
+		starts := sectionStarts(f, sec)
+		const chunkLen = 1 << 15
+		cur := &chunk{data: data, base: sec.Addr, offs: make([]uint32, 0, chunkLen), ready: make(chan struct{})}
+		flush := func() {
+			if len(cur.offs) == 0 {
+				return
+			}
+			order <- cur
+			todo <- cur
+			cur = &chunk{data: data, base: sec.Addr, offs: make([]uint32, 0, chunkLen), ready: make(chan struct{})}
+		}
+		decode.Sweep(mode, data, sec.Addr, starts, func(inst *decode.Inst, _ error) bool {
+			cur.offs = append(cur.offs, uint32(inst.Addr-sec.Addr))
+			if len(cur.offs) == chunkLen {
+				flush()
+				prog.update(doneBytes+(inst.Addr-sec.Addr), total)
+			}
+			return true
+		})
+		flush()
+		doneBytes += sec.Size
+	}
+	close(todo)
+	close(order)
+	<-done
+	prog.finish()
+	if ferr != nil {
+		return ferr
+	}
+	if werr != nil && !errors.Is(werr, os.ErrClosed) {
+		return fmt.Errorf("writing output: %w", werr)
+	}
+	return nil
+}
+
+// lineWriter renders one instruction as a text or JSON line.
+type lineWriter struct{ scratch []byte }
+
+func (lw *lineWriter) inst(w io.Writer, inst *decode.Inst, derr error, fm *decode.Formatter, jsonOut bool, _ string) {
+	lw.scratch = lw.appendInst(lw.scratch[:0], inst, derr, fm, jsonOut)
+	w.Write(lw.scratch)
+}
+
+const hexDigits = "0123456789abcdef"
+
+func appendHexBytes(buf []byte, b []byte) []byte {
+	for i, c := range b {
+		if i > 0 {
+			buf = append(buf, ' ')
+		}
+		buf = append(buf, hexDigits[c>>4], hexDigits[c&15])
+	}
+	return buf
+}
+
+func (lw *lineWriter) appendInst(buf []byte, inst *decode.Inst, derr error, fm *decode.Formatter, jsonOut bool) []byte {
+	text := "(bad)"
+	if derr == nil {
+		text = fm.Format(inst)
+	}
+	n := inst.Len
+	if n == 0 {
+		n = 1
+	}
+	raw := inst.Raw[:n]
+	if jsonOut {
+		buf = append(buf, `{"addr":"0x`...)
+		buf = strconv.AppendUint(buf, inst.Addr, 16)
+		buf = append(buf, `","len":`...)
+		buf = strconv.AppendInt(buf, int64(inst.Len), 10)
+		buf = append(buf, `,"bytes":"`...)
+		buf = appendHexBytes(buf, raw)
+		buf = append(buf, `","asm":`...)
+		buf = strconv.AppendQuote(buf, text)
+		if derr != nil {
+			buf = append(buf, `,"error":`...)
+			buf = strconv.AppendQuote(buf, derr.Error())
+		}
+		return append(buf, "}\n"...)
+	}
+	buf = strconv.AppendUint(buf, inst.Addr, 16)
+	buf = append(buf, ":\t"...)
+	buf = appendHexBytes(buf, raw)
+	buf = append(buf, '\t')
+	buf = append(buf, text...)
+	if derr != nil {
+		buf = append(buf, "\t# "...)
+		buf = append(buf, derr.Error()...)
+	}
+	return append(buf, '\n')
+}

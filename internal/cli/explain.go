@@ -1,0 +1,218 @@
+package cli
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/kboost/kboost/boost"
+	"github.com/kboost/kboost/decode"
+	"github.com/spf13/cobra"
+)
+
+func newExplainCmd(s Streams) *cobra.Command {
+	var archName, policy, addrStr, slotStr, preempt string
+	var jsonOut, post bool
+	cmd := &cobra.Command{
+		Use:   "explain HEX",
+		Short: "One instruction, step by step: fields, each kernel rule tried, the verdict",
+		Example: `  kboost explain 9c
+  kboost explain 48 8b 05 10 00 00 00 --slot 0xffffffffa0000000 --addr 0xffffffff81000000
+  kboost explain --preemption n 48 89 e5`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			arch, err := decode.LookupArch(archName)
+			if err != nil {
+				return &UsageError{err.Error()}
+			}
+			code, err := parseHexArgs(args)
+			if err != nil {
+				return err
+			}
+			addr, err := parseAddr(addrStr)
+			if err != nil {
+				return err
+			}
+			pol, err := pickPolicy(policy, arch)
+			if err != nil {
+				return err
+			}
+			env := pol.DefaultEnv()
+			env.Mode = arch.Mode
+			if slotStr != "" {
+				if env.SlotAddr, err = parseAddr(slotStr); err != nil {
+					return err
+				}
+			}
+			switch preempt {
+			case "":
+			case "y":
+				env.Config.Preemption = true
+			case "n":
+				env.Config.Preemption = false
+			default:
+				return usagef("--preemption %q: want y or n", preempt)
+			}
+			env.Config.PostHandler = post
+			inst, derr := decode.Decode(code, arch.Mode, addr)
+			steps, d := pol.Explain(&inst, env)
+			w := bufio.NewWriter(s.Out)
+			defer w.Flush()
+			if jsonOut {
+				out := struct {
+					Bytes    string         `json:"bytes"`
+					Len      int            `json:"len"`
+					Asm      string         `json:"asm"`
+					Error    string         `json:"error,omitempty"`
+					Fields   map[string]any `json:"fields"`
+					Steps    []boost.Step   `json:"steps"`
+					Decision boost.Decision `json:"decision"`
+					Slot     string         `json:"slot"`
+				}{Bytes: string(appendHexBytes(nil, inst.Bytes())), Len: inst.Len, Asm: asmOf(&inst, derr),
+					Fields: instFields(&inst), Steps: steps, Decision: d, Slot: string(appendHexBytes(nil, d.SlotBytes()))}
+				if derr != nil {
+					out.Error = derr.Error()
+				}
+				enc := json.NewEncoder(w)
+				enc.SetIndent("", "  ")
+				return enc.Encode(out)
+			}
+			fmt.Fprintf(w, "%s   %s   (%s, policy %s, config: %s)\n\n", appendHexBytes(nil, inst.Bytes()), asmOf(&inst, derr), arch.Name, pol.Name, strings.Join(env.Config.Flags(), " "))
+			if derr != nil {
+				fmt.Fprintf(w, "decode: %v\n\n", derr)
+			}
+			fmt.Fprintln(w, "fields")
+			for _, kv := range fieldList(&inst) {
+				fmt.Fprintf(w, "  %-10s %s\n", kv[0], kv[1])
+			}
+			fmt.Fprintln(w, "\nrules, in the kernel's order")
+			for i, st := range steps {
+				fmt.Fprintf(w, "  %2d. %s\n", i+1, st)
+			}
+			v := d.Verdict.String()
+			if d.Verdict == boost.Reject {
+				v += " (" + d.Errno.String() + ")"
+			}
+			fmt.Fprintf(w, "\nverdict: %s\n", v)
+			if sb := d.SlotBytes(); len(sb) > 0 {
+				fmt.Fprintf(w, "slot:    %s\n", appendHexBytes(nil, sb))
+			}
+			return nil
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&archName, "arch", "x86-64", "x86-64 or i386")
+	fl.StringVar(&policy, "policy", "", "kernel policy (see 'kboost policies'); default linux-6.1")
+	fl.StringVar(&addrStr, "addr", "0xffffffff81000000", "address of the instruction")
+	fl.StringVar(&slotStr, "slot", "", "address of the kprobe slot (for RIP-relative rebasing)")
+	fl.StringVar(&preempt, "preemption", "", "override CONFIG_PREEMPTION: y or n")
+	fl.BoolVar(&post, "post-handler", false, "the probe has a post_handler")
+	fl.BoolVar(&jsonOut, "json", false, "machine-readable output")
+	return cmd
+}
+
+func asmOf(inst *decode.Inst, derr error) string {
+	if derr != nil {
+		return "(bad)"
+	}
+	return decode.Format(inst, nil)
+}
+
+func fieldList(i *decode.Inst) [][2]string {
+	var f [][2]string
+	add := func(k, v string) { f = append(f, [2]string{k, v}) }
+	add("length", fmt.Sprintf("%d bytes", i.Len))
+	if i.Prefixes != 0 {
+		add("prefixes", i.Prefixes.String())
+	}
+	if i.Rex != 0 {
+		add("rex", fmt.Sprintf("%02x at +%d", i.Rex, i.RexOff))
+	}
+	if i.Enc != decode.EncLegacy {
+		add("encoding", fmt.Sprintf("%s at +%d (L=%d W=%v pp=%d)", i.Enc, i.EncOff, i.VEXL, i.VEXW, i.VEXpp))
+	}
+	add("opcode", fmt.Sprintf("map %s, %02x at +%d", i.Map, i.Opcode, i.OpcodeOff))
+	if i.HasModRM {
+		add("modrm", fmt.Sprintf("%02x at +%d (mod=%d reg=%d rm=%d)", i.ModRM, i.ModRMOff, i.Mod(), i.Reg(), i.RM()))
+	}
+	if i.HasSIB {
+		add("sib", fmt.Sprintf("%02x", i.SIB))
+	}
+	if i.DispLen > 0 {
+		add("disp", fmt.Sprintf("%#x (%d bytes at +%d)", i.Disp, i.DispLen, i.DispOff))
+	}
+	if i.ImmLen > 0 {
+		add("imm", fmt.Sprintf("%#x (%d bytes at +%d)", i.Imm, i.ImmLen, i.ImmOff))
+	}
+	if i.Imm2Len > 0 {
+		add("imm2", fmt.Sprintf("%#x (%d bytes)", i.Imm2, i.Imm2Len))
+	}
+	add("size", fmt.Sprintf("operand %d bits, address %d bits", i.OpSize, i.AddrSize))
+	if i.RIPRel {
+		add("riprel", "yes")
+	}
+	if i.Branch != decode.BranchNone {
+		t := i.Branch.String()
+		if i.Branch.Relative() {
+			t += fmt.Sprintf(" -> %#x", i.Target)
+		}
+		add("branch", t)
+	}
+	if i.Privileged {
+		add("privileged", "yes (#GP at CPL 3)")
+	}
+	return f
+}
+
+func instFields(i *decode.Inst) map[string]any {
+	m := map[string]any{}
+	for _, kv := range fieldList(i) {
+		m[kv[0]] = kv[1]
+	}
+	return m
+}
+
+func newPoliciesCmd(s Streams) *cobra.Command {
+	var jsonOut, rules bool
+	cmd := &cobra.Command{
+		Use:   "policies",
+		Short: "List the kernel policies and the rules they apply",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			w := bufio.NewWriter(s.Out)
+			defer w.Flush()
+			if jsonOut {
+				type pol struct {
+					Name, Title, Source string
+					Modes               []string
+					Defaults            []string
+				}
+				var ps []pol
+				for _, p := range boost.Policies() {
+					var modes []string
+					for _, m := range p.Modes {
+						modes = append(modes, m.String())
+					}
+					ps = append(ps, pol{p.Name, p.Title, p.Source, modes, p.Defaults.Flags()})
+				}
+				enc := json.NewEncoder(w)
+				enc.SetIndent("", "  ")
+				return enc.Encode(map[string]any{"policies": ps, "rules": boost.Rules()})
+			}
+			for _, p := range boost.Policies() {
+				fmt.Fprintf(w, "%-20s %s\n%-20s source: %s; defaults: %s\n", p.Name, p.Title, "", p.Source, strings.Join(p.Defaults.Flags(), " "))
+			}
+			if rules {
+				fmt.Fprintln(w, "\nrules")
+				for _, r := range boost.Rules() {
+					fmt.Fprintf(w, "  %-36s %s\n  %-36s (%s; %s)\n", r.ID, r.Desc, "", r.Where, r.Policies)
+				}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&jsonOut, "json", false, "machine-readable output (includes the rules)")
+	cmd.Flags().BoolVar(&rules, "rules", false, "also list every rule id with where it lives in the kernel")
+	return cmd
+}

@@ -1,0 +1,14 @@
+// Package demo embeds kboost's demo program: demo.elf, built from src/demo.c by
+// src/build.sh with kernel-like flags (-pg -mfentry -mrecord-mcount, IBT). `kboost
+// audit` with no file audits it.
+package demo
+
+import _ "embed"
+
+// ELF is the demo executable.
+//
+//go:embed demo.elf
+var ELF []byte
+
+// Name is the name shown for the embedded file.
+const Name = "demo.elf (embedded)"
