@@ -1,0 +1,149 @@
+//go:build linux && amd64
+
+package kernelsim
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// checkMix is the instruction mix of MeasureChecks: ordinary boostable
+// instructions with register, memory and stack operands, valid in both modes
+// (no REX), and one faulting load.
+var checkMix = [][]byte{
+	{0x89, 0xC8},                   // mov eax, ecx
+	{0x01, 0xD8},                   // add eax, ebx
+	{0x29, 0xCA},                   // sub edx, ecx
+	{0x31, 0xF6},                   // xor esi, esi
+	{0x8D, 0x44, 0x8B, 0x08},       // lea eax, [ebx+ecx*4+8]
+	{0x53},                         // push ebx
+	{0x5A},                         // pop edx
+	{0x8B, 0x03},                   // mov eax, [ebx]
+	{0x89, 0x0E},                   // mov [esi], ecx
+	{0x01, 0x4F, 0x10},             // add [edi+0x10], ecx
+	{0xC1, 0xE0, 0x05},             // shl eax, 5
+	{0x0F, 0xAF, 0xC1},             // imul eax, ecx
+	{0x85, 0xC9},                   // test ecx, ecx
+	{0x9C},                         // pushf
+	{0x8B, 0x04, 0x25, 0, 0, 0, 0}, // mov eax, [0] (faults)
+}
+
+// MeasureChecks runs differential checks on a for about d: each check runs
+// one instruction of a fixed mix in place and from a slot (DirectSlot), with
+// randomized registers and scratch memory, and compares the two results
+// (registers, flags, PC, stack and scratch pages, faults). The tracer and the
+// sandbox hand the batch back and forth and never run at the same time, so
+// the figures are those of one core.
+func MeasureChecks(a *Arch, d time.Duration, seed uint64) (CheckRate, error) {
+	c, err := newChecker(a, seed)
+	if err != nil {
+		return CheckRate{}, err
+	}
+	defer c.s.Close()
+	var r CheckRate
+	cpu0 := cpuTime(c.s.Pid())
+	start := time.Now()
+	for time.Since(start) < d {
+		n, div, err := c.batch()
+		if err != nil {
+			return r, err
+		}
+		r.Checks += n
+		r.Diverged += div
+	}
+	r.Elapsed = time.Since(start)
+	r.CPU = cpuTime(c.s.Pid()) - cpu0
+	r.PerSecond = float64(r.Checks) / r.Elapsed.Seconds()
+	if r.CPU > 0 {
+		r.PerCPU = float64(r.Checks) / r.CPU.Seconds()
+	}
+	return r, nil
+}
+
+// checker runs batches of random differential checks.
+type checker struct {
+	a       *Arch
+	s       *Sandbox
+	rng     *rand.Rand
+	cases   []Case
+	results []Result
+	scratch []byte
+	stack   []byte
+}
+
+func newChecker(a *Arch, seed uint64) (*checker, error) {
+	s, err := New(a)
+	if err != nil {
+		return nil, err
+	}
+	return &checker{
+		a: a, s: s, rng: rand.New(rand.NewPCG(seed, 0x6b626f6f7374)),
+		cases: make([]Case, maxBatch), results: make([]Result, maxBatch),
+		scratch: make([]byte, ScratchSize), stack: make([]byte, StackSize),
+	}, nil
+}
+
+// batch runs maxBatch/2 checks and returns how many diverged.
+func (c *checker) batch() (checks, diverged int, err error) {
+	l := c.a.Layout
+	pairs := len(c.cases) / 2
+	for i := 0; i < pairs; i++ {
+		for j := 0; j < len(c.scratch); j += 8 {
+			binary.LittleEndian.PutUint64(c.scratch[j:], c.rng.Uint64())
+		}
+		regs := c.a.RandomRegs(c.rng)
+		ref := Case{Code: checkMix[c.rng.IntN(len(checkMix))], Regs: regs, Scratch: c.scratch, Stack: c.stack}
+		cand := ref
+		cand.Slot = c.cases[2*i+1].Slot
+		if err := DirectSlot(&cand, l); err != nil {
+			return 0, 0, err
+		}
+		cand.EntrySlot = true
+		c.cases[2*i], c.cases[2*i+1] = ref, cand
+	}
+	if err := c.s.Run(c.cases, c.results); err != nil {
+		return 0, 0, err
+	}
+	for i := 0; i < pairs; i++ {
+		if c.a.Compare(&c.results[2*i], &c.results[2*i+1], c.cases[2*i+1].SlotPCMap(l)).Verdict != Equivalent {
+			diverged++
+		}
+	}
+	return pairs, diverged, nil
+}
+
+// cpuTime is the CPU time used so far by this process and the process pid.
+func cpuTime(pid int) time.Duration {
+	var ru unix.Rusage
+	unix.Getrusage(unix.RUSAGE_SELF, &ru)
+	t := time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	return t + procCPU(pid)
+}
+
+// procCPU reads the user+system time of pid from /proc (clock ticks of 10 ms).
+func procCPU(pid int) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 13 {
+		return 0
+	}
+	// fields after the command: state(0) ... utime(11) stime(12)
+	u, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(u+st) * 10 * time.Millisecond
+}

@@ -1,0 +1,51 @@
+// Package kernelsim runs x86 code for real and reports the final
+// architectural state, so kboost can check a kprobes verdict ("this
+// instruction behaves the same from an out-of-line slot") against the machine.
+//
+// # Contract
+//
+// A [Backend] executes [Case] values: code bytes at the layout's original
+// address (followed by a return stub the backend adds), optionally slot bytes
+// at the slot address, an initial register file and the contents of a scratch
+// page and a stack page. For each case it returns a [Result]: all general
+// registers, the flags masked to the architectural bits ([Arch].FlagsMask), the
+// PC, both pages, or the fault (signal, si_code, address, trap number, error
+// code, registers at the fault). [Arch.Compare] compares two results (a fault
+// is compared as a fault; #GP of privileged instructions and trapped system
+// calls give [NotVerifiable]).
+//
+// [Sandbox] is the backend on the host CPU (linux/amd64). It writes a minimal
+// static ELF holding a hand-assembled runner (no libc), starts it under
+// ptrace (PTRACE_TRACEME, PR_SET_PDEATHSIG=SIGKILL, its own process group),
+// lets it map the code, slot, scratch and stack pages from a memfd shared
+// with the tracer, install SA_SIGINFO handlers on an alternate stack and a
+// seccomp filter, checks where it stopped, and detaches. Cases then run in
+// batches through the shared memory (futex hand-off, no ptrace stop per
+// case); faults are caught by the runner's own handlers. ptrace is used again
+// only to say where a runner that stopped making progress hangs before it is
+// killed and restarted. Case code cannot make system calls (seccomp turns
+// them into SIGSYS), and the runner's own memory lies beyond the reach of
+// case registers and 32-bit displacements on x86-64. Every case starts from
+// the same hidden state: x87/SSE/AVX reset (XRSTOR of the init state, FNINIT,
+// MXCSR 0x1F80) and the runner's DS/ES/FS/GS selectors reloaded, so an earlier
+// case cannot change the outcome of a later one. Vector and x87 registers are
+// not part of the Result.
+//
+// A case that loops is stopped by a watchdog (SIGUSR1 after Sandbox.Watchdog
+// of the sandbox's CPU time without progress) and reported TimedOut.
+//
+// i386 cases run in a 32-bit compat-mode process where the kernel allows it.
+// Where it does not (this project's PVM guests refuse 32-bit executables and
+// 32-bit code segments), New falls back to qemu-i386-static running the same
+// runner, isolated in new PID/network/IPC namespaces as nobody; such a
+// sandbox reports its emulator through Sandbox.Emulator and has no hardware
+// length oracle.
+//
+// [Sandbox.HWLengths] and [HWLength] are the sandsifter length oracle: bytes
+// placed against the unmapped page after the code page, run with the trap
+// flag; a fetch fault at the boundary with the PC still at the start means
+// the CPU wants more bytes.
+//
+// Everything that starts processes is behind the linux && amd64 build tag;
+// elsewhere the constructors return [ErrNotSupported].
+package kernelsim

@@ -1,0 +1,58 @@
+//go:build linux && amd64
+
+package kernelsim
+
+import (
+	"math/rand/v2"
+	"testing"
+	"time"
+)
+
+// TestRandomBytes runs random byte strings (a crude fuzz) in both modes and
+// reports how they ended; the sandbox must survive (restarts are counted).
+func TestRandomBytes(t *testing.T) {
+	oracle(t)
+	for _, a := range []*Arch{X86_64, I386} {
+		s, err := New(a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Watchdog = 20 * time.Millisecond
+		rng := rand.New(rand.NewPCG(3, 4))
+		n := 20000
+		if s.Emulator() != "" {
+			n = 2000
+		}
+		cases := make([]Case, 128)
+		res := make([]Result, 128)
+		hist := map[string]int{}
+		start := time.Now()
+		for done := 0; done < n; done += len(cases) {
+			for i := range cases {
+				code := make([]byte, 1+rng.IntN(15))
+				for j := range code {
+					code[j] = byte(rng.Uint32())
+				}
+				cases[i] = Case{Code: code, Regs: a.RandomRegs(rng), NoMemory: true}
+			}
+			if err := s.Run(cases, res); err != nil {
+				t.Fatal(err)
+			}
+			for i := range res {
+				k := res[i].Outcome.String()
+				if res[i].Outcome == Faulted {
+					k = signalName(res[i].Fault.Signal)
+				}
+				hist[k]++
+				if res[i].Outcome == Crashed || res[i].Outcome == TimedOut {
+					t.Logf("%s: % x -> %v", a.Name, cases[i].Code, res[i].Outcome)
+				}
+			}
+		}
+		t.Logf("%s: %d random cases in %v: %v; %d restarts (last: %s)", a.Name, n, time.Since(start).Round(time.Millisecond), hist, s.Restarts, s.LastCrash)
+		if s.Restarts > n/100 {
+			t.Errorf("%s: %d restarts in %d cases", a.Name, s.Restarts, n)
+		}
+		s.Close()
+	}
+}
