@@ -173,11 +173,8 @@ func (d *decoder) decode() error {
 		op = &e.Pfx[pfx]
 	}
 	inst.Op = op
-	hasModRM := op.Flags&opcodes.FModRM != 0
-	if !hasModRM && inst.Map != MapOne && !e.Defined() {
-		// Undefined 0F 38 / 0F 3A slots still have the structure of their map.
-		hasModRM = inst.Map == Map0F38 || inst.Map == Map0F3A
-	}
+	// Every 0F 38 / 0F 3A opcode, defined or not, has a ModRM byte.
+	hasModRM := op.Flags&opcodes.FModRM != 0 || inst.Map == Map0F38 || inst.Map == Map0F3A
 
 	// Operand size.
 	switch {
@@ -200,8 +197,8 @@ func (d *decoder) decode() error {
 	}
 
 	imm := op.Imm
-	if !e.Defined() && inst.Map == Map0F3A {
-		imm = opcodes.ImmB
+	if inst.Map == Map0F3A {
+		imm = opcodes.ImmB // every 0F 3A opcode has an 8-bit immediate
 	}
 	if err := d.immediate(imm); err != nil {
 		return err
@@ -218,6 +215,8 @@ func (d *decoder) validate(e *opcodes.Entry, op *opcodes.Op) error {
 	switch {
 	case !e.Defined():
 		return d.invalid("opcode not defined")
+	case op.Mnemonic == "" && op.Flags == 0:
+		return d.invalid("opcode not defined with this mandatory prefix")
 	case op.Flags&opcodes.FInvalid != 0:
 		return d.invalid("undefined form")
 	case op.Flags&opcodes.FInv64 != 0 && inst.Mode == Mode64:

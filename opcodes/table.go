@@ -8,16 +8,26 @@ type Table [256]Entry
 // Entry is what the spec says about one opcode byte.
 type Entry struct {
 	Op    Op          // the plain form (Mnemonic "" and no flags: not in the spec)
-	Group *[8]Op      // forms selected by ModRM.reg; nil unless a group opcode
-	Pfx   *[4]Op      // forms selected by mandatory prefix: none, 66, F3, F2
-	Exact []ExactForm // forms selected by a whole ModRM byte (register forms)
+	Group  *[8]Op      // forms selected by ModRM.reg; nil unless a group opcode
+	PGroup *[4][8]Op   // group forms selected by mandatory prefix and ModRM.reg
+	Pfx    *[4]Op      // forms selected by mandatory prefix: none, 66, F3, F2
+	Exact  []ExactForm // forms selected by a whole ModRM byte (register forms)
 }
 
-// ExactForm is a form selected by one ModRM byte value.
+// ExactForm is a form selected by one ModRM byte value and, when Pfx >= 0, a
+// mandatory prefix (0 none, 1 66, 2 F3, 3 F2; -1 any).
 type ExactForm struct {
 	ModRM byte
+	Pfx   int8
 	Op    Op
 }
+
+// invalidForm stands for a prefix/ModRM combination the spec defines for other
+// prefixes only.
+var invalidForm = Op{Flags: FInvalid}
+
+// set reports whether a table slot holds a form.
+func (op *Op) set() bool { return op.Mnemonic != "" || op.Flags != 0 }
 
 // Defined reports whether the spec names this opcode at all.
 func (e *Entry) Defined() bool {
@@ -42,18 +52,40 @@ func TableFor(i int) *Table {
 // Select picks the form for a mandatory prefix index (0 none, 1 66, 2 F3, 3 F2),
 // a ModRM byte (valid when hasModRM) and returns it.
 func (e *Entry) Select(pfx int, modrm byte, hasModRM bool) *Op {
-	if e.Pfx != nil && e.Pfx[pfx].Mnemonic != "" {
-		return &e.Pfx[pfx]
-	}
 	if hasModRM {
+		var any *Op
+		other := false
 		for i := range e.Exact {
-			if e.Exact[i].ModRM == modrm {
-				return &e.Exact[i].Op
+			x := &e.Exact[i]
+			if x.ModRM != modrm {
+				continue
+			}
+			switch {
+			case int(x.Pfx) == pfx:
+				return &x.Op
+			case x.Pfx < 0:
+				any = &x.Op
+			default:
+				other = true
 			}
 		}
-		if e.Group != nil {
-			return &e.Group[(modrm>>3)&7]
+		if any != nil {
+			return any
 		}
+		if other {
+			// Forms exist for this ModRM with other prefixes only.
+			return &invalidForm
+		}
+		reg := (modrm >> 3) & 7
+		if e.PGroup != nil && e.PGroup[pfx][reg].set() {
+			return &e.PGroup[pfx][reg]
+		}
+	}
+	if e.Pfx != nil && e.Pfx[pfx].set() {
+		return &e.Pfx[pfx]
+	}
+	if hasModRM && e.Group != nil {
+		return &e.Group[(modrm>>3)&7]
 	}
 	return &e.Op
 }

@@ -30,9 +30,17 @@ type Op struct {
 // Entry is everything the spec says about one opcode byte of one map.
 type Entry struct {
 	Plain *Op
-	Group [8]*Op
-	Pfx   [4]*Op // np, 66, f3, f2
-	Exact map[byte]*Op
+	Group  [8]*Op
+	PGroup [4][8]*Op // group forms selected by a mandatory prefix (np, 66, f3, f2)
+	Pfx    [4]*Op    // np, 66, f3, f2
+	Exact  map[exactKey]*Op
+}
+
+// exactKey selects a form by its whole ModRM byte and, when pfx >= 0, a
+// mandatory prefix (pfx -1: any prefix).
+type exactKey struct {
+	modrm byte
+	pfx   int
 }
 
 // Spec is a parsed spec file.
@@ -183,9 +191,38 @@ func parseLine(cur *[256]Entry, f []string, n int) error {
 		}
 		op.Flags = append(op.Flags, fn)
 	}
+	pi := -1
+	if pfx != "" {
+		var ok bool
+		if pi, ok = pfxIndex[pfx]; !ok {
+			return &ParseError{n, "unknown prefix " + pfx}
+		}
+	}
 	for o := lo; o <= hi; o++ {
 		e := &cur[o]
 		switch {
+		case reg != "" && pi >= 0:
+			rl, rh, err := parseRange(reg, 7)
+			if err != nil {
+				return &ParseError{n, "reg: " + err.Error()}
+			}
+			parent := e.Plain
+			if e.Pfx[pi] != nil {
+				parent = e.Pfx[pi]
+			}
+			if parent == nil {
+				return &ParseError{n, "group form before its plain or prefix line"}
+			}
+			for r := rl; r <= rh; r++ {
+				g := *op
+				if !haveOperands {
+					g.Operands = parent.Operands
+				}
+				if err := finish(&g); err != nil {
+					return &ParseError{n, err.Error()}
+				}
+				e.PGroup[pi][r] = &g
+			}
 		case reg != "":
 			rl, rh, err := parseRange(reg, 7)
 			if err != nil {
@@ -210,25 +247,25 @@ func parseLine(cur *[256]Entry, f []string, n int) error {
 			if err != nil {
 				return &ParseError{n, "modrm: " + err.Error()}
 			}
-			if e.Plain == nil {
-				return &ParseError{n, "exact form before its plain line"}
+			parent := e.Plain
+			if pi >= 0 && e.Pfx[pi] != nil {
+				parent = e.Pfx[pi]
+			}
+			if parent == nil {
+				return &ParseError{n, "exact form before its plain or prefix line"}
 			}
 			g := *op
 			if !haveOperands {
-				g.Operands = e.Plain.Operands
+				g.Operands = parent.Operands
 			}
 			if err := finish(&g); err != nil {
 				return &ParseError{n, err.Error()}
 			}
 			if e.Exact == nil {
-				e.Exact = map[byte]*Op{}
+				e.Exact = map[exactKey]*Op{}
 			}
-			e.Exact[byte(b)] = &g
-		case pfx != "":
-			pi, ok := pfxIndex[pfx]
-			if !ok {
-				return &ParseError{n, "unknown prefix " + pfx}
-			}
+			e.Exact[exactKey{byte(b), pi}] = &g
+		case pi >= 0:
 			g := *op
 			if err := finish(&g); err != nil {
 				return &ParseError{n, err.Error()}
@@ -376,15 +413,36 @@ func Generate(s *Spec) ([]byte, error) {
 				}
 				b.WriteString("},")
 			}
-			if len(e.Exact) > 0 {
-				keys := make([]int, 0, len(e.Exact))
-				for k := range e.Exact {
-					keys = append(keys, int(k))
+			if e.PGroup != [4][8]*Op{} {
+				b.WriteString("PGroup: &[4][8]Op{")
+				for pi, grp := range e.PGroup {
+					if grp == [8]*Op{} {
+						continue
+					}
+					fmt.Fprintf(&b, "%d: {", pi)
+					for r, g := range grp {
+						if g != nil {
+							fmt.Fprintf(&b, "%d: %s,", r, opLit(g))
+						}
+					}
+					b.WriteString("},")
 				}
-				sort.Ints(keys)
+				b.WriteString("},")
+			}
+			if len(e.Exact) > 0 {
+				keys := make([]exactKey, 0, len(e.Exact))
+				for k := range e.Exact {
+					keys = append(keys, k)
+				}
+				sort.Slice(keys, func(i, j int) bool {
+					if keys[i].modrm != keys[j].modrm {
+						return keys[i].modrm < keys[j].modrm
+					}
+					return keys[i].pfx < keys[j].pfx
+				})
 				b.WriteString("Exact: []ExactForm{")
 				for _, k := range keys {
-					fmt.Fprintf(&b, "{0x%02x, %s},", k, opLit(e.Exact[byte(k)]))
+					fmt.Fprintf(&b, "{0x%02x, %d, %s},", k.modrm, k.pfx, opLit(e.Exact[k]))
 				}
 				b.WriteString("},")
 			}
