@@ -1,0 +1,350 @@
+package boost_test
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/kboost/kboost/boost"
+	"github.com/kboost/kboost/decode"
+	"github.com/kboost/kboost/internal/kernelref"
+)
+
+// The golden tables hold the kernel's own answers (see internal/kernelref, which
+// compiles the kprobes code of the kernel source and regenerates them); these
+// tests hold kboost's policies to them.
+
+func readGolden(t *testing.T, path string) *kernelref.Table {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	tab, err := kernelref.ReadTable(f)
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	if len(tab.Rows) == 0 {
+		t.Fatalf("%s: no rows", path)
+	}
+	return tab
+}
+
+// goldenEnv is the kboost environment for a row: its configuration, slot address
+// and (for "extable") an exception-table entry at the probe address.
+func goldenEnv(p *boost.Policy, r *kernelref.Row) *boost.Env {
+	env := p.DefaultEnv()
+	env.Config.Preemption = r.Preemption
+	env.Config.PostHandler = r.Post
+	env.SlotAddr = r.SlotAddr()
+	if r.Extable {
+		env.Sites = &boost.StaticSites{ExTableAddrs: boost.NewAddrTable([]uint64{r.ProbeAddr()})}
+	}
+	return env
+}
+
+// opKey names the opcode of a byte string: its bytes after legacy prefixes and
+// REX, through the opcode (and the VEX/EVEX/XOP escape byte alone).
+func opKey(buf []byte) string {
+	i := 0
+	for i < len(buf) && decode.PrefixOf(buf[i]) != 0 {
+		i++
+	}
+	if i < len(buf) && buf[i]&0xF0 == 0x40 {
+		i++
+	}
+	end := i + 1
+	switch {
+	case i+2 < len(buf) && buf[i] == 0x0F && (buf[i+1] == 0x38 || buf[i+1] == 0x3A):
+		end = i + 3
+	case i+1 < len(buf) && buf[i] == 0x0F:
+		end = i + 2
+	}
+	return fmt.Sprintf("% x", buf[i:min(end, len(buf))])
+}
+
+func goldenMode(r *kernelref.Row) decode.Mode {
+	if r.Bits == 32 {
+		return decode.Mode32
+	}
+	return decode.Mode64
+}
+
+// classifyRow classifies the row's bytes at the probe address the way the
+// kernel reads them; a row with PRE bytes is audited as a function (can_probe's
+// walk from the function start) and decided at the probe's offset.
+func classifyRow(p *boost.Policy, r *kernelref.Row) (boost.Decision, error) {
+	env := goldenEnv(p, r)
+	if len(r.Pre) == 0 {
+		return p.ClassifyBytesEnv(r.Window(), goldenMode(r), r.ProbeAddr(), env), nil
+	}
+	env.Mode = goldenMode(r)
+	text := r.Text()
+	a, err := p.AuditFunc(boost.Func{Name: "golden", Addr: r.ProbeAddr() - uint64(len(r.Pre)), Bytes: text}, env)
+	if err != nil {
+		return boost.Decision{}, err
+	}
+	return a.At(uint64(len(r.Pre)))
+}
+
+// got renders a decision in the golden WANT vocabulary.
+func gotWant(d boost.Decision) kernelref.Want {
+	w := kernelref.Want{Verdict: d.Verdict.String(), Len: d.Len}
+	if d.Verdict == boost.Reject {
+		w.Errno = d.Errno.String()
+	}
+	return w
+}
+
+func sameVerdict(want, got kernelref.Want) bool {
+	return want.Verdict == got.Verdict && want.Errno == got.Errno
+}
+
+func TestGoldenLinux61(t *testing.T) {
+	p, err := boost.Lookup("linux-6.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tab := readGolden(t, "testdata/linux-6.1.golden")
+	var bad, badLen, badSlot int
+	var report strings.Builder
+	for i := range tab.Rows {
+		r := &tab.Rows[i]
+		d, err := classifyRow(p, r)
+		if err != nil {
+			bad++
+			fmt.Fprintf(&report, "line %d: %s\n\tkboost: %v\n", r.Line, r, err)
+			continue
+		}
+		got := gotWant(d)
+		if !sameVerdict(r.Want, got) {
+			bad++
+			fmt.Fprintf(&report, "line %d: %s\n\tkernel: %s\n\tkboost: %s (reasons %v)\n",
+				r.Line, r, r.Want, got, d.ReasonIDs())
+			continue
+		}
+		if r.Want.Len > 0 && d.Len != r.Want.Len {
+			badLen++
+			fmt.Fprintf(&report, "line %d: %s\n\tkernel decoder length %d, kboost's kernel view %d\n",
+				r.Line, r, r.Want.Len, d.Len)
+			continue
+		}
+		if r.Want.Verdict == "reject" {
+			continue
+		}
+		if d.Emulated != (r.Want.Emulate != "") {
+			badSlot++
+			fmt.Fprintf(&report, "line %d: %s\n\tkernel emulate_op %q, kboost Emulated %v\n",
+				r.Line, r, r.Want.Emulate, d.Emulated)
+		} else if !bytes.Equal(d.SlotBytes(), r.Want.Slot) {
+			badSlot++
+			fmt.Fprintf(&report, "line %d: %s\n\tkernel slot % x\n\tkboost slot % x\n",
+				r.Line, r, r.Want.Slot, d.SlotBytes())
+		}
+	}
+	t.Logf("%d rows, %d verdict disagreements, %d length disagreements, %d emulation/slot disagreements",
+		len(tab.Rows), bad, badLen, badSlot)
+	if bad+badLen+badSlot > 0 {
+		t.Errorf("linux-6.1 disagrees with the kernel on %d rows:\n%s", bad+badLen+badSlot, report.String())
+	}
+}
+
+// The kernel's code itself, run live (KBOOST_ORACLE=1), on far more inputs than
+// the table: every opcode of every map after each prefix with several operand
+// forms, and random byte strings, in both kernels.
+func TestOracleLinux61Sample(t *testing.T) {
+	if os.Getenv("KBOOST_ORACLE") == "" {
+		t.Skip("set KBOOST_ORACLE=1 to run the kernel-code oracle")
+	}
+	o, err := kernelref.Open(kernelref.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.Close()
+	p, err := boost.Lookup("linux-6.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, bad := 0, 0
+	classes := map[string]int{}
+	var examples []string
+	for _, bits := range []int{64, 32} {
+		for _, buf := range kernelref.DecoderSample(bits, 2, 20000) {
+			r := kernelref.Row{Insn: buf, Bits: bits}
+			res, err := o.Kprobe(r.Kprobe())
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := kernelref.Want{Verdict: res.Verdict(), Errno: res.Errno, Len: res.Len, Slot: res.Slot}
+			d, err := classifyRow(p, &r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := gotWant(d)
+			got.Slot = d.SlotBytes()
+			n++
+			if sameVerdict(want, got) && (want.Len == 0 || got.Len == want.Len) &&
+				(want.Verdict == "reject" || bytes.Equal(got.Slot, want.Slot)) {
+				continue
+			}
+			bad++
+			w, g := want, got
+			w.Slot, g.Slot, w.Len, g.Len = nil, nil, 0, 0
+			c := fmt.Sprintf("%d-bit %s: kernel %s, kboost %s", bits, opKey(buf), w, g)
+			switch {
+			case !sameVerdict(want, got):
+			case want.Len != got.Len:
+				c = fmt.Sprintf("%d-bit %s: kernel len %d, kboost len %d", bits, opKey(buf), want.Len, got.Len)
+			default:
+				c = fmt.Sprintf("%d-bit %s: slot images differ", bits, opKey(buf))
+			}
+			classes[c]++
+			if len(examples) < 40 {
+				examples = append(examples, fmt.Sprintf("%d-bit % x\n\tkernel: %s\n\tkboost: %s %v", bits, buf, want, got, d.ReasonIDs()))
+			}
+		}
+	}
+	t.Logf("%d inputs, %d disagreements", n, bad)
+	if bad > 0 {
+		keys := make([]string, 0, len(classes))
+		for k := range classes {
+			keys = append(keys, k)
+		}
+		sort.Slice(keys, func(i, j int) bool { return classes[keys[i]] > classes[keys[j]] })
+		var top []string
+		for _, k := range keys[:min(40, len(keys))] {
+			top = append(top, fmt.Sprintf("%6d  %s", classes[k], k))
+		}
+		t.Errorf("linux-6.1 disagrees with the kernel's code on %d of %d inputs (%d classes); largest:\n%s\nexamples:\n%s",
+			bad, n, len(classes), strings.Join(top, "\n"), strings.Join(examples, "\n"))
+	}
+}
+
+// uprobes-x86 against the 6.1 kernel's arch_uprobe_analyze_insn (the table is
+// generated from the kernel source like linux-6.1.golden).
+func TestGoldenUprobes(t *testing.T) {
+	p, err := boost.Lookup("uprobes-x86")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tab := readGolden(t, "testdata/uprobes-x86.golden")
+	var bad int
+	var report strings.Builder
+	for i := range tab.Rows {
+		r := &tab.Rows[i]
+		win := append(append([]byte{}, r.Insn...), r.Rest...)
+		for len(win) < 16 {
+			win = append(win, 0xCC)
+		}
+		d := p.ClassifyBytesEnv(win, goldenMode(r), 0x401000, p.DefaultEnv())
+		got := gotWant(d)
+		if !sameVerdict(r.Want, got) {
+			bad++
+			fmt.Fprintf(&report, "line %d: %s\n\tkernel: %s\n\tkboost: %s (reasons %v)\n",
+				r.Line, r, r.Want, got, d.ReasonIDs())
+		}
+	}
+	t.Logf("%d rows, %d verdict disagreements", len(tab.Rows), bad)
+	if bad > 0 {
+		t.Errorf("uprobes-x86 disagrees with the kernel on %d rows:\n%s", bad, report.String())
+	}
+}
+
+// uprobes-x86 (a model of 6.1) against the live kernel of the machine that made
+// uprobes-x86-host.golden, on the rows where the 6.1 source and that kernel
+// agree; rows where the kernel changed since 6.1 (its decoder map grew) are
+// counted and logged, not held against the 6.1 model.
+func TestGoldenUprobesHost(t *testing.T) {
+	p, err := boost.Lookup("uprobes-x86")
+	if err != nil {
+		t.Fatal(err)
+	}
+	host := readGolden(t, "testdata/uprobes-x86-host.golden")
+	src := readGolden(t, "testdata/uprobes-x86.golden")
+	v61 := map[string]string{}
+	for _, r := range src.Rows {
+		v61[r.Bytes()+"\t"+r.Mode()] = acceptance(r.Want)
+	}
+	var bad, changed int
+	var report strings.Builder
+	for i := range host.Rows {
+		r := &host.Rows[i]
+		want := acceptance(r.Want)
+		if old, ok := v61[r.Bytes()+"\t"+r.Mode()]; !ok {
+			t.Fatalf("line %d: %s is not in uprobes-x86.golden", r.Line, r)
+		} else if old != want {
+			changed++
+			t.Logf("changed since 6.1: %s (6.1: %s)", r, old)
+			continue
+		}
+		win := append(append([]byte{}, r.Insn...), r.Rest...)
+		for len(win) < 16 {
+			win = append(win, 0xCC)
+		}
+		d := p.ClassifyBytesEnv(win, goldenMode(r), 0x401000, p.DefaultEnv())
+		if got := acceptance(gotWant(d)); got != want {
+			bad++
+			fmt.Fprintf(&report, "line %d: %s\n\tkernel %s: %s\n\tkboost: %s (reasons %v)\n",
+				r.Line, r, host.Header[0], want, got, d.ReasonIDs())
+		}
+	}
+	t.Logf("%d rows, %d changed since 6.1, %d disagreements", len(host.Rows), changed, bad)
+	if bad > 0 {
+		t.Errorf("uprobes-x86 disagrees with the live kernel on %d rows:\n%s", bad, report.String())
+	}
+}
+
+// acceptance reduces a verdict to what a live kernel shows: accept or the errno.
+func acceptance(w kernelref.Want) string {
+	if w.Verdict == "reject" {
+		return "reject " + w.Errno
+	}
+	return "accept"
+}
+
+// linux-6.9 against the rules of Debian's 6.12 source (the nearest kernel source
+// Debian ships): its can_boost group refinements and INT/UD refusal are 6.9's.
+// The x86 decoder map grew between 6.1 and 6.12 (e.g. REX2/APX, CMPccXADD), so
+// only rows that both kernels' decoders see alike (same length, or both
+// undecodable) are held against the 6.9 model; the others are counted.
+func TestGoldenLinux69(t *testing.T) {
+	p, err := boost.Lookup("linux-6.9")
+	if err != nil {
+		t.Fatal(err)
+	}
+	new := readGolden(t, "testdata/linux-6.12.golden")
+	old := readGolden(t, "testdata/linux-6.1.golden")
+	oldLen := map[string]int{}
+	for _, r := range old.Rows {
+		oldLen[r.Bytes()+"\t"+r.Mode()] = r.Want.Len
+	}
+	var bad, moved int
+	var report strings.Builder
+	for i := range new.Rows {
+		r := &new.Rows[i]
+		if l, ok := oldLen[r.Bytes()+"\t"+r.Mode()]; !ok || l != r.Want.Len {
+			moved++
+			continue
+		}
+		d, err := classifyRow(p, r)
+		if err != nil {
+			bad++
+			fmt.Fprintf(&report, "line %d: %s\n\tkboost: %v\n", r.Line, r, err)
+			continue
+		}
+		if got := gotWant(d); !sameVerdict(r.Want, got) {
+			bad++
+			fmt.Fprintf(&report, "line %d: %s\n\tkernel: %s\n\tkboost: %s (reasons %v)\n",
+				r.Line, r, r.Want, got, d.ReasonIDs())
+		}
+	}
+	t.Logf("%d rows, %d whose decoding changed since 6.1 (not checked), %d verdict disagreements",
+		len(new.Rows), moved, bad)
+	if bad > 0 {
+		t.Errorf("linux-6.9 disagrees with the 6.12 kernel's rules on %d rows:\n%s", bad, report.String())
+	}
+}

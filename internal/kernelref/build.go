@@ -1,0 +1,321 @@
+package kernelref
+
+import (
+	"bytes"
+	"crypto/sha256"
+	_ "embed"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+)
+
+//go:embed csrc/kref.c
+var krefC []byte
+
+// DefaultTarball is where Debian's linux-source-6.1 package installs the source.
+const DefaultTarball = "/usr/src/linux-source-6.1.tar.xz"
+
+// ErrNoSource reports that the kernel source tarball is missing.
+var ErrNoSource = errors.New("kernel source tarball not found (install it: apt-get install linux-source-6.1)")
+
+// ErrTool reports that a host tool (tar, xz, awk, gcc) failed or is missing.
+var ErrTool = errors.New("host tool failed")
+
+// Options says where the source is and where to cache what is built from it.
+type Options struct {
+	// Tarball is the kernel source archive (.tar.xz); default $KBOOST_LINUX_SOURCE,
+	// then DefaultTarball.
+	Tarball string
+	// CacheDir holds the extracted files and the built oracle; default
+	// $KBOOST_CACHE, then $HOME/.cache/kboost.
+	CacheDir string
+}
+
+func (o Options) withDefaults() (Options, error) {
+	if o.Tarball == "" {
+		o.Tarball = os.Getenv("KBOOST_LINUX_SOURCE")
+	}
+	if o.Tarball == "" {
+		o.Tarball = DefaultTarball
+	}
+	if o.CacheDir == "" {
+		o.CacheDir = os.Getenv("KBOOST_CACHE")
+	}
+	if o.CacheDir == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return o, fmt.Errorf("no cache directory: set KBOOST_CACHE: %w", err)
+		}
+		o.CacheDir = filepath.Join(home, ".cache", "kboost")
+	}
+	return o, nil
+}
+
+// Build is a built oracle: where its files are and what kernel they came from.
+type Build struct {
+	Dir     string // holds kref64, kref32 and the generated sources
+	Version string // kernel version from the top Makefile, e.g. "6.1.192"
+	Tarball string
+}
+
+// Prepare extracts the needed kernel files (once per tarball) and builds the
+// oracle programs (once per tarball and harness version), caching both.
+func Prepare(opts Options) (*Build, error) {
+	opts, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	st, err := os.Stat(opts.Tarball)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", opts.Tarball, ErrNoSource)
+	}
+	srcKey := shortHash(fmt.Sprintf("%s|%d|%d", opts.Tarball, st.Size(), st.ModTime().UnixNano()))
+	root := filepath.Join(opts.CacheDir, "kernelref")
+	srcDir := filepath.Join(root, "src-"+srcKey)
+	if err := ensureDir(srcDir, func(tmp string) error { return extract(opts.Tarball, tmp) }); err != nil {
+		return nil, err
+	}
+	tree, err := treeRoot(srcDir)
+	if err != nil {
+		return nil, err
+	}
+	version, err := kernelVersion(filepath.Join(tree, "Makefile"))
+	if err != nil {
+		return nil, err
+	}
+	buildKey := shortHash(srcKey + "|" + string(krefC) + "|" + specFingerprint())
+	dir := filepath.Join(root, "build-"+srcKey+"-"+buildKey)
+	if err := ensureDir(dir, func(tmp string) error { return build(tree, tmp) }); err != nil {
+		return nil, err
+	}
+	// Builds made by other harness versions from this tree are stale.
+	old, _ := filepath.Glob(filepath.Join(root, "build-"+srcKey+"-*"))
+	for _, o := range old {
+		if o != dir && !strings.Contains(filepath.Base(o), ".tmp") {
+			os.RemoveAll(o)
+		}
+	}
+	return &Build{Dir: dir, Version: version, Tarball: opts.Tarball}, nil
+}
+
+func shortHash(s string) string {
+	h := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(h[:8])
+}
+
+func specFingerprint() string {
+	var b strings.Builder
+	for _, g := range generated {
+		b.WriteString(g.name)
+		for _, p := range g.pieces {
+			fmt.Fprintf(&b, "|%s %d %s %s %d %v %v", p.file, p.kind, p.name, p.end, p.nth, p.fix != nil, p.optional)
+		}
+	}
+	b.WriteString(strings.Join(sourceMembers, ","))
+	return b.String()
+}
+
+// ensureDir creates dir by running fill on a temporary sibling and renaming it,
+// so that concurrent or interrupted runs never see a half-made directory.
+func ensureDir(dir string, fill func(tmp string) error) error {
+	if _, err := os.Stat(dir); err == nil {
+		return nil
+	}
+	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+		return err
+	}
+	tmp, err := os.MkdirTemp(filepath.Dir(dir), filepath.Base(dir)+".tmp")
+	if err != nil {
+		return err
+	}
+	if err := fill(tmp); err != nil {
+		os.RemoveAll(tmp)
+		return err
+	}
+	if err := os.Rename(tmp, dir); err != nil {
+		os.RemoveAll(tmp)
+		if _, serr := os.Stat(dir); serr == nil {
+			return nil // another process made it first
+		}
+		return err
+	}
+	return nil
+}
+
+func run(dir string, stdout *os.File, name string, args ...string) error {
+	cmd := exec.Command(name, args...)
+	cmd.Dir = dir
+	var stderr bytes.Buffer
+	cmd.Stdout = stdout
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("%s %s: %v: %s: %w", name, strings.Join(args, " "), err,
+			strings.TrimSpace(stderr.String()), ErrTool)
+	}
+	return nil
+}
+
+// extract unpacks sourceMembers (under whatever top directory the archive has).
+func extract(tarball, dir string) error {
+	args := []string{"-xJf", tarball, "-C", dir, "--wildcards"}
+	for _, m := range sourceMembers {
+		if strings.HasSuffix(m, "/") {
+			args = append(args, "*/"+m+"*")
+		} else {
+			args = append(args, "*/"+m)
+		}
+	}
+	return run(dir, nil, "tar", args...)
+}
+
+func treeRoot(srcDir string) (string, error) {
+	m, _ := filepath.Glob(filepath.Join(srcDir, "*", "arch", "x86", "kernel", "kprobes", "core.c"))
+	if len(m) != 1 {
+		return "", fmt.Errorf("%s: want one kernel tree with arch/x86/kernel/kprobes/core.c, found %d", srcDir, len(m))
+	}
+	return filepath.Dir(filepath.Dir(filepath.Dir(filepath.Dir(filepath.Dir(m[0]))))), nil
+}
+
+var makeVar = regexp.MustCompile(`(?m)^(VERSION|PATCHLEVEL|SUBLEVEL|EXTRAVERSION) = ?(.*)$`)
+
+func kernelVersion(makefile string) (string, error) {
+	b, err := os.ReadFile(makefile)
+	if err != nil {
+		return "", err
+	}
+	v := map[string]string{}
+	for _, m := range makeVar.FindAllStringSubmatch(string(b), 4) {
+		v[m[1]] = strings.TrimSpace(m[2])
+	}
+	if v["VERSION"] == "" || v["PATCHLEVEL"] == "" {
+		return "", fmt.Errorf("%s: no VERSION/PATCHLEVEL", makefile)
+	}
+	s := v["VERSION"] + "." + v["PATCHLEVEL"]
+	if v["SUBLEVEL"] != "" {
+		s += "." + v["SUBLEVEL"]
+	}
+	return s + v["EXTRAVERSION"], nil
+}
+
+// checkSync verifies that the tools/ copies compiled here are the kernel's own.
+func checkSync(tree string) error {
+	for _, p := range syncPairs {
+		a, err := syncLines(filepath.Join(tree, p[0]))
+		if err != nil {
+			return err
+		}
+		b, err := syncLines(filepath.Join(tree, p[1]))
+		if err != nil {
+			return err
+		}
+		if len(a) != len(b) {
+			return fmt.Errorf("%s and %s differ in length", p[0], p[1])
+		}
+		for i := range a {
+			if a[i] != b[i] {
+				return fmt.Errorf("%s and %s differ at line %d", p[0], p[1], i+1)
+			}
+		}
+	}
+	return nil
+}
+
+func syncLines(path string) ([]string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	lines := strings.Split(string(b), "\n")
+	for i, l := range lines {
+		if strings.Contains(l, "__ignore_sync_check__") {
+			lines[i] = ""
+		}
+	}
+	return lines, nil
+}
+
+// Generate writes the ex_*.{c,h} files cut from the kernel tree into dir.
+func Generate(tree, dir string) error {
+	cache := map[string]string{}
+	for _, g := range generated {
+		var out strings.Builder
+		out.WriteString("/* Cut from the kernel tree by kboost/internal/kernelref at build time. */\n")
+		for _, p := range g.pieces {
+			src, ok := cache[p.file]
+			if !ok {
+				b, err := os.ReadFile(filepath.Join(tree, p.file))
+				if err != nil {
+					return err
+				}
+				src = string(b)
+				cache[p.file] = src
+			}
+			text, err := p.cut(src)
+			if err != nil && p.optional && strings.Contains(err.Error(), "not found") {
+				fmt.Fprintf(&out, "\n/* %s: %s: not in this kernel */\n", p.file, p.name)
+				continue
+			}
+			if err != nil {
+				return fmt.Errorf("%s: %w", p.file, err)
+			}
+			if p.fix != nil {
+				text = p.fix(text)
+			}
+			fmt.Fprintf(&out, "\n/* %s: %s */\n%s", p.file, p.name, text)
+		}
+		if err := os.WriteFile(filepath.Join(dir, g.name), []byte(out.String()), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func build(tree, dir string) error {
+	if err := checkSync(tree); err != nil {
+		return err
+	}
+	if err := Generate(tree, dir); err != nil {
+		return err
+	}
+	tables, err := os.Create(filepath.Join(dir, "inat-tables.c"))
+	if err != nil {
+		return err
+	}
+	err = run(tree, tables, "awk", "-f", "tools/arch/x86/tools/gen-insn-attr-x86.awk",
+		"tools/arch/x86/lib/x86-opcode-map.txt")
+	if cerr := tables.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "kref.c"), krefC, 0o644); err != nil {
+		return err
+	}
+	common := []string{"-O1", "-Wall", "-Werror=implicit-function-declaration", "-Werror=incompatible-pointer-types", "-Wno-unused-function", "-Wno-unused-variable",
+		"-I", dir,
+		"-I", filepath.Join(tree, "tools/arch/x86/lib"),
+		"-I", filepath.Join(tree, "tools/arch/x86/include"),
+		"-I", filepath.Join(tree, "tools/include"),
+	}
+	variants := map[string][]string{
+		"kref64": {"-DCONFIG_X86_64=1", "-DCONFIG_IA32_EMULATION=1"},
+		"kref32": {"-DCONFIG_X86_32=1"},
+	}
+	for name, defs := range variants {
+		args := append(append(append([]string{}, common...), defs...), "-o", filepath.Join(dir, name), filepath.Join(dir, "kref.c"))
+		if err := run(dir, nil, "gcc", args...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ErrNotSupported reports that the running system cannot do what was asked (not
+// Linux, or no uprobes).
+var ErrNotSupported = errors.New("not supported on this system")
