@@ -161,9 +161,11 @@ func (au *Auditor) Audit(fn Func) (*FuncAudit, error) {
 			pr.k = &ks[i]
 		} else {
 			pr.decErr = errDecode
-			if a.DecodeFailOff >= 0 && e.Off > uint64(a.DecodeFailOff) {
-				pr.walkFail = true
-			}
+		}
+		// can_probe() decodes from the symbol start and gives up at the first
+		// failure: every later address is refused, decodable or not.
+		if a.DecodeFailOff >= 0 && e.Off > uint64(a.DecodeFailOff) {
+			pr.walkFail = true
 		}
 		p.decide(s, &e.Decision, env, false, mode)
 		if p.Optprobes {

@@ -514,16 +514,21 @@ func (d *decoder) decodeVEX(esc byte) error {
 		return err
 	}
 	inst.Len = d.i
+	defined := true
+	if tblIdx >= 0 {
+		e := &opcodes.TableFor(tblIdx)[inst.Opcode]
+		inst.Op = e.Select(int(pp), inst.ModRM, inst.HasModRM)
+		defined = e.Defined()
+	} else if inst.Enc == EncEVEX && inst.Map <= Map0F3A {
+		// EVEX maps 1-3 hold many opcodes VEX lacks: names come from the VEX
+		// table where it has them; validity is not judged here.
+		inst.Op = opcodes.TableFor(opcodes.VEX1 + int(inst.Map) - 1)[inst.Opcode].Select(int(pp), inst.ModRM, inst.HasModRM)
+	}
 	if inst.Prefixes&(PfxOpSize|PfxRep|PfxRepNE|PfxLock) != 0 || inst.Rex != 0 {
 		return d.invalid("VEX/EVEX/XOP with a 66/F2/F3/F0/REX prefix")
 	}
-	if tblIdx >= 0 {
-		e := &opcodes.TableFor(tblIdx)[inst.Opcode]
-		op := e.Select(int(pp), inst.ModRM, inst.HasModRM)
-		inst.Op = op
-		if !e.Defined() {
-			return d.invalid("opcode not defined in this map")
-		}
+	if !defined {
+		return d.invalid("opcode not defined in this map")
 	}
 	return nil
 }
