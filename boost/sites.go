@@ -3,6 +3,7 @@ package boost
 import (
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/kboost/kboost/decode"
 )
@@ -146,6 +147,9 @@ type StaticSites struct {
 	Blacklist                                                         []BlacklistRange // sorted by Start; nil = unknown
 	BlacklistKnown                                                    bool
 	Entry, Init, TextRanges                                           *SiteTable
+
+	maxEndOnce sync.Once
+	maxEnd     []uint64 // prefix maximum of Blacklist[].End
 }
 
 func (s *StaticSites) Ftrace(sp Span) (bool, bool)     { return s.FtraceLocs.Overlaps(sp) }
@@ -163,13 +167,26 @@ func (s *StaticSites) Blacklisted(a uint64) (BlacklistKind, bool, bool) {
 	if !s.BlacklistKnown {
 		return BlacklistNone, false, false
 	}
+	s.maxEndOnce.Do(s.buildMaxEnd)
 	i := sort.Search(len(s.Blacklist), func(i int) bool { return s.Blacklist[i].Start > a })
-	for j := i - 1; j >= 0 && j >= i-64; j-- {
+	// Ranges may nest: walk back only while some earlier range still reaches a.
+	for j := i - 1; j >= 0 && s.maxEnd[j] > a; j-- {
 		if r := s.Blacklist[j]; a >= r.Start && a < r.End {
 			return r.Kind, true, true
 		}
 	}
 	return BlacklistNone, false, true
+}
+
+// buildMaxEnd records, for each blacklist range (sorted by Start), the largest
+// End among it and all earlier ranges.
+func (s *StaticSites) buildMaxEnd() {
+	s.maxEnd = make([]uint64, len(s.Blacklist))
+	var m uint64
+	for j, r := range s.Blacklist {
+		m = max(m, r.End)
+		s.maxEnd[j] = m
+	}
 }
 
 // Env is everything besides the instruction that a decision depends on.

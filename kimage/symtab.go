@@ -1,7 +1,6 @@
 package kimage
 
 import (
-	"bufio"
 	"bytes"
 	"fmt"
 	"io"
@@ -219,18 +218,30 @@ func LoadSymbols(path string) (*SymTab, error) {
 // Errors wrap ErrCorrupt (bad line), ErrPlaceholderMap (Debian's stub file) or
 // ErrKptrRestrict (every address zero).
 func ParseSymbolMap(r io.Reader) (*SymTab, error) {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
-	var syms []Symbol
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return nil, &FormatError{What: "symbol map", Off: -1, Why: err.Error(), Err: ErrCorrupt}
+	}
+	syms := make([]Symbol, 0, bytes.Count(data, []byte{'\n'})+1)
 	line := 0
 	nonzero := false
-	for sc.Scan() {
+	for len(data) > 0 {
 		line++
-		b := bytes.TrimRight(sc.Bytes(), "\r")
+		b := data
+		if i := bytes.IndexByte(data, '\n'); i >= 0 {
+			b, data = data[:i], data[i+1:]
+		} else {
+			data = nil
+		}
+		if len(b) > 1<<20 {
+			return nil, &FormatError{What: fmt.Sprintf("symbol map line %d", line), Off: -1, Why: "line too long", Err: ErrCorrupt}
+		}
+		b = bytes.TrimRight(b, "\r")
 		if len(bytes.TrimSpace(b)) == 0 {
 			continue
 		}
-		if bytes.Contains(b, []byte("The real System.map is in")) {
+		// Debian's placeholder is a one-line file.
+		if line <= 3 && bytes.Contains(b, []byte("The real System.map is in")) {
 			return nil, ErrPlaceholderMap
 		}
 		s, err := parseMapLine(b)
@@ -242,18 +253,41 @@ func ParseSymbolMap(r io.Reader) (*SymTab, error) {
 		}
 		syms = append(syms, s)
 	}
-	if err := sc.Err(); err != nil {
-		return nil, &FormatError{What: fmt.Sprintf("symbol map line %d", line+1), Off: -1, Why: err.Error(), Err: ErrCorrupt}
-	}
 	if len(syms) > 0 && !nonzero {
 		return nil, ErrKptrRestrict
 	}
 	return NewSymTab(syms), nil
 }
 
+// fields splits b at runs of spaces and tabs into at most len(f)+1 fields
+// without allocating; n > len(f) means too many.
+func fields(b []byte, f *[4][]byte) (n int) {
+	for len(b) > 0 {
+		for len(b) > 0 && (b[0] == ' ' || b[0] == '\t') {
+			b = b[1:]
+		}
+		if len(b) == 0 {
+			break
+		}
+		i := 0
+		for i < len(b) && b[i] != ' ' && b[i] != '\t' {
+			i++
+		}
+		if n == len(f) {
+			return n + 1
+		}
+		f[n] = b[:i]
+		n++
+		b = b[i:]
+	}
+	return n
+}
+
 func parseMapLine(b []byte) (Symbol, error) {
-	f := bytes.Fields(b)
-	if len(f) < 3 || len(f) > 4 {
+	var fa [4][]byte
+	n := fields(b, &fa)
+	f := fa[:min(n, 4)]
+	if n < 3 || n > 4 {
 		return Symbol{}, fmt.Errorf("want \"ADDRESS TYPE NAME [[MODULE]]\", got %q", truncate(b))
 	}
 	addr, err := strconv.ParseUint(string(f[0]), 16, 64)

@@ -37,6 +37,7 @@ func Select(f *kimage.File, selectors []string) ([]Request, error) {
 	}
 	var reqs []Request
 	if len(selectors) == 0 {
+		reqs = make([]Request, 0, f.Symbols.Len())
 		for s := range f.Symbols.Funcs() {
 			if s.Module == "" && s.Size > 0 && s.Size <= MaxFuncSize && !IsMarker(s.Name) {
 				if sec, ok := f.SectionAt(s.Addr); ok && sec.Exec {

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/kboost/kboost/boost"
 	"github.com/kboost/kboost/decode"
@@ -325,6 +326,7 @@ type summary struct {
 	verdicts                           map[string]int
 	errnos                             map[string]int
 	rules                              map[string]int
+	fast                               []ruleCount
 }
 
 func newSummary() *summary {
@@ -341,11 +343,44 @@ func (s *summary) add(d *boost.Decision) {
 		s.optimizable++
 	}
 	for _, r := range d.Reasons {
-		s.rules[r.Rule]++
+		s.countRule(r.Rule)
 	}
 }
 
+// countRule counts a rule id. Rule ids are the strings of boost's rule table,
+// so a short list compared by string data pointer finds them without hashing;
+// rules[] gets the counts in merge.
+func (s *summary) countRule(id string) {
+	p := unsafe.StringData(id)
+	for i := range s.fast {
+		if s.fast[i].p == p && len(s.fast[i].id) == len(id) {
+			s.fast[i].n++
+			return
+		}
+	}
+	if len(s.fast) < 64 {
+		s.fast = append(s.fast, ruleCount{p: p, id: id, n: 1})
+		return
+	}
+	s.rules[id]++
+}
+
+type ruleCount struct {
+	p  *byte
+	id string
+	n  int
+}
+
+// flush moves the fast counts into rules.
+func (s *summary) flush() {
+	for _, rc := range s.fast {
+		s.rules[rc.id] += rc.n
+	}
+	s.fast = nil
+}
+
 func (s *summary) merge(x *summary) {
+	x.flush()
 	s.funcs += x.funcs
 	s.points += x.points
 	s.optimizable += x.optimizable

@@ -189,7 +189,7 @@ func decodeFile(w io.Writer, f *kimage.File, jsonOut bool, errw io.Writer) error
 			var inst decode.Inst
 			var lw lineWriter
 			for c := range todo {
-				buf := make([]byte, 0, len(c.offs)*64)
+				buf := make([]byte, 0, len(c.offs)*128)
 				for _, off := range c.offs {
 					derr := decode.DecodeInto(&inst, c.data[off:], mode, c.base+uint64(off))
 					buf = lw.appendInst(buf, &inst, derr, fm, jsonOut)
@@ -275,6 +275,34 @@ func (lw *lineWriter) inst(w io.Writer, inst *decode.Inst, derr error, fm *decod
 
 const hexDigits = "0123456789abcdef"
 
+// appendHex appends v in lower-case hex without leading zeros.
+func appendHex(buf []byte, v uint64) []byte {
+	var tmp [16]byte
+	i := len(tmp)
+	for {
+		i--
+		tmp[i] = hexDigits[v&15]
+		v >>= 4
+		if v == 0 {
+			break
+		}
+	}
+	return append(buf, tmp[i:]...)
+}
+
+// appendJSONString appends s as a JSON string; disassembly is plain ASCII, so
+// the common case copies it as is.
+func appendJSONString(buf []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
+			return strconv.AppendQuote(buf, s)
+		}
+	}
+	buf = append(buf, '"')
+	buf = append(buf, s...)
+	return append(buf, '"')
+}
+
 func appendHexBytes(buf []byte, b []byte) []byte {
 	for i, c := range b {
 		if i > 0 {
@@ -297,13 +325,13 @@ func (lw *lineWriter) appendInst(buf []byte, inst *decode.Inst, derr error, fm *
 	raw := inst.Raw[:n]
 	if jsonOut {
 		buf = append(buf, `{"addr":"0x`...)
-		buf = strconv.AppendUint(buf, inst.Addr, 16)
+		buf = appendHex(buf, inst.Addr)
 		buf = append(buf, `","len":`...)
 		buf = strconv.AppendInt(buf, int64(inst.Len), 10)
 		buf = append(buf, `,"bytes":"`...)
 		buf = appendHexBytes(buf, raw)
 		buf = append(buf, `","asm":`...)
-		buf = strconv.AppendQuote(buf, text)
+		buf = appendJSONString(buf, text)
 		if derr != nil {
 			buf = append(buf, `,"error":`...)
 			buf = strconv.AppendQuote(buf, derr.Error())
