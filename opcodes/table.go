@@ -7,7 +7,7 @@ type Table [256]Entry
 
 // Entry is what the spec says about one opcode byte.
 type Entry struct {
-	Op    Op          // the plain form (Mnemonic "" and no flags: not in the spec)
+	Op     Op          // the plain form (Mnemonic "" and no flags: not in the spec)
 	Group  *[8]Op      // forms selected by ModRM.reg; nil unless a group opcode
 	PGroup *[4][8]Op   // group forms selected by mandatory prefix and ModRM.reg
 	Pfx    *[4]Op      // forms selected by mandatory prefix: none, 66, F3, F2

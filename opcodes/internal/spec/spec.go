@@ -29,7 +29,7 @@ type Op struct {
 
 // Entry is everything the spec says about one opcode byte of one map.
 type Entry struct {
-	Plain *Op
+	Plain  *Op
 	Group  [8]*Op
 	PGroup [4][8]*Op // group forms selected by a mandatory prefix (np, 66, f3, f2)
 	Pfx    [4]*Op    // np, 66, f3, f2
