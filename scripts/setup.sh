@@ -9,15 +9,25 @@ if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
 
 # Debian packages: objdump (oracle), the kernel source (rules oracle), QEMU (real
 # kernels), cpio/xz (archive oracles), a C compiler (demo ELF, kernel-code oracle).
-pkgs=(binutils gcc make xz-utils zstd cpio linux-source-6.1 linux-source-6.12 linux-config-6.1 qemu-system-x86 qemu-user-static file time gawk)
+pkgs=(binutils gcc make xz-utils zstd cpio linux-source-6.1 linux-source-6.12 linux-config-6.1 qemu-system-x86 qemu-user-static file time)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
 done
 if [ "${#missing[@]}" -gt 0 ]; then
   echo "setup: installing ${missing[*]}" >&2
-  $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  # A mirror mid-sync can fail one index (apt-get update exits 100 and keeps
+  # the old lists): retry, then go on with what apt has.
+  for try in 1 2 3; do
+    $SUDO apt-get update -qq && break
+    echo "setup: apt-get update failed (try $try); retrying" >&2
+    sleep $((try * 5))
+  done
+  for try in 1 2 3; do
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null && break
+    if [ "$try" = 3 ]; then echo "setup: apt-get install ${missing[*]} failed" >&2; exit 1; fi
+    sleep $((try * 5))
+  done
 fi
 
 if ! command -v go >/dev/null 2>&1; then
