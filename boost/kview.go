@@ -227,7 +227,9 @@ func kernelSynth(in *decode.Inst, b []byte, mode decode.Mode, addr uint64, mp de
 	for i < opOff && prefixOf(b[i]) != 0 {
 		pfx |= prefixOf(b[i])
 		if b[i] == 0x67 {
-			asz = !asz
+			// insn_get_prefixes() skips a repeated prefix: a second 67 does not
+			// switch the address size back.
+			asz = true
 		}
 		i++
 	}
