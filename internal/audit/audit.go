@@ -247,6 +247,76 @@ func mcountLocs(f *kimage.File) ([]uint64, bool) {
 	return locs, true
 }
 
+// ReturnSites lists the return-thunk sites of a kernel (.return_sites: s32
+// offsets relative to each entry, written by objtool), sorted. ok is false when
+// the file has no such section.
+func ReturnSites(f *kimage.File) (sites []uint64, ok bool, err error) {
+	sec, found := f.Section(".return_sites")
+	if !found {
+		return nil, false, nil
+	}
+	data, err := sec.Data()
+	if err != nil {
+		return nil, false, err
+	}
+	sites = make([]uint64, 0, len(data)/4)
+	for i := 0; i+4 <= len(data); i += 4 {
+		rel := int64(int32(binary.LittleEndian.Uint32(data[i:])))
+		sites = append(sites, sec.Addr+uint64(i)+uint64(rel))
+	}
+	sort.Slice(sites, func(i, j int) bool { return sites[i] < sites[j] })
+	return sites, true, nil
+}
+
+// Patcher rewrites a function's bytes the way the kernel patches its own text at
+// boot, before kprobes ever decode it. Only return thunks are modelled:
+// apply_returns() turns each `jmp __x86_return_thunk` listed in .return_sites
+// into `ret` followed by int3 padding when the CPU needs no return thunk
+// (X86_FEATURE_RETHUNK off: no retbleed/SRSO mitigation).
+type Patcher struct {
+	returns []uint64 // sorted return-thunk sites
+	thunk   uint64   // address of __x86_return_thunk
+}
+
+// NewReturnPatcher builds a Patcher for f, or explains why it cannot.
+func NewReturnPatcher(f *kimage.File) (*Patcher, error) {
+	sites, ok, err := ReturnSites(f)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, fmt.Errorf("%s has no .return_sites section: not a CONFIG_RETHUNK kernel, nothing to patch", f.Path)
+	}
+	t, ok := f.Symbols.ByName("__x86_return_thunk")
+	if !ok {
+		return nil, fmt.Errorf("%s: symbol __x86_return_thunk not found (give --symbols)", f.Path)
+	}
+	return &Patcher{returns: sites, thunk: t.Addr}, nil
+}
+
+// Patch rewrites b (the bytes at addr) in place and returns how many sites it
+// patched.
+func (p *Patcher) Patch(addr uint64, b []byte) int {
+	n := 0
+	i := sort.Search(len(p.returns), func(i int) bool { return p.returns[i] >= addr })
+	for ; i < len(p.returns) && p.returns[i] < addr+uint64(len(b)); i++ {
+		off := p.returns[i] - addr
+		if off+5 > uint64(len(b)) || b[off] != 0xe9 {
+			continue
+		}
+		dest := p.returns[i] + 5 + uint64(int64(int32(binary.LittleEndian.Uint32(b[off+1:]))))
+		if dest != p.thunk {
+			continue // a static-call fixup or another thunk: left alone, as the kernel does
+		}
+		b[off] = 0xc3
+		for k := off + 1; k < off+5; k++ {
+			b[k] = 0xcc
+		}
+		n++
+	}
+	return n
+}
+
 // Result is the audit of one request.
 type Result struct {
 	Req   Request
@@ -261,7 +331,7 @@ type Handler func(res *Result) ([]byte, error)
 // Run audits every request with the policy on all CPUs. Each worker gets its own
 // Handler from newHandler (so formatters and counters need no locks) and reuses
 // one boost.Auditor; write receives each request's output in request order.
-func Run(f *kimage.File, pol *boost.Policy, env *boost.Env, reqs []Request, newHandler func() Handler, write func([]byte) error) error {
+func Run(f *kimage.File, pol *boost.Policy, env *boost.Env, reqs []Request, patch *Patcher, newHandler func() Handler, write func([]byte) error) error {
 	workers := runtime.GOMAXPROCS(0)
 	type job struct {
 		req Request
@@ -277,7 +347,7 @@ func Run(f *kimage.File, pol *boost.Policy, env *boost.Env, reqs []Request, newH
 		go func() {
 			for j := range todo {
 				res := Result{Req: j.req}
-				res.Audit, res.Err = auditOne(f, au, j.req)
+				res.Audit, res.Err = auditOne(f, au, j.req, patch)
 				j.out, j.err = h(&res)
 				close(j.ok)
 			}
@@ -315,7 +385,7 @@ func Run(f *kimage.File, pol *boost.Policy, env *boost.Env, reqs []Request, newH
 	return first
 }
 
-func auditOne(f *kimage.File, au *boost.Auditor, r Request) (*boost.FuncAudit, error) {
+func auditOne(f *kimage.File, au *boost.Auditor, r Request, patch *Patcher) (*boost.FuncAudit, error) {
 	size := r.Sym.Size
 	if size == 0 {
 		return nil, fmt.Errorf("%s: size unknown (give a symbol table with sizes)", r.Sym.Name)
@@ -323,6 +393,10 @@ func auditOne(f *kimage.File, au *boost.Auditor, r Request) (*boost.FuncAudit, e
 	b, err := f.ReadAt(r.Sym.Addr, int(size))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", r.Sym.Name, err)
+	}
+	if patch != nil {
+		b = append([]byte(nil), b...)
+		patch.Patch(r.Sym.Addr, b)
 	}
 	return au.Audit(boost.Func{Name: r.Sym.Name, Addr: r.Sym.Addr, Size: size, Bytes: b})
 }

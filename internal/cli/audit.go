@@ -29,6 +29,7 @@ type auditOpts struct {
 	summary    bool
 	preempt    string
 	post       bool
+	returns    string
 }
 
 func newAuditCmd(s Streams) *cobra.Command {
@@ -60,6 +61,7 @@ Without FILE kboost audits its embedded demo program (kernel-style code).`,
 	fl.BoolVar(&o.summary, "summary", false, "only counts per verdict and per rule")
 	fl.StringVar(&o.preempt, "preemption", "", "override CONFIG_PREEMPTION: y or n")
 	fl.BoolVar(&o.post, "post-handler", false, "the probe has a post_handler (never boosted nor optimized)")
+	fl.StringVar(&o.returns, "returns", "thunk", "return thunks at run time: 'thunk' (bytes as in the file: the CPU needs the\nretbleed/SRSO return thunk) or 'ret' (apply_returns() patched each\n`jmp __x86_return_thunk` to `ret; int3`: CPUs without that mitigation)")
 	return cmd
 }
 
@@ -107,6 +109,19 @@ func runAudit(s Streams, o auditOpts, args []string) error {
 	reqs, err := audit.Select(f, o.funcs)
 	if err != nil {
 		return err
+	}
+	var patch *audit.Patcher
+	switch o.returns {
+	case "thunk":
+		if _, ok, _ := audit.ReturnSites(f); ok {
+			notes = append(notes, "return thunks kept as in the file (--returns thunk); on a CPU without retbleed/SRSO mitigation the kernel patches them to ret at boot: --returns ret")
+		}
+	case "ret":
+		if patch, err = audit.NewReturnPatcher(f); err != nil {
+			return err
+		}
+	default:
+		return usagef("--returns %q: want thunk or ret", o.returns)
 	}
 	w := bufio.NewWriterSize(s.Out, 1<<16)
 	defer w.Flush()
@@ -165,7 +180,7 @@ func runAudit(s Streams, o auditOpts, args []string) error {
 			return append([]byte(nil), buf...), nil
 		}
 	}
-	err = audit.Run(f, pol, env, reqs, newHandler, func(b []byte) error {
+	err = audit.Run(f, pol, env, reqs, patch, newHandler, func(b []byte) error {
 		prog.update(uint64(done.Load()), uint64(len(reqs)))
 		_, err := w.Write(b)
 		return err
