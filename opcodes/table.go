@@ -22,10 +22,6 @@ type ExactForm struct {
 	Op    Op
 }
 
-// invalidForm stands for a prefix/ModRM combination the spec defines for other
-// prefixes only.
-var invalidForm = Op{Flags: FInvalid}
-
 // set reports whether a table slot holds a form.
 func (op *Op) set() bool { return op.Mnemonic != "" || op.Flags != 0 }
 
@@ -54,7 +50,6 @@ func TableFor(i int) *Table {
 func (e *Entry) Select(pfx int, modrm byte, hasModRM bool) *Op {
 	if hasModRM {
 		var any *Op
-		other := false
 		for i := range e.Exact {
 			x := &e.Exact[i]
 			if x.ModRM != modrm {
@@ -65,17 +60,13 @@ func (e *Entry) Select(pfx int, modrm byte, hasModRM bool) *Op {
 				return &x.Op
 			case x.Pfx < 0:
 				any = &x.Op
-			default:
-				other = true
 			}
 		}
 		if any != nil {
 			return any
 		}
-		if other {
-			// Forms exist for this ModRM with other prefixes only.
-			return &invalidForm
-		}
+		// No form for this ModRM byte with this prefix: the group, prefix or
+		// plain form decides (0F 01 E8 with 66 falls to /5, undefined).
 		reg := (modrm >> 3) & 7
 		if e.PGroup != nil && e.PGroup[pfx][reg].set() {
 			return &e.PGroup[pfx][reg]

@@ -591,7 +591,7 @@ var table_0f38 = Table{
 	0xf9: {Pfx: &[4]Op{0: Op{"movdiri", "My,Gy", FModRM | FModMem, ImmNone, BranchNone}}},
 	0xfa: {Pfx: &[4]Op{2: Op{"encodekey128", "Gd,Rd", FModRM | FModReg, ImmNone, BranchNone}}},
 	0xfb: {Pfx: &[4]Op{2: Op{"encodekey256", "Gd,Rd", FModRM | FModReg, ImmNone, BranchNone}}},
-	0xfc: {Pfx: &[4]Op{0: Op{"aadd", "My,Gy", FModRM | FModMem, ImmNone, BranchNone}}},
+	0xfc: {Pfx: &[4]Op{0: Op{"aadd", "My,Gy", FModRM | FModMem, ImmNone, BranchNone}, 1: Op{"aand", "My,Gy", FModRM | FModMem, ImmNone, BranchNone}, 2: Op{"axor", "My,Gy", FModRM | FModMem, ImmNone, BranchNone}, 3: Op{"aor", "My,Gy", FModRM | FModMem, ImmNone, BranchNone}}},
 }
 
 var table_0f3a = Table{
