@@ -33,7 +33,7 @@ type Request struct {
 // section.
 func Select(f *kimage.File, selectors []string) ([]Request, error) {
 	if f.Symbols.Len() == 0 {
-		return nil, fmt.Errorf("%s has no symbols: give --symbols System.map (or a /proc/kallsyms copy taken as root)", f.Path)
+		return nil, fmt.Errorf("%s has no symbols: give --symbols System.map or a /proc/kallsyms copy taken as root (for a Debian kernel, 'kboost kernel fetch linux-image-amd64' boots it once to get one)", f.Path)
 	}
 	var reqs []Request
 	if len(selectors) == 0 {

@@ -117,6 +117,18 @@ func parseAddr(s string) (uint64, error) {
 
 // openImage opens FILE with kimage and attaches --symbols when given.
 func openImage(path, symsPath string) (*kimage.File, error) {
+	// The symbol map (kallsyms: ~4 MB of text) parses while the image is read.
+	type symResult struct {
+		st  *kimage.SymTab
+		err error
+	}
+	syms := make(chan symResult, 1)
+	if symsPath != "" {
+		go func() {
+			st, err := kimage.LoadSymbols(symsPath)
+			syms <- symResult{st, err}
+		}()
+	}
 	f, err := kimage.Open(path)
 	if err != nil {
 		if strings.Contains(err.Error(), path) {
@@ -129,12 +141,13 @@ func openImage(path, symsPath string) (*kimage.File, error) {
 		return nil, fmt.Errorf("%s: machine %s is not supported yet (x86-64 and i386 are)", path, f.Machine)
 	}
 	if symsPath != "" {
-		st, err := kimage.LoadSymbols(symsPath)
-		if err != nil {
+		r := <-syms
+		if r.err != nil {
 			f.Close()
-			return nil, err
+			return nil, fmt.Errorf("--symbols %s: %w", symsPath, r.err)
 		}
-		f.Symbols = st
+		// A kallsyms copy from a KASLR boot is shifted back to link addresses.
+		f.SetSymbols(r.st)
 	}
 	return f, nil
 }
