@@ -294,6 +294,12 @@ func NewReturnPatcher(f *kimage.File) (*Patcher, error) {
 	return &Patcher{returns: sites, thunk: t.Addr}, nil
 }
 
+// CountReturnSites is the number of return-thunk sites p knows.
+func CountReturnSites(p *Patcher) int { return len(p.returns) }
+
+// ReturnThunk is the address of __x86_return_thunk.
+func ReturnThunk(p *Patcher) uint64 { return p.thunk }
+
 // Patch rewrites b (the bytes at addr) in place and returns how many sites it
 // patched.
 func (p *Patcher) Patch(addr uint64, b []byte) int {
