@@ -14,4 +14,3 @@ func TestIsMarker(t *testing.T) {
 		}
 	}
 }
-
