@@ -215,9 +215,9 @@ type tally struct {
 	validity        map[string]int
 	validitySamples map[string][]string
 	nValidity       int
-	notes      []string
-	logMu      sync.Mutex
-	log        *os.File // KBOOST_ORACLE_LOG file, nil if unset
+	notes           []string
+	logMu           sync.Mutex
+	log             *os.File // KBOOST_ORACLE_LOG file, nil if unset
 }
 
 func newTally(name string, mode decode.Mode) *tally {
