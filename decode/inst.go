@@ -39,6 +39,29 @@ func ParseMode(s string) (Mode, error) {
 	return ModeInvalid, fmt.Errorf("unknown mode %q (want 32 or 64): %w", s, ErrMode)
 }
 
+// Vendor selects the rules where Intel and AMD processors decode differently.
+type Vendor uint8
+
+const (
+	// VendorIntel: in 64-bit mode near branches (jmp, jcc, call rel) ignore a 66
+	// prefix and take a 32-bit displacement. Linux's instruction decoder, and so
+	// kprobes, follow this; objdump does with -M intel64.
+	VendorIntel Vendor = iota
+	// VendorAMD: a 66 prefix gives near branches a 16-bit displacement in 64-bit
+	// mode too (AMD APM Vol. 3, "Operand-Size Override"); objdump's default.
+	VendorAMD
+)
+
+func (v Vendor) String() string {
+	switch v {
+	case VendorIntel:
+		return "intel"
+	case VendorAMD:
+		return "amd"
+	}
+	return fmt.Sprintf("Vendor(%d)", uint8(v))
+}
+
 // Map is the opcode map an instruction's opcode byte belongs to; defined with the
 // opcode data.
 type Map = opcodes.Map

@@ -15,9 +15,10 @@ var prefixTable = func() (t [256]Prefix) {
 
 // decoder carries the cursor of one decode.
 type decoder struct {
-	b    []byte // input, at most maxLen bytes
-	i    int    // next byte
-	inst *Inst
+	b      []byte // input, at most maxLen bytes
+	i      int    // next byte
+	inst   *Inst
+	vendor Vendor
 }
 
 func (d *decoder) fail(err error, why string) error {
@@ -45,14 +46,21 @@ func (d *decoder) need(k int) error {
 	return nil
 }
 
-// DecodeInto is Decode writing into inst, without allocating.
+// DecodeInto is Decode writing into inst, without allocating. It follows Intel's
+// rules where vendors differ, as the Linux kernel's decoder does.
 func DecodeInto(inst *Inst, b []byte, mode Mode, addr uint64) error {
+	return DecodeVendor(inst, b, mode, addr, VendorIntel)
+}
+
+// DecodeVendor is DecodeInto with the vendor's rules where Intel and AMD CPUs
+// decode differently.
+func DecodeVendor(inst *Inst, b []byte, mode Mode, addr uint64, v Vendor) error {
 	*inst = Inst{Mode: mode, Addr: addr}
 	if len(b) > maxLen {
 		b = b[:maxLen]
 	}
 	copy(inst.Raw[:], b)
-	d := decoder{b: b, inst: inst}
+	d := decoder{b: b, inst: inst, vendor: v}
 	if mode != Mode32 && mode != Mode64 {
 		return d.fail(ErrMode, mode.String())
 	}
@@ -178,13 +186,13 @@ func (d *decoder) decode() error {
 
 	// Operand size.
 	switch {
-	case mode64 && op.Flags&opcodes.FForce64 != 0:
+	case mode64 && op.Flags&opcodes.FForce64 != 0 && d.vendor == VendorIntel:
 		inst.OpSize = 64
 	case mode64 && inst.Rex&0x08 != 0:
 		inst.OpSize = 64
 	case inst.Prefixes&PfxOpSize != 0:
 		inst.OpSize = 16
-	case mode64 && op.Flags&opcodes.FDef64 != 0:
+	case mode64 && op.Flags&(opcodes.FDef64|opcodes.FForce64) != 0:
 		inst.OpSize = 64
 	}
 
