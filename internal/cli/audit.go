@@ -293,12 +293,13 @@ func appendRecord(buf []byte, a *boost.FuncAudit, off uint64, e *boost.Entry, d 
 	if d.Optimizable {
 		v += " +opt"
 	}
+	// The rules that decided, in order (e.g. why a single-step was not boosted),
+	// then the deciding rule's text.
 	why := ""
-	if len(d.Reasons) > 0 {
-		last := d.Reasons[len(d.Reasons)-1]
-		why = last.Rule
-		if last.Text != "" {
-			why += ": " + last.Text
+	if n := len(d.Reasons); n > 0 {
+		why = strings.Join(ruleIDs(d.Reasons), " > ")
+		if t := d.Reasons[n-1].Text; t != "" {
+			why += ": " + t
 		}
 	}
 	return fmt.Appendf(buf, "  +%-5s %-30s %-34s %-18s %s\n", "0x"+strconv.FormatUint(off, 16), string(appendHexBytes(nil, raw)), text, v, why)
