@@ -29,6 +29,30 @@ const (
 	FModIgnored                   // ModRM.mod is ignored: always a register operand (mov cr/dr)
 )
 
+var flagNames = [...]string{"modrm", "i64", "o64", "d64", "f64", "invalid", "priv", "mem", "reg", "prefix", "rmreg"}
+
+func (f Flags) String() string {
+	if f == 0 {
+		return "none"
+	}
+	s := ""
+	for i, n := range flagNames {
+		if f&(1<<i) != 0 {
+			if s != "" {
+				s += "|"
+			}
+			s += n
+		}
+	}
+	if rest := f &^ (1<<len(flagNames) - 1); rest != 0 {
+		if s != "" {
+			s += "|"
+		}
+		s += fmt.Sprintf("%#x", uint32(rest))
+	}
+	return s
+}
+
 // ImmKind is the kind and size rule of an instruction's immediate bytes.
 type ImmKind uint8
 
