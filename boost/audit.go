@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 
 	"github.com/kboost/kboost/decode"
 )
@@ -191,6 +192,13 @@ func (a *FuncAudit) probeAt(off uint64, env *Env) probe {
 			pr.ftrace = 0
 			if a.FtraceOff == int64(off) {
 				pr.ftrace = 1
+			} else if a.FtraceFrom == "table" {
+				// check_ftrace_location(): any address that is an ftrace location
+				// becomes an ftrace-based probe, not only the entry site (a
+				// kallsyms-sized symbol may cover several functions).
+				if hit, _ := env.Sites.Ftrace(Span{pr.addr, pr.addr + 1}); hit {
+					pr.ftrace = 1
+				}
 			}
 		} else {
 			pr.ftrace = 0 // bytes inspected: no fentry site at the entry
@@ -248,6 +256,15 @@ func (a *FuncAudit) findFtrace(env *Env) {
 			}
 		}
 		a.Notrace = a.FtraceOff < 0
+		if a.Notrace && env.BaseTraced != nil {
+			// within_notrace_func(): a suffixed symbol (foo.cold, foo.part.0)
+			// without an ftrace location is judged by its base function.
+			if i := strings.IndexByte(fn.Name, '.'); i > 0 {
+				if traced, known := env.BaseTraced(fn.Name[:i]); known && traced {
+					a.Notrace = false
+				}
+			}
+		}
 		return
 	}
 	b := fn.Bytes

@@ -207,6 +207,11 @@ type Env struct {
 	ThunkStart, ThunkEnd uint64
 	// Mode is the instruction set of audited functions (0: the policy's first).
 	Mode decode.Mode
+	// BaseTraced answers, for the base name of a suffixed symbol ("foo" for
+	// "foo.cold"), whether that function has an ftrace location (traced) and
+	// whether that is known; trace_kprobe judges a suffixed symbol without an
+	// ftrace location by its base function. nil: unknown.
+	BaseTraced func(base string) (traced, known bool)
 	// InferNotrace makes AuditFunc treat a function without an fentry site at its
 	// entry as notrace (kprobe_events refuses it) when no ftrace table is known.
 	// Off by default: right for a vmlinux, wrong for code built without -mfentry.

@@ -161,6 +161,20 @@ func Env(f *kimage.File, pol *boost.Policy, cfg *kimage.KConfig) (env *boost.Env
 		notes = append(notes, "no __mcount_loc table: ftrace sites are recognised from the bytes at function entry")
 	}
 	env.Sites = sites
+	if sites.FtraceLocs != nil {
+		ftrace := sites.FtraceLocs
+		env.BaseTraced = func(base string) (traced, known bool) {
+			s, ok := f.Symbols.ByName(base)
+			if !ok {
+				// kprobe_lookup_name() fails: within_notrace_func() says notrace.
+				return false, true
+			}
+			if s.Size == 0 {
+				return false, false
+			}
+			return ftrace.Overlaps(boost.Span{Start: s.Addr, End: s.Addr + s.Size})
+		}
+	}
 	if s, ok := f.Symbols.ByName("__fentry__"); ok {
 		env.FentryAddr = s.Addr
 	}
