@@ -24,6 +24,16 @@
 //	              the errno and error_log message, or the kprobes/list line and
 //	              flags ([FTRACE], [OPTIMIZED]) while enabled, are recorded; then
 //	              the probe is disabled and removed.
+//	kboost-verify kboost-verify.json VerifyReport for VerifyArgs: predicts every
+//	              boundary (and sampled non-boundaries) of the chosen functions
+//	              from the guest's kallsyms, /proc/kcore bytes and config (tables
+//	              from the vmlinux in the initramfs), registers them in rounds
+//	              (PlanRounds), records errno, address, [FTRACE], [OPTIMIZED] once
+//	              the jmp is written, and the slot from kprobe_insn_page in kcore.
+//	probe-lifecycle probe-lifecycle.json Lifecycle for LifecycleArgs: package
+//	              loader inside the guest: live predictions vs the kernel, the
+//	              perf PMU probe, and SIGINT/SIGKILL of a watcher (a child: the
+//	              guest binary re-run with ChildEnv set) then Sweep.
 //
 // Register adds steps (a program embedding this library registers its own before
 // calling Main). Every run also stores steps.json ([]StepReport) and guest.json

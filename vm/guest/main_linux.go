@@ -31,6 +31,9 @@ var mounts = []struct{ source, target, fstype string }{
 // on a host cannot power the host off; it then returns an error. In a guest it
 // does not return.
 func Main() error {
+	if mode := os.Getenv(ChildEnv); mode != "" && os.Getpid() != 1 {
+		return runChild(mode)
+	}
 	if os.Getpid() != 1 {
 		return fmt.Errorf("%w: kboost-guest is the /init of a kboost initramfs and runs only as process 1", ErrNotInit)
 	}

@@ -1,0 +1,140 @@
+package loader
+
+import (
+	"fmt"
+
+	"github.com/kboost/kboost/boost"
+	"github.com/kboost/kboost/internal/audit"
+	"github.com/kboost/kboost/kimage"
+)
+
+// Predictor predicts probes with a boost policy for a kernel image whose
+// symbols came from the kernel itself; the environment is built by the same
+// code as `kboost audit` (internal/audit.Env).
+type Predictor struct {
+	File   *kimage.File
+	Policy *boost.Policy
+	Env    *boost.Env
+	Notes  []string // what the environment does not know
+	au     *boost.Auditor
+	names  map[string]int
+}
+
+// NewPredictor builds the policy environment for f (symbols attached); cfg
+// replaces the file's own configuration when not nil. policy "" is linux-6.1.
+func NewPredictor(f *kimage.File, cfg *kimage.KConfig, policy string) (*Predictor, error) {
+	if policy == "" {
+		policy = "linux-6.1"
+	}
+	pol, err := boost.Lookup(policy)
+	if err != nil {
+		return nil, err
+	}
+	if cfg != nil {
+		f.Config = cfg
+	}
+	env, notes := audit.Env(f, pol, cfg)
+	return NewPredictorEnv(f, pol, env, notes), nil
+}
+
+// NewPredictorEnv is NewPredictor with a ready environment.
+func NewPredictorEnv(f *kimage.File, pol *boost.Policy, env *boost.Env, notes []string) *Predictor {
+	p := &Predictor{File: f, Policy: pol, Env: env, Notes: notes, au: pol.NewAuditor(env), names: map[string]int{}}
+	if f != nil {
+		for s := range f.Symbols.All() {
+			p.names[s.Name]++
+		}
+	}
+	return p
+}
+
+// Unique reports whether exactly one symbol has this name: kprobe_events
+// refuses "sym+off" on an ambiguous name with EADDRNOTAVAIL.
+func (p *Predictor) Unique(name string) bool { return p.names[name] == 1 }
+
+// Audit audits one function with the given bytes (as the kernel has them).
+// The result is valid until the next call.
+func (p *Predictor) Audit(s kimage.Symbol, code []byte) (*boost.FuncAudit, error) {
+	return p.au.Audit(boost.Func{Name: s.Name, Addr: s.Addr, Size: s.Size, Bytes: code})
+}
+
+// Expectation is what the kernel should do with one probe.
+type Expectation struct {
+	Point     string         `json:"point"`
+	Addr      uint64         `json:"addr,omitempty"` // after IBT adjustment
+	Decision  boost.Decision `json:"-"`
+	Verdict   string         `json:"verdict"`         // Decision.Verdict
+	Rules     []string       `json:"rules"`           // Decision's reason ids
+	Errno     string         `json:"errno,omitempty"` // "" when the kernel should accept
+	Ftrace    bool           `json:"ftrace"`
+	Optimized bool           `json:"optimized"` // [OPTIMIZED] once enabled (no post handler)
+	Bytes     []byte         `json:"bytes,omitempty"`
+	// Warnings say why the prediction may be wrong (e.g. other kprobes in the
+	// function: the bytes read show their int3 or jmp).
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+// Expect predicts spec, reading the function's bytes with read (e.g. from
+// /proc/kcore). Unknown or ambiguous symbols get the kernel's errno.
+func (p *Predictor) Expect(spec Spec, read func(addr uint64, n int) ([]byte, error), optimization bool) (Expectation, error) {
+	x := Expectation{Point: spec.Point()}
+	s, ok := p.File.Symbols.ByName(spec.Symbol)
+	switch {
+	case !ok:
+		x.Errno, x.Verdict, x.Rules = "ENOENT", "reject", []string{"loader.unknown_symbol"}
+		x.Decision.Verdict, x.Decision.Errno = boost.Reject, boost.ENOENT
+		return x, nil
+	case p.names[spec.Symbol] > 1:
+		x.Errno, x.Verdict, x.Rules = "EADDRNOTAVAIL", "reject", []string{"loader.ambiguous_symbol"}
+		x.Decision.Verdict = boost.Reject
+		return x, nil
+	case s.Size == 0:
+		return x, fmt.Errorf("loader: %s has no known size", s.Name)
+	case spec.Offset >= s.Size:
+		return x, &SpecError{"offset", fmt.Sprint(spec.Offset), fmt.Sprintf("beyond the end of %s (%d bytes)", s.Name, s.Size)}
+	}
+	code, err := read(s.Addr, int(s.Size))
+	if err != nil {
+		return x, err
+	}
+	fa, err := p.Audit(s, code)
+	if err != nil {
+		return x, err
+	}
+	d, err := fa.At(spec.Offset)
+	if err != nil {
+		return x, err
+	}
+	d.Reasons = append([]boost.Reason(nil), d.Reasons...)
+	d.OptReasons = append([]boost.Reason(nil), d.OptReasons...)
+	x.Decision = d
+	x.Verdict, x.Rules = d.Verdict.String(), d.ReasonIDs()
+	if d.Verdict == boost.Reject {
+		x.Errno = d.Errno.String()
+		return x, nil
+	}
+	x.Addr = d.Addr
+	x.Ftrace = d.Verdict == boost.Ftrace
+	x.Optimized = optimization && !x.Ftrace && !spec.Return && d.Optimizable
+	if d.Len > 0 && spec.Offset+uint64(d.Len) <= uint64(len(code)) {
+		x.Bytes = append([]byte(nil), code[spec.Offset:spec.Offset+uint64(d.Len)]...)
+	}
+	return x, nil
+}
+
+// AuditSymbol audits the named function with bytes from read. The result is
+// valid until the next Audit.
+func (p *Predictor) AuditSymbol(name string, read func(addr uint64, n int) ([]byte, error)) (*boost.FuncAudit, error) {
+	s, ok := p.File.Symbols.ByName(name)
+	if !ok {
+		return nil, fmt.Errorf("loader: %q: %w", name, kimage.ErrNoSymbol)
+	}
+	if s.Size == 0 {
+		return nil, fmt.Errorf("loader: %s has no known size", name)
+	}
+	code, err := read(s.Addr, int(s.Size))
+	if err != nil {
+		return nil, err
+	}
+	return p.Audit(s, code)
+}

@@ -1,0 +1,183 @@
+//go:build linux
+
+package loader
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// TracefsDirs are where tracefs is looked for, in order.
+var TracefsDirs = []string{"/sys/kernel/tracing", "/sys/kernel/debug/tracing"}
+
+// KprobesList is debugfs' list of registered kprobes.
+const KprobesList = "/sys/kernel/debug/kprobes/list"
+
+// Tracefs drives kprobe_events.
+type Tracefs struct {
+	Dir string
+}
+
+// CheckRoot returns ErrNotRoot unless the process runs as root.
+func CheckRoot() error {
+	if os.Geteuid() != 0 {
+		return ErrNotRoot
+	}
+	return nil
+}
+
+// OpenTracefs finds a mounted tracefs with kprobe_events (root only).
+func OpenTracefs() (*Tracefs, error) {
+	if err := CheckRoot(); err != nil {
+		return nil, err
+	}
+	for _, d := range TracefsDirs {
+		if _, err := os.Stat(filepath.Join(d, "kprobe_events")); err == nil {
+			return &Tracefs{Dir: d}, nil
+		}
+	}
+	return nil, ErrNoTracefs
+}
+
+// ReadKprobesList reads and parses debugfs' kprobes/list.
+func ReadKprobesList() ([]ListEntry, error) {
+	b, err := os.ReadFile(KprobesList)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, ErrNoDebugfs
+	}
+	if err != nil {
+		return nil, err
+	}
+	return ParseKprobesList(b), nil
+}
+
+func (t *Tracefs) path(p ...string) string { return filepath.Join(append([]string{t.Dir}, p...)...) }
+
+func appendLine(path, line string) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		return err
+	}
+	_, werr := f.Write([]byte(line + "\n"))
+	cerr := f.Close()
+	if werr != nil {
+		return werr
+	}
+	return cerr
+}
+
+// lastErrorLog returns the newest error_log message without its timestamp.
+func (t *Tracefs) lastErrorLog() string {
+	b, err := os.ReadFile(t.path("error_log"))
+	if err != nil {
+		return ""
+	}
+	var last string
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(l, "[") {
+			if _, msg, ok := strings.Cut(l, "] "); ok {
+				last = strings.TrimSpace(msg)
+			}
+		}
+	}
+	return last
+}
+
+// Add registers the probe (not enabled) and returns the normalized spec.
+func (t *Tracefs) Add(s Spec) (Spec, error) {
+	s, err := s.Normalize()
+	if err != nil {
+		return s, err
+	}
+	def, _ := s.Definition()
+	if f, err := os.OpenFile(t.path("error_log"), os.O_WRONLY|os.O_TRUNC, 0); err == nil {
+		f.Close()
+	}
+	if err := appendLine(t.path("kprobe_events"), def); err != nil {
+		return s, &KernelError{Op: "register", Point: s.Point(), Errno: err, ErrorLog: t.lastErrorLog()}
+	}
+	return s, nil
+}
+
+// Enable turns the event on or off.
+func (t *Tracefs) Enable(group, event string, on bool) error {
+	if !ValidName(group) || !ValidName(event) {
+		return &SpecError{"event", group + "/" + event, "not a valid group/event name"}
+	}
+	v := "0\n"
+	if on {
+		v = "1\n"
+	}
+	if err := os.WriteFile(t.path("events", group, event, "enable"), []byte(v), 0); err != nil {
+		return &KernelError{Op: "enable", Point: group + "/" + event, Errno: err}
+	}
+	return nil
+}
+
+// Remove disables and deletes one kboost event.
+func (t *Tracefs) Remove(group, event string) error {
+	if !strings.HasPrefix(group, GroupPrefix) {
+		return &SpecError{"group", group, "kboost removes only its own groups (" + GroupPrefix + "*)"}
+	}
+	_ = t.Enable(group, event, false)
+	if err := appendLine(t.path("kprobe_events"), "-:"+group+"/"+event); err != nil {
+		return &KernelError{Op: "remove", Point: group + "/" + event, Errno: err, ErrorLog: t.lastErrorLog()}
+	}
+	return nil
+}
+
+// Events lists kprobe_events entries in kboost groups.
+func (t *Tracefs) Events() ([]Event, error) {
+	b, err := os.ReadFile(t.path("kprobe_events"))
+	if err != nil {
+		return nil, err
+	}
+	var out []Event
+	for _, e := range ParseEvents(b) {
+		if strings.HasPrefix(e.Group, GroupPrefix) {
+			out = append(out, e)
+		}
+	}
+	return out, nil
+}
+
+// Sweep removes every event of every kboost group and returns what it removed.
+func (t *Tracefs) Sweep() ([]Event, error) {
+	evs, err := t.Events()
+	if err != nil {
+		return nil, err
+	}
+	var errs []error
+	for _, e := range evs {
+		if err := t.Remove(e.Group, e.Event); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return evs, errors.Join(errs...)
+}
+
+// Profile reads kprobe_profile.
+func (t *Tracefs) Profile() ([]Profile, error) {
+	b, err := os.ReadFile(t.path("kprobe_profile"))
+	if err != nil {
+		return nil, err
+	}
+	return ParseProfile(b), nil
+}
+
+// Hits returns the hit count of one event from kprobe_profile.
+func (t *Tracefs) Hits(group, event string) (uint64, error) {
+	ps, err := t.Profile()
+	if err != nil {
+		return 0, err
+	}
+	for _, p := range ps {
+		if p.Event == group+"/"+event || p.Event == event {
+			return p.Hits, nil
+		}
+	}
+	return 0, fmt.Errorf("loader: %s/%s not in kprobe_profile", group, event)
+}

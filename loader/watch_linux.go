@@ -1,0 +1,107 @@
+//go:build linux
+
+package loader
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Watch inserts the probes, reports hit counts until ctx is done, then removes
+// them. With the perf target the probes also vanish if the process is killed;
+// with tracefs a killed watcher leaves them behind for Sweep.
+func Watch(ctx context.Context, specs []Spec, opt WatchOptions) (err error) {
+	if opt.Interval <= 0 {
+		opt.Interval = time.Second
+	}
+	target := opt.Target
+	if target == TargetAuto {
+		target = TargetTracefs
+		if _, err := KprobePMUType(); err == nil {
+			target = TargetPerf
+		}
+	}
+	var counts func() ([]Count, error)
+	switch target {
+	case TargetPerf:
+		var probes []*PerfProbe
+		defer func() {
+			for _, p := range probes {
+				err = errors.Join(err, p.Close())
+			}
+		}()
+		for _, s := range specs {
+			p, err := OpenPerf(s)
+			if err != nil {
+				return err
+			}
+			probes = append(probes, p)
+		}
+		counts = func() ([]Count, error) {
+			out := make([]Count, len(probes))
+			for i, p := range probes {
+				h, err := p.Hits()
+				if err != nil {
+					return nil, err
+				}
+				out[i] = Count{p.Spec, h}
+			}
+			return out, nil
+		}
+	default:
+		t, err := OpenTracefs()
+		if err != nil {
+			return err
+		}
+		var added []Spec
+		defer func() {
+			for _, s := range added {
+				err = errors.Join(err, t.Remove(s.Group, s.Event))
+			}
+		}()
+		for _, s := range specs {
+			n, err := t.Add(s)
+			if err != nil {
+				return err
+			}
+			added = append(added, n)
+			if err := t.Enable(n.Group, n.Event, true); err != nil {
+				return err
+			}
+		}
+		counts = func() ([]Count, error) {
+			out := make([]Count, len(added))
+			for i, s := range added {
+				h, err := t.Hits(s.Group, s.Event)
+				if err != nil {
+					return nil, err
+				}
+				out[i] = Count{s, h}
+			}
+			return out, nil
+		}
+	}
+	if opt.OnReady != nil {
+		opt.OnReady(target)
+	}
+	tick := time.NewTicker(opt.Interval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			if c, err := counts(); err == nil && opt.OnTick != nil {
+				opt.OnTick(c)
+			}
+			return nil
+		case <-tick.C:
+			c, err := counts()
+			if err != nil {
+				return err
+			}
+			if opt.OnTick != nil {
+				opt.OnTick(c)
+			}
+		}
+	}
+}

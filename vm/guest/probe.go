@@ -1,0 +1,69 @@
+package guest
+
+import "github.com/kboost/kboost/loader"
+
+// ChildEnv, when set in the environment of the guest binary, makes Main run a
+// helper instead of the scenario (the "probe-lifecycle" step starts itself as a
+// child this way): "watch-perf:SYM" or "watch-tracefs:SYM" runs loader.Watch on
+// SYM until SIGINT, printing ChildReady once the probe is in place.
+const ChildEnv = "KBOOST_GUEST_CHILD"
+
+// ChildReady is the line a watching child prints when its probe is in place.
+const ChildReady = "KBOOST-CHILD-READY"
+
+// LifecycleArgs are the "probe-lifecycle" step's arguments.
+type LifecycleArgs struct {
+	// Points are predicted from the live kernel (kcore, and the vmlinux when
+	// given) and then added through tracefs; the flags are compared.
+	Points  []string `json:"points"`
+	Vmlinux string   `json:"vmlinux,omitempty"`
+	Config  string   `json:"config,omitempty"`
+	// Watch is the symbol the perf and kill checks probe (e.g. vfs_read).
+	Watch string `json:"watch"`
+}
+
+// LivePoint is one point of the lifecycle step: the loader's prediction (from
+// /proc/kcore alone and from the vmlinux) and the kernel's answer.
+type LivePoint struct {
+	Point         string              `json:"point"`
+	FromKcore     *loader.Expectation `json:"from_kcore,omitempty"`
+	FromVmlinux   *loader.Expectation `json:"from_vmlinux,omitempty"`
+	KernelErrno   string              `json:"kernel_errno,omitempty"`
+	KernelErrLog  string              `json:"kernel_error_log,omitempty"`
+	KernelList    *loader.ListEntry   `json:"kernel_list,omitempty"`
+	PredictErrors []string            `json:"predict_errors,omitempty"`
+	// With --place cheapest: where the point moved, the predicted cost, and
+	// the kernel's list entry for the moved point.
+	Placed       string            `json:"placed,omitempty"`
+	PlacedCost   string            `json:"placed_cost,omitempty"`
+	PlacedReason string            `json:"placed_reason,omitempty"`
+	PlacedList   *loader.ListEntry `json:"placed_list,omitempty"`
+	PlacedErrno  string            `json:"placed_errno,omitempty"`
+}
+
+// KillCheck is one "kill the watcher" experiment.
+type KillCheck struct {
+	Target      string `json:"target"` // perf, tracefs
+	Signal      string `json:"signal"` // SIGINT, SIGKILL
+	Ready       bool   `json:"ready"`
+	ListBefore  int    `json:"list_before"`  // kprobes/list entries while watching
+	ListAfter   int    `json:"list_after"`   // after the watcher ended
+	EventsAfter int    `json:"events_after"` // kboost tracefs events after it ended
+	Swept       int    `json:"swept"`        // events removed by Sweep
+	ListSwept   int    `json:"list_swept"`   // kprobes/list entries after Sweep
+	ExitStatus  string `json:"exit_status"`
+	Output      string `json:"output,omitempty"`
+	Error       string `json:"error,omitempty"`
+}
+
+// Lifecycle is probe-lifecycle.json.
+type Lifecycle struct {
+	Points     []LivePoint `json:"points"`
+	PerfTarget string      `json:"perf_target"`
+	PerfListed int         `json:"perf_listed"` // kprobes/list entries while the perf probe is open
+	PerfHits   uint64      `json:"perf_hits"`   // after reading files
+	PerfAfter  int         `json:"perf_after"`  // kprobes/list entries after Close
+	PerfError  string      `json:"perf_error,omitempty"`
+	Kills      []KillCheck `json:"kills"`
+	Notes      []string    `json:"notes,omitempty"`
+}

@@ -1,0 +1,431 @@
+package guest
+
+import (
+	"bytes"
+	"encoding/hex"
+	"fmt"
+	"math/rand"
+	"path"
+	"sort"
+
+	"github.com/kboost/kboost/boost"
+	"github.com/kboost/kboost/internal/audit"
+	"github.com/kboost/kboost/kimage"
+	"github.com/kboost/kboost/loader"
+)
+
+// VerifyArgs are the "kboost-verify" step's arguments: which functions to probe
+// and where the guest finds the kernel's image and configuration.
+type VerifyArgs struct {
+	Policy string `json:"policy,omitempty"` // boost policy; "" means linux-6.1
+	// Vmlinux is the kernel's ELF image in the initramfs (for its section tables:
+	// exception table, BUG sites, jump labels...); function bytes come from
+	// /proc/kcore.
+	Vmlinux string `json:"vmlinux"`
+	// Config is the kernel's .config in the initramfs; "" means /proc/config.gz or
+	// /boot/config-$(uname -r).
+	Config string `json:"config,omitempty"`
+	// Funcs names functions exactly; Pattern is a glob over function names;
+	// Sample picks that many functions (after Funcs/Pattern, or among all) with a
+	// generator seeded by Seed. MaxSize bounds sampled functions' sizes (0: 512).
+	Funcs   []string `json:"funcs,omitempty"`
+	Pattern string   `json:"pattern,omitempty"`
+	Sample  int      `json:"sample,omitempty"`
+	Seed    int64    `json:"seed,omitempty"`
+	MaxSize uint64   `json:"max_size,omitempty"`
+	// NonBoundary is how many offsets inside instructions are tried per function
+	// (0: 2; negative: none).
+	NonBoundary int `json:"non_boundary,omitempty"`
+	// Spacing is the least distance between two probes of one function in one
+	// round (0: 24 bytes, more than an optprobe's 19-byte reach, so probes do not
+	// block each other's optimization).
+	Spacing int `json:"spacing,omitempty"`
+	// OptimizeWaitMS is how long the guest waits after enabling a round before it
+	// reads kprobes/list: it polls until every probe listed
+	// [OPTIMIZED] has its jmp written, at most this long (0: 3000).
+	OptimizeWaitMS int `json:"optimize_wait_ms,omitempty"`
+	// MaxRounds bounds the registration rounds (0: no bound); probes left over are
+	// reported as not run.
+	MaxRounds int `json:"max_rounds,omitempty"`
+}
+
+// Outcome is what happens to one probe: the fields kboost predicts and the
+// kernel shows.
+type Outcome struct {
+	Errno     string `json:"errno"`               // "" when accepted, else the errno name
+	Addr      uint64 `json:"addr,omitempty"`      // the probed address (after IBT adjustment)
+	Ftrace    bool   `json:"ftrace,omitempty"`    // [FTRACE]
+	Optimized bool   `json:"optimized,omitempty"` // [OPTIMIZED] after the optimizer ran
+	Slot      string `json:"slot,omitempty"`      // the instruction slot, hex
+	SlotAddr  uint64 `json:"slot_addr,omitempty"` // kernel: where the slot is
+}
+
+// VerifyRecord is one probe: the prediction and what the kernel did.
+type VerifyRecord struct {
+	Func      string   `json:"func"`
+	Off       uint64   `json:"off"`
+	Boundary  bool     `json:"boundary"`
+	Bytes     string   `json:"bytes,omitempty"` // the instruction (boundaries), hex, from kcore
+	Verdict   string   `json:"verdict"`         // kboost's verdict
+	Rules     []string `json:"rules,omitempty"` // kboost's deciding rules
+	Predicted Outcome  `json:"predicted"`
+	Kernel    Outcome  `json:"kernel"`
+	Round     int      `json:"round"`          // registration round; -1: not run
+	Note      string   `json:"note,omitempty"` // e.g. why the slot was not compared
+}
+
+// VerifyFields are the compared fields, in table order.
+var VerifyFields = []string{"errno", "addr", "ftrace", "optimized", "slot"}
+
+// Compare says, per field, whether the record agrees (true), disagrees (false),
+// or the field does not apply (absent): addr needs both sides to accept, slot
+// needs a slot on both sides.
+func (r *VerifyRecord) Compare() map[string]bool {
+	p, k := &r.Predicted, &r.Kernel
+	m := map[string]bool{
+		"errno":     p.Errno == k.Errno,
+		"ftrace":    p.Ftrace == k.Ftrace,
+		"optimized": p.Optimized == k.Optimized,
+	}
+	if p.Errno == "" && k.Errno == "" {
+		m["addr"] = p.Addr == k.Addr
+	}
+	if p.Slot != "" || k.Slot != "" {
+		m["slot"] = p.Slot == k.Slot
+	}
+	return m
+}
+
+// VerifyReport is kboost-verify.json.
+type VerifyReport struct {
+	Release   string         `json:"release"`
+	Policy    string         `json:"policy"`
+	Functions []string       `json:"functions"`
+	Records   []VerifyRecord `json:"records"`
+	Rounds    int            `json:"rounds"`
+	// KcoreDiffers counts functions whose kcore bytes differ from the vmlinux
+	// (alternatives, ftrace and jump-label patching at boot).
+	KcoreDiffers int              `json:"kcore_differs"`
+	Optimization bool             `json:"optimization"` // debug.kprobes-optimization was 1
+	Notes        []string         `json:"notes,omitempty"`
+	Leftover     string           `json:"leftover,omitempty"` // kprobes/list after the run, if not empty
+	TimingMS     map[string]int64 `json:"timing_ms"`
+}
+
+// Predictor is the loader's predictor (the same code as `kboost probe` and
+// `kboost audit`) with the verification's function selection and slot images.
+type Predictor struct {
+	*loader.Predictor
+}
+
+// NewPredictor builds the predictor for f (symbols from the guest's kallsyms
+// attached) with cfg; see loader.NewPredictor.
+func NewPredictor(f *kimage.File, cfg *kimage.KConfig, policy string) (*Predictor, error) {
+	lp, err := loader.NewPredictor(f, cfg, policy)
+	if err != nil {
+		return nil, err
+	}
+	return &Predictor{lp}, nil
+}
+
+// SelectFuncs chooses the functions to verify: exact names, a glob, a sample.
+// Only uniquely named, sized kernel functions in executable sections qualify.
+func (p *Predictor) SelectFuncs(a *VerifyArgs) ([]kimage.Symbol, error) {
+	maxSize := a.MaxSize
+	if maxSize == 0 {
+		maxSize = 512
+	}
+	ok := func(s kimage.Symbol) bool {
+		if s.Module != "" || s.Size == 0 || audit.IsMarker(s.Name) || !p.Unique(s.Name) {
+			return false
+		}
+		sec, found := p.File.SectionAt(s.Addr)
+		return found && sec.Exec && s.Addr+s.Size <= sec.Addr+sec.Size
+	}
+	var out []kimage.Symbol
+	for _, n := range a.Funcs {
+		s, found := p.File.Symbols.ByName(n)
+		if !found || !s.Func {
+			return nil, fmt.Errorf("function %q: %w", n, kimage.ErrNoSymbol)
+		}
+		if !ok(s) {
+			return nil, fmt.Errorf("function %q: not a uniquely named, sized function in kernel text", n)
+		}
+		out = append(out, s)
+	}
+	if a.Pattern != "" || (len(a.Funcs) == 0 && a.Sample > 0) {
+		for s := range p.File.Symbols.Funcs() {
+			if a.Pattern != "" {
+				if m, _ := path.Match(a.Pattern, s.Name); !m {
+					continue
+				}
+			}
+			if ok(s) && (a.Pattern != "" || s.Size <= maxSize) {
+				out = append(out, s)
+			}
+		}
+	}
+	if a.Sample > 0 && len(out) > a.Sample {
+		r := rand.New(rand.NewSource(a.Seed))
+		r.Shuffle(len(out), func(i, j int) { out[i], out[j] = out[j], out[i] })
+		out = out[:a.Sample]
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Addr < out[j].Addr })
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no function selected (funcs %v, pattern %q, sample %d)", a.Funcs, a.Pattern, a.Sample)
+	}
+	return out, nil
+}
+
+// Planned is one probe to register, with its prediction.
+type Planned struct {
+	Rec      VerifyRecord
+	Addr     uint64 // requested address: symbol + offset
+	Inst     []byte // instruction bytes (boundaries)
+	Decision boost.Decision
+}
+
+// PredictFunc audits fn (bytes as the kernel has them) and returns every
+// boundary and up to nonBoundary offsets inside instructions, predicted.
+func (p *Predictor) PredictFunc(s kimage.Symbol, code []byte, nonBoundary int, optimization bool) ([]Planned, error) {
+	fa, err := p.Audit(s, code)
+	if err != nil {
+		return nil, err
+	}
+	var out []Planned
+	add := func(off uint64, boundary bool, inst []byte, d boost.Decision) {
+		d.Reasons = append([]boost.Reason(nil), d.Reasons...)
+		d.OptReasons = append([]boost.Reason(nil), d.OptReasons...)
+		pl := Planned{Addr: s.Addr + off, Inst: append([]byte(nil), inst...), Decision: d}
+		pl.Rec = VerifyRecord{Func: s.Name, Off: off, Boundary: boundary, Verdict: d.Verdict.String(),
+			Rules: d.ReasonIDs(), Round: -1, Predicted: predictedOutcome(&d, optimization)}
+		if boundary {
+			pl.Rec.Bytes = hex.EncodeToString(inst)
+		}
+		out = append(out, pl)
+	}
+	var multi []int
+	for i := range fa.Entries {
+		e := &fa.Entries[i]
+		end := e.Off + uint64(e.Len)
+		if end > uint64(len(code)) {
+			end = uint64(len(code))
+		}
+		add(e.Off, true, code[e.Off:end], e.Decision)
+		if e.Len > 1 {
+			multi = append(multi, i)
+		}
+	}
+	// Non-boundaries: inside instructions spread over the function, the ftrace
+	// site's second byte first.
+	if nonBoundary > 0 && len(multi) > 0 {
+		step := len(multi) / nonBoundary
+		if step == 0 {
+			step = 1
+		}
+		for k, n := 0, 0; k < len(multi) && n < nonBoundary; k, n = k+step, n+1 {
+			e := &fa.Entries[multi[k]]
+			off := e.Off + 1 + uint64(n)%uint64(e.Len-1)
+			d, err := fa.At(off)
+			if err != nil {
+				continue
+			}
+			add(off, false, nil, d)
+		}
+	}
+	return out, nil
+}
+
+func predictedOutcome(d *boost.Decision, optimization bool) Outcome {
+	o := Outcome{}
+	if d.Verdict == boost.Reject {
+		o.Errno = d.Errno.String()
+		if o.Errno == "" {
+			o.Errno = "EINVAL"
+		}
+		return o
+	}
+	o.Addr = d.Addr
+	o.Ftrace = d.Verdict == boost.Ftrace
+	o.Optimized = optimization && !o.Ftrace && d.Optimizable
+	return o
+}
+
+// SlotImage is the predicted slot for a probe whose slot is at slotAddr: the
+// copied instruction rebased there (the policy classifies the bytes again with
+// Env.SlotAddr set), then the tail of the function-level decision (int3, or a
+// jmp rel32 back to the next instruction when boosted).
+func (p *Predictor) SlotImage(pl *Planned, slotAddr uint64) []byte {
+	d := &pl.Decision
+	if d.SlotLen == 0 || d.Len == 0 || d.Len > len(pl.Inst) {
+		return nil
+	}
+	env := *p.Env
+	env.SlotAddr = slotAddr
+	if env.Mode == 0 {
+		env.Mode = p.Policy.Modes[0]
+	}
+	c := p.Policy.ClassifyBytesEnv(pl.Inst, env.Mode, d.Addr, &env)
+	img := make([]byte, 0, d.SlotLen)
+	if c.SlotLen >= d.Len {
+		img = append(img, c.Slot[:d.Len]...)
+	} else {
+		img = append(img, d.Slot[:d.Len]...)
+	}
+	tail := d.Slot[d.Len:d.SlotLen]
+	if len(tail) == 5 && tail[0] == 0xE9 {
+		next := d.Addr + uint64(d.Len)
+		rel := uint32(next - (slotAddr + uint64(d.Len) + 5))
+		tail = []byte{0xE9, byte(rel), byte(rel >> 8), byte(rel >> 16), byte(rel >> 24)}
+	}
+	return append(img, tail...)
+}
+
+// PlanRounds assigns boundary probes to rounds: within a round, probes of one
+// function are at least spacing bytes apart (probes of different functions do
+// not interact). It returns the rounds as indexes into planned.
+func PlanRounds(planned []Planned, spacing int) [][]int {
+	if spacing <= 0 {
+		spacing = 24
+	}
+	byFunc := map[string][]int{}
+	var order []string
+	for i := range planned {
+		if !planned[i].Rec.Boundary {
+			continue
+		}
+		f := planned[i].Rec.Func
+		if _, ok := byFunc[f]; !ok {
+			order = append(order, f)
+		}
+		byFunc[f] = append(byFunc[f], i)
+	}
+	var rounds [][]int
+	for _, f := range order {
+		left := byFunc[f]
+		for r := 0; len(left) > 0; r++ {
+			if r == len(rounds) {
+				rounds = append(rounds, nil)
+			}
+			var rest []int
+			last := int64(-1 << 40)
+			for _, i := range left {
+				off := int64(planned[i].Rec.Off)
+				if off-last >= int64(spacing) {
+					rounds[r] = append(rounds[r], i)
+					last = off
+				} else {
+					rest = append(rest, i)
+				}
+			}
+			left = rest
+		}
+	}
+	return rounds
+}
+
+// ListEntry is one line of /sys/kernel/debug/kprobes/list.
+type ListEntry = loader.ListEntry
+
+// ParseKprobesList parses kprobes/list; see loader.ParseKprobesList.
+func ParseKprobesList(b []byte) []ListEntry { return loader.ParseKprobesList(b) }
+
+// SlotSize is the size of one kprobe instruction slot on x86 (MAX_INSN_SIZE).
+const SlotSize = 15
+
+// SlotPages are snapshots of the kprobe_insn_page pages, by page address.
+type SlotPages map[uint64][]byte
+
+// MatchSlots finds, for each probe needing a slot, the kernel slot holding it.
+// A probe takes a slot that changed between before and after and whose bytes
+// equal the prediction for that slot's address; failing that, any slot equal to
+// the prediction (a reused slot with the same bytes); failing that, it is given
+// the first unclaimed changed slot whose first byte matches, as the kernel's
+// evidence of a disagreement. It sets Kernel.Slot and Kernel.SlotAddr.
+func (p *Predictor) MatchSlots(probes []*Planned, before, after SlotPages) {
+	type slot struct {
+		addr    uint64
+		b       []byte
+		changed bool
+		claimed bool
+	}
+	var slots []*slot
+	pages := make([]uint64, 0, len(after))
+	for a := range after {
+		pages = append(pages, a)
+	}
+	sort.Slice(pages, func(i, j int) bool { return pages[i] < pages[j] })
+	for _, pa := range pages {
+		b := after[pa]
+		old := before[pa]
+		for i := 0; i+SlotSize <= len(b); i += SlotSize {
+			s := &slot{addr: pa + uint64(i), b: b[i : i+SlotSize]}
+			s.changed = old == nil || !bytes.Equal(old[i:i+SlotSize], s.b)
+			slots = append(slots, s)
+		}
+	}
+	var pending []*Planned
+	for _, pl := range probes {
+		// Bytes that do not depend on the slot address (all but a rebased
+		// displacement or a jmp back) filter the candidates cheaply.
+		// Two slot addresses in the real slot area whose difference, 0x01010101,
+		// changes every byte of a rebased rel32.
+		var ref uint64
+		if len(slots) > 0 {
+			ref = slots[0].addr
+		}
+		img0, img1 := p.SlotImage(pl, ref), p.SlotImage(pl, ref+0x01010101)
+		maybe := func(b []byte) bool {
+			if len(img0) == 0 || len(img0) != len(img1) || len(img0) > len(b) {
+				return false
+			}
+			for i := range img0 {
+				if img0[i] == img1[i] && b[i] != img0[i] {
+					return false
+				}
+			}
+			return true
+		}
+		found := false
+		for pass := 0; pass < 2 && !found; pass++ {
+			for _, s := range slots {
+				if s.claimed || (pass == 0 && !s.changed) || !maybe(s.b) {
+					continue
+				}
+				img := p.SlotImage(pl, s.addr)
+				if len(img) > 0 && bytes.Equal(s.b[:len(img)], img) {
+					if pass == 0 {
+						s.claimed = true
+					}
+					pl.Rec.Kernel.Slot, pl.Rec.Kernel.SlotAddr = hex.EncodeToString(img), s.addr
+					pl.Rec.Predicted.Slot = pl.Rec.Kernel.Slot
+					pl.Rec.Predicted.SlotAddr = s.addr
+					found = true
+					break
+				}
+			}
+		}
+		if !found {
+			pending = append(pending, pl)
+		}
+	}
+	for _, pl := range pending {
+		img := p.SlotImage(pl, 0)
+		for _, s := range slots {
+			if s.claimed || !s.changed || len(img) == 0 || s.b[0] != img[0] {
+				continue
+			}
+			s.claimed = true
+			img = p.SlotImage(pl, s.addr)
+			pl.Rec.Predicted.Slot = hex.EncodeToString(img)
+			pl.Rec.Predicted.SlotAddr = s.addr
+			pl.Rec.Kernel.Slot = hex.EncodeToString(s.b[:len(img)])
+			pl.Rec.Kernel.SlotAddr = s.addr
+			break
+		}
+		if pl.Rec.Kernel.Slot == "" {
+			pl.Rec.Predicted.Slot = hex.EncodeToString(img)
+			pl.Rec.Note = "no kernel slot found for the prediction"
+		}
+	}
+}

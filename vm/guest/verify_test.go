@@ -1,0 +1,128 @@
+package guest
+
+import (
+	"encoding/binary"
+	"encoding/hex"
+	"testing"
+
+	"github.com/kboost/kboost/boost"
+	"github.com/kboost/kboost/kimage"
+	"github.com/kboost/kboost/loader"
+)
+
+func planned(fn string, offs ...uint64) []Planned {
+	var out []Planned
+	for _, o := range offs {
+		out = append(out, Planned{Rec: VerifyRecord{Func: fn, Off: o, Boundary: true}})
+	}
+	return out
+}
+
+// TestPlanRounds checks the round invariants directly: every boundary probe is
+// in exactly one round, and two probes of one function in a round are at least
+// the spacing apart.
+func TestPlanRounds(t *testing.T) {
+	pl := append(planned("a", 0, 1, 3, 5, 8, 20, 24, 30, 47, 48, 100), planned("b", 0, 2, 4)...)
+	pl = append(pl, Planned{Rec: VerifyRecord{Func: "a", Off: 2}}) // non-boundary: never in a round
+	for _, spacing := range []int{1, 5, 24, 1000} {
+		rounds := PlanRounds(pl, spacing)
+		seen := map[int]int{}
+		for _, r := range rounds {
+			last := map[string]int64{}
+			for _, i := range r {
+				seen[i]++
+				p := pl[i].Rec
+				if l, ok := last[p.Func]; ok && int64(p.Off)-l < int64(spacing) {
+					t.Errorf("spacing %d: %s+%d and +%d in one round", spacing, p.Func, l, p.Off)
+				}
+				last[p.Func] = int64(p.Off)
+			}
+		}
+		for i := range pl {
+			want := 1
+			if !pl[i].Rec.Boundary {
+				want = 0
+			}
+			if seen[i] != want {
+				t.Errorf("spacing %d: probe %d in %d rounds", spacing, i, seen[i])
+			}
+		}
+		if spacing == 1 && len(rounds) != 1 || spacing == 1000 && len(rounds) != 11 {
+			t.Errorf("spacing %d: %d rounds", spacing, len(rounds))
+		}
+	}
+}
+
+// testPredictor predicts with linux-6.1 under Debian's defaults, without a file.
+func testPredictor(t *testing.T) *Predictor {
+	t.Helper()
+	pol, err := boost.Lookup("linux-6.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := pol.DefaultEnv()
+	return &Predictor{loader.NewPredictorEnv(nil, pol, env, nil)}
+}
+
+// TestSlotImageRIPRelative checks the slot of a RIP-relative load against the
+// kernel's rebasing formula computed here: new disp = addr + disp - slot.
+func TestSlotImageRIPRelative(t *testing.T) {
+	p := testPredictor(t)
+	const addr = 0xffffffff81000000
+	// push %rbp; mov 0x1234(%rip),%rax; ret
+	code := []byte{0x55, 0x48, 0x8b, 0x05, 0x34, 0x12, 0x00, 0x00, 0xc3}
+	pls, err := p.PredictFunc(kimage.Symbol{Name: "f", Addr: addr, Size: uint64(len(code))}, code, 0, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pls) != 3 || pls[1].Rec.Off != 1 {
+		t.Fatalf("boundaries %+v", pls)
+	}
+	for _, slot := range []uint64{0xffffffffa0000000, 0xffffffffc0123456} {
+		img := p.SlotImage(&pls[1], slot)
+		disp := uint32(uint64(addr) + 1 + 0x1234 - slot)   // both RIPs are 7 bytes on
+		want := []byte{0x48, 0x8b, 0x05, 0, 0, 0, 0, 0xcc} // PREEMPTION: int3 after the copy
+		binary.LittleEndian.PutUint32(want[3:], disp)
+		if hex.EncodeToString(img) != hex.EncodeToString(want) {
+			t.Errorf("slot %#x: %x, want %x", slot, img, want)
+		}
+	}
+	// MatchSlots finds the slot on a page, ignoring unchanged slots first.
+	page := uint64(0xffffffffa0001000)
+	before := SlotPages{page: make([]byte, 4096)}
+	after := SlotPages{page: make([]byte, 4096)}
+	for i := range after[page] {
+		after[page][i] = 0xcc
+		before[page][i] = 0xcc
+	}
+	copy(after[page][3*SlotSize:], p.SlotImage(&pls[1], page+3*SlotSize))
+	// A decoy before it: the same instruction rebased for another slot.
+	copy(after[page][1*SlotSize:], p.SlotImage(&pls[1], page+7*SlotSize))
+	copy(after[page][5*SlotSize:], []byte{0x55, 0xcc})
+	probes := []*Planned{&pls[1], &pls[0]}
+	p.MatchSlots(probes, before, after)
+	if pls[1].Rec.Kernel.SlotAddr != page+3*SlotSize || pls[1].Rec.Kernel.Slot != pls[1].Rec.Predicted.Slot {
+		t.Errorf("mov: %+v", pls[1].Rec)
+	}
+	if pls[0].Rec.Kernel.SlotAddr != page+5*SlotSize || pls[0].Rec.Kernel.Slot != "55cc" {
+		t.Errorf("push: %+v", pls[0].Rec)
+	}
+	// A wrong byte in the kernel's slot is a disagreement, not hidden.
+	pls[1].Rec.Kernel, pls[1].Rec.Predicted.Slot = Outcome{}, ""
+	after[page][3*SlotSize+3] ^= 0xff
+	p.MatchSlots([]*Planned{&pls[1]}, before, after)
+	if c := pls[1].Rec.Compare(); c["slot"] {
+		t.Errorf("corrupted slot agrees: %+v", pls[1].Rec)
+	}
+}
+
+func TestCompare(t *testing.T) {
+	r := VerifyRecord{Predicted: Outcome{Errno: "EILSEQ"}, Kernel: Outcome{Errno: "EILSEQ"}}
+	if c := r.Compare(); !c["errno"] || len(c) != 3 {
+		t.Errorf("rejected both: %v", c)
+	}
+	r = VerifyRecord{Predicted: Outcome{Addr: 1, Ftrace: true}, Kernel: Outcome{Addr: 1, Slot: "55cc"}}
+	if c := r.Compare(); !c["errno"] || !c["addr"] || c["ftrace"] || c["slot"] {
+		t.Errorf("ftrace vs slot: %v", c)
+	}
+}

@@ -1,0 +1,285 @@
+package vm
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/kboost/kboost/kimage"
+	"github.com/kboost/kboost/vm/guest"
+)
+
+// VerifyConfig is one verification run: which kernel and which functions.
+type VerifyConfig struct {
+	// Deb is the kernel package (.deb) to boot; the vmlinux and config inside it
+	// go into the initramfs so that the guest can read the kernel's tables.
+	Deb  string
+	Args guest.VerifyArgs
+	// VM settings (Kernel and Files are filled in).
+	VM Config
+}
+
+// Verification is the outcome of Verify: the guest's report and the summary.
+type Verification struct {
+	Report  guest.VerifyReport
+	Summary VerifySummary
+	Timing  Timing
+}
+
+// VerifySummary counts agreements per field (see guest.VerifyRecord.Compare).
+type VerifySummary struct {
+	Functions int            `json:"functions"`
+	Probes    int            `json:"probes"`
+	NotRun    int            `json:"not_run"`
+	Boundary  int            `json:"boundary"`
+	NonBound  int            `json:"non_boundary"`
+	Agree     map[string]int `json:"agree"`
+	Disagree  map[string]int `json:"disagree"`
+	// AllAgree counts probes agreeing on every compared field.
+	AllAgree int `json:"all_agree"`
+}
+
+// Summarize compares every record that ran.
+func Summarize(rep *guest.VerifyReport) VerifySummary {
+	s := VerifySummary{Functions: len(rep.Functions), Agree: map[string]int{}, Disagree: map[string]int{}}
+	for i := range rep.Records {
+		r := &rep.Records[i]
+		if r.Round < 0 {
+			s.NotRun++
+			continue
+		}
+		s.Probes++
+		if r.Boundary {
+			s.Boundary++
+		} else {
+			s.NonBound++
+		}
+		all := true
+		for f, ok := range r.Compare() {
+			if ok {
+				s.Agree[f]++
+			} else {
+				s.Disagree[f]++
+				all = false
+			}
+		}
+		if all {
+			s.AllAgree++
+		}
+	}
+	return s
+}
+
+// Disagreements returns the records that disagree on some field.
+func Disagreements(rep *guest.VerifyReport) []guest.VerifyRecord {
+	var out []guest.VerifyRecord
+	for _, r := range rep.Records {
+		if r.Round < 0 {
+			continue
+		}
+		for _, ok := range r.Compare() {
+			if !ok {
+				out = append(out, r)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// WriteTable prints the agreement table and every disagreement.
+func (v *Verification) WriteTable(w io.Writer) error {
+	s := &v.Summary
+	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(w, "kernel %s, policy %s: %d functions, %d probes (%d boundaries, %d non-boundaries), %d rounds, %d not run\n",
+		v.Report.Release, v.Report.Policy, s.Functions, s.Probes, s.Boundary, s.NonBound, v.Report.Rounds, s.NotRun)
+	fmt.Fprintln(tw, "field\tcompared\tagree\tdisagree\t")
+	for _, f := range guest.VerifyFields {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t\n", f, s.Agree[f]+s.Disagree[f], s.Agree[f], s.Disagree[f])
+	}
+	fmt.Fprintf(tw, "all fields\t%d\t%d\t%d\t\n", s.Probes, s.AllAgree, s.Probes-s.AllAgree)
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	counts := map[string]int{}
+	for _, r := range v.Report.Records {
+		if r.Round >= 0 {
+			k := r.Verdict
+			if r.Predicted.Errno != "" {
+				k += " " + r.Predicted.Errno
+			}
+			if r.Predicted.Optimized {
+				k += " +optimized"
+			}
+			counts[k]++
+		}
+	}
+	keys := make([]string, 0, len(counts))
+	for k := range counts {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	fmt.Fprint(w, "predicted:")
+	for _, k := range keys {
+		fmt.Fprintf(w, " %s=%d", k, counts[k])
+	}
+	fmt.Fprintf(w, "\nkcore bytes differ from the vmlinux in %d of %d functions; optimizer on: %v\n", v.Report.KcoreDiffers, s.Functions, v.Report.Optimization)
+	for _, n := range v.Report.Notes {
+		fmt.Fprintf(w, "note: %s\n", n)
+	}
+	if v.Report.Leftover != "" {
+		fmt.Fprintf(w, "LEFTOVER kprobes after the run:\n%s\n", v.Report.Leftover)
+	}
+	for _, r := range Disagreements(&v.Report) {
+		fmt.Fprintf(w, "DISAGREE %s\n", FormatRecord(&r))
+	}
+	fmt.Fprintf(w, "timing: %s\n", v.TimingString())
+	return nil
+}
+
+// TimingString summarizes where the time went.
+func (v *Verification) TimingString() string {
+	var parts []string
+	keys := make([]string, 0, len(v.Report.TimingMS))
+	for k := range v.Report.TimingMS {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("guest %s %v", k, time.Duration(v.Report.TimingMS[k])*time.Millisecond))
+	}
+	parts = append(parts, fmt.Sprintf("host prepare %v boot+steps %v transfer %v total %v",
+		v.Timing.Prepare.Round(time.Millisecond), v.Timing.Boot.Round(time.Millisecond),
+		v.Timing.Transfer.Round(time.Millisecond), v.Timing.Total.Round(time.Millisecond)))
+	return strings.Join(parts, ", ")
+}
+
+// FormatRecord is one line describing a probe's prediction and the kernel's answer.
+func FormatRecord(r *guest.VerifyRecord) string {
+	var bad []string
+	for _, f := range guest.VerifyFields {
+		if ok, cmp := r.Compare()[f]; cmp && !ok {
+			bad = append(bad, f)
+		}
+	}
+	s := fmt.Sprintf("%s+%#x bytes=%s boundary=%v verdict=%s rules=%s predicted=%s kernel=%s",
+		r.Func, r.Off, r.Bytes, r.Boundary, r.Verdict, strings.Join(r.Rules, ","), fmtOutcome(&r.Predicted), fmtOutcome(&r.Kernel))
+	if len(bad) > 0 {
+		s += " fields=" + strings.Join(bad, ",")
+	}
+	if r.Note != "" {
+		s += " note=" + r.Note
+	}
+	return s
+}
+
+func fmtOutcome(o *guest.Outcome) string {
+	if o.Errno != "" {
+		return "{" + o.Errno + "}"
+	}
+	s := fmt.Sprintf("{ok addr=%#x", o.Addr)
+	if o.Ftrace {
+		s += " FTRACE"
+	}
+	if o.Optimized {
+		s += " OPTIMIZED"
+	}
+	if o.Slot != "" {
+		s += fmt.Sprintf(" slot@%#x=%s", o.SlotAddr, o.Slot)
+	}
+	return s + "}"
+}
+
+// WriteJSON prints one JSON record per probe and then the summary object.
+func (v *Verification) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	for i := range v.Report.Records {
+		r := &v.Report.Records[i]
+		if r.Round < 0 {
+			continue
+		}
+		if err := enc.Encode(r); err != nil {
+			return err
+		}
+	}
+	return enc.Encode(struct {
+		Summary VerifySummary `json:"summary"`
+		Release string        `json:"release"`
+		Policy  string        `json:"policy"`
+		Rounds  int           `json:"rounds"`
+		Notes   []string      `json:"notes,omitempty"`
+	}{v.Summary, v.Report.Release, v.Report.Policy, v.Report.Rounds, v.Report.Notes})
+}
+
+// Verify boots the kernel of vc.Deb with the kboost-verify step and returns the
+// comparison.
+func Verify(ctx context.Context, vc VerifyConfig) (*Verification, error) {
+	dk, err := kimage.ReadDeb(vc.Deb)
+	if err != nil {
+		return nil, err
+	}
+	vml, err := kimage.ExtractVmlinux(dk.Vmlinuz)
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "kboost-verify-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	cfg := vc.VM
+	cfg.Kernel = dir + "/vmlinuz"
+	if err := os.WriteFile(cfg.Kernel, dk.Vmlinuz, 0o644); err != nil {
+		return nil, err
+	}
+	rel := dk.Version
+	if rel == "" {
+		rel = "unknown"
+	}
+	args := vc.Args
+	args.Vmlinux = "/boot/vmlinux-" + rel
+	args.Config = "/boot/config-" + rel
+	cfg.Files = append(append([]File{}, cfg.Files...),
+		File{Name: args.Vmlinux, Data: vml},
+		File{Name: args.Config, Data: dk.Config})
+	if cfg.MemoryMB == 0 {
+		cfg.MemoryMB = 1024
+	}
+	// Expedited RCU grace periods: unregistering a kprobe waits for one, and
+	// under TCG a normal grace period costs ~20 ms per probe. Kprobes' decisions
+	// do not depend on it.
+	cfg.Append = append(cfg.Append, "rcupdate.rcu_expedited=1")
+	if os.Getenv("KBOOST_VERIFY_APPEND") != "" {
+		cfg.Append = append(cfg.Append, strings.Fields(os.Getenv("KBOOST_VERIFY_APPEND"))...)
+	}
+	if cfg.Timeout == 0 {
+		cfg.Timeout = 20 * time.Minute
+	}
+	raw, err := json.Marshal(args)
+	if err != nil {
+		return nil, err
+	}
+	res, err := Run(ctx, cfg, guest.Step{Name: "kboost-verify", Args: raw})
+	if err != nil {
+		return nil, err
+	}
+	if err := res.Err(); err != nil {
+		return nil, err
+	}
+	v := &Verification{Timing: res.Timing}
+	b, ok := res.Files["kboost-verify.json"]
+	if !ok {
+		return nil, &ProtocolError{Reason: "no kboost-verify.json in the result"}
+	}
+	if err := json.Unmarshal(b, &v.Report); err != nil {
+		return nil, &ProtocolError{Reason: "kboost-verify.json: " + err.Error()}
+	}
+	v.Summary = Summarize(&v.Report)
+	return v, nil
+}
