@@ -25,7 +25,8 @@ echo "cpus:    $(nproc)"
 best() {
   local best=999999 t
   for _ in $(seq "$RUNS"); do
-    t=$( { /usr/bin/time -f "%e" "$@" >/dev/null 2>/dev/null; } 2>&1 | tail -1)
+    /usr/bin/time -o "$bin/time" -f "%e" "$@" >/dev/null 2>"$bin/stderr" || { cat "$bin/stderr" >&2; exit 1; }
+    t=$(tail -1 "$bin/time")
     best=$(echo "$t $best" | awk '{print ($1 < $2) ? $1 : $2}')
   done
   echo "$best"
@@ -35,9 +36,11 @@ a_ob=$(best objdump -d -M intel64 "$KBOOST_VMLINUX")
 a_kb=$(best "$bin/kboost" decode --json "$KBOOST_VMLINUX")
 b_x86=$(best "$bin/x86asmloop" "$KBOOST_VMLINUX")
 b_kb=$(best "$bin/kboost" audit --summary --symbols "$KBOOST_KALLSYMS" "$KBOOST_VMLINUX")
-mem=$( { /usr/bin/time -f "%M" "$bin/kboost" audit --summary --symbols "$KBOOST_KALLSYMS" "$KBOOST_VMLINUX" >/dev/null 2>/dev/null; } 2>&1 | tail -1)
+/usr/bin/time -o "$bin/time" -f "%M" "$bin/kboost" audit --summary --symbols "$KBOOST_KALLSYMS" "$KBOOST_VMLINUX" >/dev/null 2>&1
+mem=$(tail -1 "$bin/time")
 size=$(stat -c %s "$KBOOST_VMLINUX")
 
+echo "load:    $(cut -d' ' -f1-3 /proc/loadavg) (1, 5, 15 min)"
 printf '\n%-44s %10s %10s %8s %8s\n' "comparison (best of $RUNS)" kboost peer ratio target
 printf '%-44s %9ss %9ss %7.2fx %8s\n' "(a) decode --json vs objdump -d" "$a_kb" "$a_ob" "$(echo "$a_ob $a_kb" | awk '{print $1/$2}')" ">= 2x"
 printf '%-44s %9ss %9ss %7.2fx %8s\n' "(b) audit --summary vs x86asm.Decode loop" "$b_kb" "$b_x86" "$(echo "$b_x86 $b_kb" | awk '{print $1/$2}')" ">= 3x"
