@@ -256,34 +256,51 @@ func (a *FuncAudit) findFtrace(env *Env) {
 			}
 		}
 		a.Notrace = a.FtraceOff < 0
-		if a.Notrace && env.BaseTraced != nil {
-			// within_notrace_func(): a suffixed symbol (foo.cold, foo.part.0)
-			// without an ftrace location is judged by its base function.
-			if i := strings.IndexByte(fn.Name, '.'); i > 0 {
-				if traced, known := env.BaseTraced(fn.Name[:i]); known && traced {
-					a.Notrace = false
-				}
-			}
-		}
+		a.baseTraced(env)
 		return
 	}
-	b := fn.Bytes
-	if entry+5 <= fn.Size {
-		s := b[entry : entry+5]
-		// x86_nops[5]: 0F 1F 44 00 00 (64-bit) or 3E 8D 74 26 00 (32-bit).
-		nop := (s[0] == 0x0f && s[1] == 0x1f && s[2] == 0x44 && s[3] == 0 && s[4] == 0) ||
-			(s[0] == 0x3e && s[1] == 0x8d && s[2] == 0x74 && s[3] == 0x26 && s[4] == 0)
-		call := false
-		if s[0] == 0xe8 && env.FentryAddr != 0 {
-			rel := int32(uint32(s[1]) | uint32(s[2])<<8 | uint32(s[3])<<16 | uint32(s[4])<<24)
-			call = fn.Addr+entry+5+uint64(int64(rel)) == env.FentryAddr
-		}
-		if nop || call {
-			a.FtraceOff, a.FtraceFrom = int64(entry), "bytes"
-		}
+	if off, ok := FtraceEntrySite(fn.Bytes[:fn.Size], fn.Addr, env.FentryAddr); ok {
+		a.FtraceOff, a.FtraceFrom = int64(off), "bytes"
 	}
 	a.Notrace = a.FtraceOff < 0
 	a.NotraceKnown = env.InferNotrace
+	a.baseTraced(env)
+}
+
+// baseTraced applies within_notrace_func()'s rule for suffixed symbols: a
+// foo.cold without an ftrace location is judged by foo.
+func (a *FuncAudit) baseTraced(env *Env) {
+	if !a.Notrace || env.BaseTraced == nil {
+		return
+	}
+	if i := strings.IndexByte(a.Func.Name, '.'); i > 0 {
+		if traced, known := env.BaseTraced(a.Func.Name[:i]); known && traced {
+			a.Notrace = false
+		}
+	}
+}
+
+// FtraceEntrySite reports the offset of a function's ftrace site recognised
+// from its bytes b (at addr): the 5-byte nop the kernel leaves there
+// (x86_nops[5]: 0F 1F 44 00 00, or 3E 8D 74 26 00 on i386) or an unpatched
+// `call __fentry__` (fentry != 0), at the entry or after ENDBR.
+func FtraceEntrySite(b []byte, addr, fentry uint64) (off int, ok bool) {
+	entry := 0
+	if isEndbr(b) {
+		entry = 4
+	}
+	if entry+5 > len(b) {
+		return 0, false
+	}
+	s := b[entry : entry+5]
+	nop := (s[0] == 0x0f && s[1] == 0x1f && s[2] == 0x44 && s[3] == 0 && s[4] == 0) ||
+		(s[0] == 0x3e && s[1] == 0x8d && s[2] == 0x74 && s[3] == 0x26 && s[4] == 0)
+	call := false
+	if s[0] == 0xe8 && fentry != 0 {
+		rel := int32(uint32(s[1]) | uint32(s[2])<<8 | uint32(s[3])<<16 | uint32(s[4])<<24)
+		call = addr+uint64(entry)+5+uint64(int64(rel)) == fentry
+	}
+	return entry, nop || call
 }
 
 // At returns the decision for a probe at sym+off, as the kernel resolves it:

@@ -161,6 +161,28 @@ func Env(f *kimage.File, pol *boost.Policy, cfg *kimage.KConfig) (env *boost.Env
 		notes = append(notes, "no __mcount_loc table: ftrace sites are recognised from the bytes at function entry")
 	}
 	env.Sites = sites
+	if s, ok := f.Symbols.ByName("__fentry__"); ok {
+		env.FentryAddr = s.Addr
+	}
+	if sites.FtraceLocs == nil {
+		// No table: judge a base function by its entry bytes, as the audit
+		// does for the function itself.
+		env.BaseTraced = func(base string) (traced, known bool) {
+			s, ok := f.Symbols.ByName(base)
+			if !ok {
+				return false, true
+			}
+			if s.Size == 0 {
+				return false, false
+			}
+			b, err := f.ReadAt(s.Addr, int(min(s.Size, 16)))
+			if err != nil {
+				return false, false
+			}
+			_, traced = boost.FtraceEntrySite(b, s.Addr, env.FentryAddr)
+			return traced, true
+		}
+	}
 	if sites.FtraceLocs != nil {
 		ftrace := sites.FtraceLocs
 		env.BaseTraced = func(base string) (traced, known bool) {
@@ -174,9 +196,6 @@ func Env(f *kimage.File, pol *boost.Policy, cfg *kimage.KConfig) (env *boost.Env
 			}
 			return ftrace.Overlaps(boost.Span{Start: s.Addr, End: s.Addr + s.Size})
 		}
-	}
-	if s, ok := f.Symbols.ByName("__fentry__"); ok {
-		env.FentryAddr = s.Addr
 	}
 	if s, ok := f.Symbols.ByName("__indirect_thunk_start"); ok {
 		if e, ok := f.Symbols.ByName("__indirect_thunk_end"); ok {
