@@ -288,3 +288,18 @@ func ParseProfile(b []byte) []Profile {
 	}
 	return out
 }
+
+// LastErrorLog returns the newest message of a tracefs error_log without its
+// timestamp, e.g. "trace_kprobe: error: Probe point is not an instruction
+// boundary".
+func LastErrorLog(b []byte) string {
+	var last string
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(l, "[") {
+			if _, msg, ok := strings.Cut(l, "] "); ok {
+				last = strings.TrimSpace(msg)
+			}
+		}
+	}
+	return last
+}

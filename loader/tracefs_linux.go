@@ -75,15 +75,7 @@ func (t *Tracefs) lastErrorLog() string {
 	if err != nil {
 		return ""
 	}
-	var last string
-	for _, l := range strings.Split(string(b), "\n") {
-		if strings.HasPrefix(l, "[") {
-			if _, msg, ok := strings.Cut(l, "] "); ok {
-				last = strings.TrimSpace(msg)
-			}
-		}
-	}
-	return last
+	return LastErrorLog(b)
 }
 
 // Add registers the probe (not enabled) and returns the normalized spec.

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/kboost/kboost/loader"
 	"os"
 	"path/filepath"
 	"strings"
@@ -129,15 +130,7 @@ func lastErrorLog(path string) string {
 	if err != nil {
 		return ""
 	}
-	var last string
-	for _, l := range strings.Split(string(b), "\n") {
-		if strings.HasPrefix(l, "[") {
-			if _, msg, ok := strings.Cut(l, "] "); ok {
-				last = strings.TrimSpace(msg)
-			}
-		}
-	}
-	return last
+	return loader.LastErrorLog(b)
 }
 
 // findListLine returns the kprobes/list line for point, or "" if absent. The list

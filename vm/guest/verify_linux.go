@@ -4,7 +4,6 @@ package guest
 
 import (
 	"bytes"
-	"debug/elf"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,55 +14,13 @@ import (
 	"time"
 
 	"github.com/kboost/kboost/kimage"
+	"github.com/kboost/kboost/loader"
 	"golang.org/x/sys/unix"
 )
 
 func init() {
 	Register("kboost-verify", stepVerify)
 }
-
-// Kcore reads kernel virtual memory through /proc/kcore.
-type Kcore struct {
-	f    *os.File
-	segs []elf.ProgHeader
-}
-
-// OpenKcore opens /proc/kcore (root only).
-func OpenKcore() (*Kcore, error) {
-	f, err := os.Open("/proc/kcore")
-	if err != nil {
-		return nil, err
-	}
-	ef, err := elf.NewFile(f)
-	if err != nil {
-		f.Close()
-		return nil, fmt.Errorf("/proc/kcore: %w", err)
-	}
-	k := &Kcore{f: f}
-	for _, p := range ef.Progs {
-		if p.Type == elf.PT_LOAD {
-			k.segs = append(k.segs, p.ProgHeader)
-		}
-	}
-	return k, nil
-}
-
-// Read returns n bytes at kernel address addr.
-func (k *Kcore) Read(addr uint64, n int) ([]byte, error) {
-	for _, s := range k.segs {
-		if addr >= s.Vaddr && addr+uint64(n) <= s.Vaddr+s.Memsz {
-			b := make([]byte, n)
-			if _, err := k.f.ReadAt(b, int64(s.Off+addr-s.Vaddr)); err != nil {
-				return nil, fmt.Errorf("kcore read %d bytes at %#x: %w", n, addr, err)
-			}
-			return b, nil
-		}
-	}
-	return nil, fmt.Errorf("kcore: %#x not in any segment", addr)
-}
-
-// Close closes /proc/kcore.
-func (k *Kcore) Close() error { return k.f.Close() }
 
 // slotPageAddrs lists the addresses of kallsyms symbols named name (the kernel
 // lists each kprobe slot page as "kprobe_insn_page [__builtin__kprobes]").
@@ -87,7 +44,7 @@ func slotPageAddrs(name string) ([]uint64, error) {
 	return out, nil
 }
 
-func readSlotPages(k *Kcore) SlotPages {
+func readSlotPages(k *loader.Kcore) SlotPages {
 	addrs, _ := slotPageAddrs("kprobe_insn_page")
 	sp := SlotPages{}
 	for _, a := range addrs {
@@ -142,7 +99,7 @@ func stepVerify(e *Env, raw json.RawMessage) error {
 	}
 	rep.Policy = pred.Policy.Name
 	rep.Notes = append(rep.Notes, pred.Notes...)
-	kc, err := OpenKcore()
+	kc, err := loader.OpenKcore()
 	if err != nil {
 		return err
 	}
