@@ -6,12 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/kboost/kboost/loader"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
+	"github.com/kboost/kboost/loader"
 	"golang.org/x/sys/unix"
 )
 
