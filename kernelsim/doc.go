@@ -46,6 +46,25 @@
 // flag; a fetch fault at the boundary with the PC still at the start means
 // the CPU wants more bytes.
 //
+// # Slot model, hit simulation and the differential fuzzer
+//
+// [BuildSlot] and [NewSlotModel] write what a kernel writes to a kprobe slot
+// (the copy with its RIP-relative displacement rebased, refused with a
+// [SlotRangeError] beyond s32, then jmp rel32 back to addr+len or int3),
+// independently of package boost, whose slot image they check; Verify checks
+// the layout (jump target, MAX_INSN_SIZE, no branch into the tail).
+// [Probe.HitCase] turns a trial state into the simulated kprobe hit on a
+// [Path]: the boosted slot, the single-step slot (with [Probe.FixHit] moving
+// IP back to addr+len), or Linux 6.1's emulation ([Arch.Emulate6_1], the
+// kernel's quirks included) resumed through a jump to the emulated IP.
+// [CheckHit] runs it against the in-place run on a Backend; [Lazy2006]
+// replays the 2006 booster's lazy -1/0/1 states hit by hit. [Fuzzer] is the
+// engine of `kboost fuzz`: decoder vs CPU length, policy verdict vs
+// differential execution over random states, deduplicated [Finding] values
+// with minimized reproducers. A divergence counts only when it reproduces,
+// the in-place run is deterministic, and the memory operand lies in pages the
+// sandbox controls.
+//
 // Everything that starts processes is behind the linux && amd64 build tag;
 // elsewhere the constructors return [ErrNotSupported].
 package kernelsim

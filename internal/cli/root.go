@@ -70,6 +70,8 @@ out of line, boosted (slot + jump back) or jump-optimized — and why, rule by r
 		newExplainCmd(s),
 		newPoliciesCmd(s),
 		newKernelCmd(s),
+		newSimCmd(s),
+		newFuzzCmd(s),
 		newVMCmd(s),
 		newProbeCmd(s),
 	)

@@ -1,0 +1,484 @@
+package cli
+
+import (
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/kboost/kboost/boost"
+	"github.com/kboost/kboost/decode"
+	"github.com/kboost/kboost/kernelsim"
+	"github.com/spf13/cobra"
+)
+
+func newSimCmd(s Streams) *cobra.Command {
+	var (
+		archName, policyName, addrStr, slotStr, force string
+		trials                                        int
+		seed                                          uint64
+		jsonOut, color, preempt                       bool
+		sets                                          []string
+	)
+	cmd := &cobra.Command{
+		Use:   "sim HEX",
+		Short: "Build the kprobe slot for an instruction and check the hit on the CPU",
+		Long: `Model a kprobe on one instruction the way the policy's kernel does it (with
+CONFIG_PREEMPTION off, so boosting is possible; --preemption models Debian's
+kernels, which never boost): the slot bytes with their
+disassembly (the copy with its RIP-relative displacement rebased, then jmp back to
+addr+len or int3), where the jump back goes, and a check of the layout. Then run
+the instruction on the CPU in place and through the simulated hit (boosted slot,
+slot + int3 with the IP fixup, or the kernel's emulation) from several random
+register states, show both final states side by side with the differing
+registers marked, and say whether the verdict is confirmed or refuted.
+
+--force boost|single-step|emulate simulates another hit path than the policy's
+("what if this were boosted?"). The linux-2.6.17-i386 policy replays the lazy
+booster: the first hit single-steps and writes the jmp, later hits run direct.`,
+		Example: `  kboost sim 48 8b 05 10 00 00 00
+  kboost sim --force boost e8 00 00 00 00
+  kboost sim --arch i386 --policy linux-2.6.17-i386 89 c8`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			mode, err := decode.ParseMode(archName)
+			if err != nil {
+				return usagef("--arch: %v", err)
+			}
+			pol, err := boost.Lookup(policyName)
+			if err != nil {
+				return usagef("--policy: %v (see 'kboost policies')", err)
+			}
+			if !pol.Supports(mode) {
+				return usagef("policy %s does not model %s: use --arch %s", pol.Name, archName, pol.Modes[0])
+			}
+			code, err := parseHexArgs(args)
+			if err != nil {
+				return err
+			}
+			if mode == decode.Mode32 { // i386 kernel text and module area
+				if !cmd.Flags().Changed("addr") {
+					addrStr = "0xc1000000"
+				}
+				if !cmd.Flags().Changed("slot") {
+					slotStr = "0xf8000000"
+				}
+			}
+			addr, err := parseAddr(addrStr)
+			if err != nil {
+				return err
+			}
+			slot, err := parseAddr(slotStr)
+			if err != nil {
+				return err
+			}
+			if mode == decode.Mode32 && (addr > 0xffffffff || slot > 0xffffffff) {
+				return usagef("--addr and --slot must be 32-bit addresses for i386 (e.g. --addr 0xc1000000 --slot 0xf8000000)")
+			}
+			var fp kernelsim.Path
+			switch force {
+			case "":
+			case "boost":
+				fp = kernelsim.PathBoost
+			case "single-step", "singlestep":
+				fp = kernelsim.PathSingleStep
+			case "emulate":
+				fp = kernelsim.PathEmulate
+			default:
+				return usagef("--force %q: want boost, single-step or emulate", force)
+			}
+			env := kernelsim.SimEnv(pol)
+			if preempt {
+				env = pol.DefaultEnv()
+				env.Config.Preemption = true
+			}
+			set := map[string]uint64{}
+			for _, kv := range sets {
+				k, v, ok := strings.Cut(kv, "=")
+				x, err := strconv.ParseUint(strings.TrimPrefix(v, "0x"), 16, 64)
+				if !ok || err != nil {
+					return usagef("--set %q: want REG=HEX, e.g. rcx=1 or flags=0x40", kv)
+				}
+				set[strings.ToLower(k)] = x
+			}
+			rep, err := simulate(code, mode, pol, env, addr, slot, fp, trials, seed, set)
+			if err != nil {
+				return err
+			}
+			if jsonOut {
+				enc := json.NewEncoder(s.Out)
+				enc.SetIndent("", "  ")
+				return enc.Encode(rep)
+			}
+			printSim(s.Out, rep, color || isTerminal(s.Out))
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&archName, "arch", "x86-64", "instruction set: x86-64 or i386")
+	f.StringVar(&policyName, "policy", "linux-6.1", "kernel policy (see 'kboost policies')")
+	f.StringVar(&addrStr, "addr", "0xffffffff81000000", "probe address (i386: default 0xc1000000)")
+	f.StringVar(&slotStr, "slot", "0xffffffffa0000000", "slot address, in the module area (i386: default 0xf8000000)")
+	f.StringVar(&force, "force", "", "simulate this hit path instead of the policy's: boost, single-step, emulate")
+	f.IntVar(&trials, "trials", 4, "random register states")
+	f.Uint64Var(&seed, "seed", 1, "random seed for the register states")
+	f.BoolVar(&jsonOut, "json", false, "print the report as JSON")
+	f.StringArrayVar(&sets, "set", nil, "set a register in every state, REG=HEX (repeatable; e.g. --set rcx=1 --set flags=0x40)")
+	f.BoolVar(&preempt, "preemption", false, "model a CONFIG_PREEMPTION kernel (Debian's): nothing is boosted")
+	f.BoolVar(&color, "color", false, "highlight with ANSI colours even when stdout is not a terminal")
+	return cmd
+}
+
+type simSlotLine struct {
+	Off   int    `json:"off"`
+	Bytes string `json:"bytes"`
+	Asm   string `json:"asm"`
+	Note  string `json:"note,omitempty"`
+}
+
+type simState struct {
+	Outcome string            `json:"outcome"`
+	PC      string            `json:"pc"`
+	Fault   string            `json:"fault,omitempty"`
+	Regs    map[string]string `json:"regs"`
+	Flags   string            `json:"flags"`
+}
+
+type simTrial struct {
+	Hit      int      `json:"hit,omitempty"` // 2006 lazy booster: hit number
+	HitPath  string   `json:"hit_path"`
+	Verdict  string   `json:"verdict"`
+	Diverged []string `json:"diverged,omitempty"`
+	InPlace  simState `json:"in_place"`
+	Sim      simState `json:"simulated_hit"`
+	regNames []string
+	ref, hit kernelsim.Result
+}
+
+type simReport struct {
+	Arch        string        `json:"arch"`
+	Policy      string        `json:"policy"`
+	Config      string        `json:"config"`
+	Bytes       string        `json:"bytes"`
+	Asm         string        `json:"asm"`
+	Addr        string        `json:"addr"`
+	SlotAddr    string        `json:"slot_addr"`
+	Verdict     string        `json:"verdict"`
+	Errno       string        `json:"errno,omitempty"`
+	Rules       []string      `json:"rules"`
+	Path        string        `json:"path"`
+	Forced      bool          `json:"forced,omitempty"`
+	Slot        []simSlotLine `json:"slot,omitempty"`
+	SlotHex     string        `json:"slot_bytes,omitempty"`
+	JumpBack    string        `json:"jump_back,omitempty"`
+	MaxInsnSize int           `json:"max_insn_size"`
+	Problems    []string      `json:"layout_problems,omitempty"`
+	RangeError  string        `json:"slot_refused,omitempty"`
+	Sandbox     string        `json:"sandbox"`
+	Trials      []simTrial    `json:"trials"`
+	Lazy        []string      `json:"lazy_boost,omitempty"`
+	Conclusion  string        `json:"conclusion"`
+}
+
+func hexAddr(v uint64) string { return fmt.Sprintf("%#x", v) }
+
+func simulate(code []byte, mode decode.Mode, pol *boost.Policy, env *boost.Env, addr, slotAddr uint64, force kernelsim.Path, ntrials int, seed uint64, set map[string]uint64) (*simReport, error) {
+	a, err := kernelsim.ArchFor(mode)
+	if err != nil {
+		return nil, err
+	}
+	rep := &simReport{Arch: a.Name, Policy: pol.Name, Addr: hexAddr(addr), SlotAddr: hexAddr(slotAddr), MaxInsnSize: pol.MaxInsnSize,
+		Config: "CONFIG_PREEMPTION off"}
+	if env.Config.Preemption {
+		rep.Config = "CONFIG_PREEMPTION on: never boosted"
+	}
+	// the model at the user's addresses
+	m, err := kernelsim.NewSlotModel(kernelsim.Site{Code: code, Mode: mode, Addr: addr, SlotAddr: slotAddr, Policy: pol, Env: env})
+	var re *kernelsim.SlotRangeError
+	switch {
+	case errors.As(err, &re):
+		rep.RangeError = re.Error()
+	case err != nil:
+		return nil, err
+	}
+	in := m.Inst
+	rep.Bytes = hex.EncodeToString(in.Bytes())
+	rep.Asm = decode.Format(&in, nil)
+	rep.Verdict = m.Decision.Verdict.String()
+	rep.Errno = m.Decision.Errno.String()
+	rep.Rules = m.Decision.ReasonIDs()
+	path := m.Path
+	if force != kernelsim.PathNone {
+		path, rep.Forced = force, true
+	}
+	rep.Path = path.String()
+	slot := m.Slot
+	if path != m.Path || pol.Name == "linux-2.6.17-i386" {
+		slot = nil
+		if path == kernelsim.PathBoost || path == kernelsim.PathSingleStep {
+			s, err := kernelsim.BuildSlot(&in, slotAddr, path)
+			if errors.As(err, &re) {
+				rep.RangeError = re.Error()
+			} else if err == nil {
+				slot = s
+				mm := *m
+				mm.Slot, mm.Path, mm.Problems = s, path, nil
+				m.Problems = mm.Verify()
+			}
+		}
+	}
+	rep.Problems = m.Problems
+	if slot != nil {
+		rep.SlotHex = hex.EncodeToString(slot)
+		for off := 0; off < len(slot); {
+			var si decode.Inst
+			err := decode.DecodeInto(&si, slot[off:], mode, slotAddr+uint64(off))
+			l := max(si.Len, 1)
+			line := simSlotLine{Off: off, Bytes: hex.EncodeToString(slot[off : off+l]), Asm: "(bad)"}
+			if err == nil {
+				line.Asm = decode.Format(&si, nil)
+			}
+			switch {
+			case off == 0 && in.RIPRel:
+				line.Note = fmt.Sprintf("RIP-relative displacement rebased %#x -> %#x: same target %#x", in.Disp, si.Disp, in.End()+uint64(in.Disp))
+			case off == in.Len && si.Branch == decode.BranchJmp:
+				line.Note = fmt.Sprintf("jmp back to addr+len = %#x", si.Target)
+				rep.JumpBack = hexAddr(si.Target)
+			case off == in.Len && slot[off] == 0xCC:
+				line.Note = "int3: second trap; the handler moves IP back to addr+len"
+			}
+			rep.Slot = append(rep.Slot, line)
+			off += l
+		}
+	}
+	// execution in the sandbox
+	sb, err := kernelsim.New(a)
+	if err != nil {
+		return nil, err
+	}
+	defer sb.Close()
+	codeOff := int(addr%kernelsim.PageSize) &^ 0
+	codeOff = min(codeOff, kernelsim.PageSize-kernelsim.ImageSize)
+	slotOff := min(int(slotAddr%kernelsim.PageSize), kernelsim.PageSize-kernelsim.ImageSize)
+	p, err := kernelsim.NewProbe(a, code, codeOff, slotOff)
+	if err != nil {
+		return nil, err
+	}
+	rep.Sandbox = fmt.Sprintf("code at %#x, slot at %#x", p.Addr(), p.SlotAddr())
+	if sb.Emulator() != "" {
+		rep.Sandbox += ", executed by " + sb.Emulator()
+	}
+	rng := rand.New(rand.NewPCG(seed, 0x73696d))
+	ts := make([]kernelsim.Trial, max(ntrials, 1))
+	for i := range ts {
+		a.RandomTrial(rng, &ts[i])
+		for k, v := range set {
+			if k == "flags" {
+				ts[i].Regs.Flags = v
+				continue
+			}
+			r := slices.Index(a.RegNames, k)
+			if r < 0 {
+				return nil, usagef("--set %s: no register %q on %s (registers: %s, flags)", k, k, a.Name, strings.Join(a.RegNames, " "))
+			}
+			if k == a.RegNames[4] {
+				return nil, usagef("--set %s: the stack pointer is fixed by the sandbox", k)
+			}
+			ts[i].Regs.GPR[r] = v
+		}
+	}
+	var ds []kernelsim.Diff
+	add := func(hit int, hp string, h kernelsim.HitCheck) {
+		st := simTrial{Hit: hit, HitPath: hp, Verdict: h.Diff.Verdict.String(), Diverged: h.Diff.Fields,
+			InPlace: stateOf(a, &h.RefR), Sim: stateOf(a, &h.HitR), regNames: a.RegNames, ref: h.RefR, hit: h.HitR}
+		rep.Trials = append(rep.Trials, st)
+		ds = append(ds, h.Diff)
+	}
+	switch {
+	case pol.Name == "linux-2.6.17-i386" && !rep.Forced:
+		hs, err := kernelsim.Lazy2006(sb, p, 3, ts)
+		if err != nil {
+			return nil, err
+		}
+		for i, h := range hs {
+			rep.Lazy = append(rep.Lazy, fmt.Sprintf("hit %d: %v, boostable %v -> %v, jmp back at slot+%d", i+1, h.Path, h.Before, h.After, h.JmpAt))
+			for _, c := range h.Checks {
+				add(i+1, h.Path.String(), c)
+			}
+		}
+	case path == kernelsim.PathNone:
+		rep.Conclusion = fmt.Sprintf("refused (%s): no hit to simulate; try --force boost", m.Decision.Errno)
+		return rep, nil
+	case rep.RangeError != "":
+		rep.Conclusion = "refused: the RIP-relative operand is out of reach of the slot"
+		return rep, nil
+	default:
+		hc, err := kernelsim.CheckHit(sb, p, path, nil, ts)
+		var ee *kernelsim.EmulateError
+		if errors.As(err, &ee) {
+			rep.Conclusion = ee.Error()
+			return rep, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		for _, h := range hc {
+			add(0, path.String(), h)
+		}
+	}
+	n := 0
+	for _, d := range ds {
+		if d.Verdict == kernelsim.Equivalent {
+			n++
+		}
+	}
+	claim := rep.Verdict
+	if rep.Verdict != path.String() {
+		claim = fmt.Sprintf("%s (hit path %s)", rep.Verdict, path)
+	}
+	if rep.Forced {
+		claim = fmt.Sprintf("forced %s (policy: %s)", path, rep.Verdict)
+	}
+	switch kernelsim.Summarize(ds) {
+	case kernelsim.Equivalent:
+		rep.Conclusion = fmt.Sprintf("%s CONFIRMED: the hit matches the CPU on %d/%d states", claim, n, len(ds))
+	case kernelsim.Diverged:
+		rep.Conclusion = fmt.Sprintf("%s REFUTED: the hit differs from the CPU on %d/%d states", claim, len(ds)-n, len(ds))
+	case kernelsim.NotVerifiable:
+		rep.Conclusion = claim + ": not verifiable in user mode (the CPU refuses the instruction at CPL 3)"
+	default:
+		rep.Conclusion = claim + ": inconclusive (timeout or sandbox crash)"
+	}
+	return rep, nil
+}
+
+func stateOf(a *kernelsim.Arch, r *kernelsim.Result) simState {
+	st := simState{Outcome: r.Outcome.String(), PC: hexAddr(r.Regs.PC), Regs: map[string]string{}, Flags: hexAddr(r.Regs.Flags)}
+	if r.Outcome == kernelsim.Faulted {
+		st.Fault = r.Fault.String()
+	}
+	for i, n := range a.RegNames {
+		st.Regs[n] = hexAddr(r.Regs.GPR[i])
+	}
+	return st
+}
+
+func printSim(w io.Writer, r *simReport, color bool) {
+	hl := func(s string) string {
+		if color {
+			return "\033[1;31m" + s + "\033[0m"
+		}
+		return s
+	}
+	fmt.Fprintf(w, "probe    %s: %s   %s\n", r.Addr, spaced(r.Bytes), r.Asm)
+	fmt.Fprintf(w, "policy   %s (%s): %s", r.Policy, r.Config, r.Verdict)
+	if r.Errno != "" {
+		fmt.Fprintf(w, " %s", r.Errno)
+	}
+	fmt.Fprintf(w, " [%s]\n", strings.Join(r.Rules, ", "))
+	if r.Forced {
+		fmt.Fprintf(w, "forced   hit path %s\n", r.Path)
+	}
+	switch {
+	case r.RangeError != "":
+		fmt.Fprintf(w, "slot     refused: %s\n", r.RangeError)
+	case len(r.Slot) > 0:
+		fmt.Fprintf(w, "slot     %s (%d bytes, MAX_INSN_SIZE %d):\n", r.SlotAddr, len(r.SlotHex)/2, r.MaxInsnSize)
+		for _, l := range r.Slot {
+			fmt.Fprintf(w, "  +%-2d  %-24s %-36s", l.Off, spaced(l.Bytes), l.Asm)
+			if l.Note != "" {
+				fmt.Fprintf(w, " ; %s", l.Note)
+			}
+			fmt.Fprintln(w)
+		}
+		if len(r.Problems) == 0 {
+			fmt.Fprintf(w, "layout   ok: jump back lands on addr+len, fits MAX_INSN_SIZE, no branch into the tail\n")
+		}
+	case r.Path == "emulate":
+		fmt.Fprintf(w, "slot     none executed: the int3 handler emulates the instruction\n")
+	}
+	for _, p := range r.Problems {
+		fmt.Fprintf(w, "layout   %s\n", hl("PROBLEM: "+p))
+	}
+	for _, l := range r.Lazy {
+		fmt.Fprintf(w, "2006     %s\n", l)
+	}
+	if r.Sandbox != "" {
+		fmt.Fprintf(w, "sandbox  %s\n", r.Sandbox)
+	}
+	for i, t := range r.Trials {
+		title := fmt.Sprintf("state %d", i+1)
+		if t.Hit > 0 {
+			title = fmt.Sprintf("hit %d (%s), state %d", t.Hit, t.HitPath, i%max(len(r.Trials)/3, 1)+1)
+		}
+		fmt.Fprintf(w, "\n%s: %s\n", title, t.Verdict)
+		fmt.Fprintf(w, "  %-7s %-22s %-22s\n", "", "in place", "kprobe hit ("+t.HitPath+")")
+		diff := map[string]bool{}
+		for _, f := range t.Diverged {
+			diff[f] = true
+		}
+		row := func(name, x, y string, d bool) {
+			mark := "  "
+			if d {
+				mark = "* "
+				name, x, y = hl(fmt.Sprintf("%-7s", name)), hl(fmt.Sprintf("%-22s", x)), hl(fmt.Sprintf("%-22s", y))
+			} else {
+				name, x, y = fmt.Sprintf("%-7s", name), fmt.Sprintf("%-22s", x), fmt.Sprintf("%-22s", y)
+			}
+			fmt.Fprintf(w, "%s%s %s %s\n", mark, name, x, y)
+		}
+		row("outcome", t.InPlace.Outcome, t.Sim.Outcome, diff["outcome"])
+		if t.InPlace.Fault != "" || t.Sim.Fault != "" {
+			fmt.Fprintf(w, "          fault in place: %s\n          fault in hit:   %s\n", t.InPlace.Fault, t.Sim.Fault)
+		}
+		row("pc", t.InPlace.PC, t.Sim.PC, diff["pc"])
+		for _, n := range t.regNames {
+			row(n, t.InPlace.Regs[n], t.Sim.Regs[n], diff[n])
+		}
+		row("flags", t.InPlace.Flags, t.Sim.Flags, diff["flags"])
+		for _, f := range t.Diverged {
+			if strings.HasPrefix(f, "stack") || strings.HasPrefix(f, "scratch") || strings.HasPrefix(f, "fault") {
+				fmt.Fprintf(w, "* %s\n", hl(f+" differs"+memWords(f, &t.ref, &t.hit)))
+			}
+		}
+	}
+	fmt.Fprintf(w, "\nverdict  %s\n", r.Conclusion)
+}
+
+func spaced(h string) string {
+	var sb strings.Builder
+	for i := 0; i+1 < len(h); i += 2 {
+		if i > 0 {
+			sb.WriteByte(' ')
+		}
+		sb.WriteString(h[i : i+2])
+	}
+	return sb.String()
+}
+
+// memWords shows the 8-byte word named by a "stack+0xNN" or "scratch+0xNN"
+// field in both results.
+func memWords(field string, ref, hit *kernelsim.Result) string {
+	name, off, ok := strings.Cut(field, "+")
+	if !ok {
+		return ""
+	}
+	o, err := strconv.ParseUint(strings.TrimPrefix(off, "0x"), 16, 32)
+	if err != nil {
+		return ""
+	}
+	x, y := ref.Stack, hit.Stack
+	if name == "scratch" {
+		x, y = ref.Scratch, hit.Scratch
+	}
+	if int(o)+8 > len(x) || int(o)+8 > len(y) {
+		return ""
+	}
+	return fmt.Sprintf(": in place %#016x, hit %#016x", binary.LittleEndian.Uint64(x[o:]), binary.LittleEndian.Uint64(y[o:]))
+}
