@@ -294,7 +294,9 @@ func parseMapLine(b []byte) (Symbol, error) {
 	if err != nil || len(f[0]) > 16 {
 		return Symbol{}, fmt.Errorf("bad address %q", truncate(f[0]))
 	}
-	if len(f[1]) != 1 || !isLetter(f[1][0]) {
+	// '?' is nm's type for a symbol in no known section (linker-defined
+	// boundaries such as __init_end in a tinyconfig kernel's kallsyms).
+	if len(f[1]) != 1 || !(isLetter(f[1][0]) || f[1][0] == '?') {
 		return Symbol{}, fmt.Errorf("bad symbol type %q", truncate(f[1]))
 	}
 	s := Symbol{Addr: addr, Type: f[1][0], Name: string(f[2])}

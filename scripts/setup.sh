@@ -9,7 +9,7 @@ if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
 
 # Debian packages: objdump (oracle), the kernel source (rules oracle), QEMU (real
 # kernels), cpio/xz (archive oracles), a C compiler (demo ELF, kernel-code oracle).
-pkgs=(binutils gcc make xz-utils zstd cpio linux-source-6.1 linux-source-6.12 linux-config-6.1 qemu-system-x86 qemu-user-static file time)
+pkgs=(binutils gcc make bc bison flex libelf-dev libssl-dev xz-utils zstd cpio linux-source-6.1 linux-source-6.12 linux-config-6.1 qemu-system-x86 qemu-user-static file time)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")

@@ -23,4 +23,4 @@ fi
 echo "== tests (with oracles)"
 export KBOOST_ORACLE=1
 if [ "$(id -u)" = 0 ]; then export KBOOST_ROOT=1; fi
-go test -timeout 80m ./... 2>&1 | tee /tmp/kboost-test.log
+go test -timeout 85m ./... 2>&1 | tee /tmp/kboost-test.log

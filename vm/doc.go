@@ -51,6 +51,24 @@
 //	                                       target and every non-stdlib source file
 //	kallsyms/<package file without .deb>.txt   /proc/kallsyms of that kernel
 //	kallsyms/<...>.json                    KallsymsRecord: uname, features, timings
+//	kbuild/<KbuildKey>/                    the boost kernel: bzImage, vmlinux,
+//	                                       System.map, config, release, build.log
+//	kbuild/<KbuildKey>.lock                flock held while building
+//
+// # The boost-capable kernel
+//
+// Debian's kernels are PREEMPT_DYNAMIC, which compiles kprobes' boosting out.
+// BuildBoostKernel builds one that boosts from Debian's linux-source-6.1 tarball:
+// `make tinyconfig`, scripts/config -e for each of BoostKernelOptions (PREEMPT_NONE,
+// KPROBES, OPTPROBES, KPROBES_ON_FTRACE, DYNAMIC_FTRACE, KALLSYMS_ALL, PROC_KCORE,
+// what a static Go /init needs, ...), `make olddefconfig`, then a check that every
+// one of them is =y and PREEMPTION and RANDOMIZE_BASE are off (*KconfigError
+// otherwise), and `make -jN bzImage`. The tree is unpacked in a temporary
+// directory under the cache and removed; the key hashes the recipe, the fragment
+// and the tarball's name, size and mtime. Missing tools or headers give a
+// *KbuildDepsError naming the apt packages; a failing step a *KbuildError with
+// the log's tail. VerifyConfig.Build boots such a kernel; its vmlinux and .config
+// go into the initramfs as the Debian kernel's do.
 //
 // # Platforms
 //
@@ -61,5 +79,7 @@
 // needs the go command and the kboost module source (the current directory inside
 // it); otherwise set Config.GuestBinary or $KBOOST_GUEST to a prebuilt binary.
 //
-// Needed on Debian: apt-get install qemu-system-x86 cpio (cpio only for tests).
+// Needed on Debian: apt-get install qemu-system-x86 cpio (cpio only for tests);
+// for the boost kernel also linux-source-6.1 bc bison flex libelf-dev libssl-dev
+// gcc make (and xz-utils, perl, binutils, usually present).
 package vm

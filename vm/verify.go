@@ -19,8 +19,11 @@ import (
 type VerifyConfig struct {
 	// Deb is the kernel package (.deb) to boot; the vmlinux and config inside it
 	// go into the initramfs so that the guest can read the kernel's tables.
-	Deb  string
-	Args guest.VerifyArgs
+	Deb string
+	// Build, when not nil, is booted instead of Deb: a kernel from
+	// BuildBoostKernel, whose vmlinux and .config go into the initramfs.
+	Build *KernelBuild
+	Args  guest.VerifyArgs
 	// VM settings (Kernel and Files are filled in).
 	VM Config
 }
@@ -43,6 +46,11 @@ type VerifySummary struct {
 	Disagree  map[string]int `json:"disagree"`
 	// AllAgree counts probes agreeing on every compared field.
 	AllAgree int `json:"all_agree"`
+	// BoostPredicted counts accepted boundary probes kboost predicts Boost;
+	// SlotJumpsBack those whose kernel slot ends with a jmp back (see
+	// guest.SlotJumpsBack). The jmpback field compares them probe by probe.
+	BoostPredicted int `json:"boost_predicted"`
+	SlotJumpsBack  int `json:"slot_jumps_back"`
 }
 
 // Summarize compares every record that ran.
@@ -59,6 +67,14 @@ func Summarize(rep *guest.VerifyReport) VerifySummary {
 			s.Boundary++
 		} else {
 			s.NonBound++
+		}
+		if r.Boundary && r.Kernel.Errno == "" {
+			if r.Verdict == "boost" {
+				s.BoostPredicted++
+			}
+			if r.Kernel.Slot != "" && guest.SlotJumpsBack(r.Kernel.Slot, r.Kernel.SlotAddr, r.Kernel.Addr, len(r.Bytes)/2) {
+				s.SlotJumpsBack++
+			}
 		}
 		all := true
 		for f, ok := range r.Compare() {
@@ -129,7 +145,8 @@ func (v *Verification) WriteTable(w io.Writer) error {
 	for _, k := range keys {
 		fmt.Fprintf(w, " %s=%d", k, counts[k])
 	}
-	fmt.Fprintf(w, "\nkcore bytes differ from the vmlinux in %d of %d functions; optimizer on: %v\n", v.Report.KcoreDiffers, s.Functions, v.Report.Optimization)
+	fmt.Fprintf(w, "\nboost: kboost predicts Boost for %d accepted probes; the kernel's slot jumps back (E9 rel32 to the next instruction) in %d\n", s.BoostPredicted, s.SlotJumpsBack)
+	fmt.Fprintf(w, "kcore bytes differ from the vmlinux in %d of %d functions; optimizer on: %v\n", v.Report.KcoreDiffers, s.Functions, v.Report.Optimization)
 	for _, n := range v.Report.Notes {
 		fmt.Fprintf(w, "note: %s\n", n)
 	}
@@ -217,16 +234,32 @@ func (v *Verification) WriteJSON(w io.Writer) error {
 	}{v.Summary, v.Report.Release, v.Report.Policy, v.Report.Rounds, v.Report.Notes})
 }
 
-// Verify boots the kernel of vc.Deb with the kboost-verify step and returns the
-// comparison.
+// Verify boots the kernel of vc.Deb (or vc.Build) with the kboost-verify step
+// and returns the comparison.
 func Verify(ctx context.Context, vc VerifyConfig) (*Verification, error) {
-	dk, err := kimage.ReadDeb(vc.Deb)
-	if err != nil {
-		return nil, err
-	}
-	vml, err := kimage.ExtractVmlinux(dk.Vmlinuz)
-	if err != nil {
-		return nil, err
+	var kernel, vml, config []byte
+	rel := ""
+	if vc.Build != nil {
+		var err error
+		if kernel, err = os.ReadFile(vc.Build.BzImage); err != nil {
+			return nil, err
+		}
+		if vml, err = os.ReadFile(vc.Build.Vmlinux); err != nil {
+			return nil, err
+		}
+		if config, err = os.ReadFile(vc.Build.Config); err != nil {
+			return nil, err
+		}
+		rel = vc.Build.Release
+	} else {
+		dk, err := kimage.ReadDeb(vc.Deb)
+		if err != nil {
+			return nil, err
+		}
+		if vml, err = kimage.ExtractVmlinux(dk.Vmlinuz); err != nil {
+			return nil, err
+		}
+		kernel, config, rel = dk.Vmlinuz, dk.Config, dk.Version
 	}
 	dir, err := os.MkdirTemp("", "kboost-verify-")
 	if err != nil {
@@ -235,10 +268,9 @@ func Verify(ctx context.Context, vc VerifyConfig) (*Verification, error) {
 	defer os.RemoveAll(dir)
 	cfg := vc.VM
 	cfg.Kernel = dir + "/vmlinuz"
-	if err := os.WriteFile(cfg.Kernel, dk.Vmlinuz, 0o644); err != nil {
+	if err := os.WriteFile(cfg.Kernel, kernel, 0o644); err != nil {
 		return nil, err
 	}
-	rel := dk.Version
 	if rel == "" {
 		rel = "unknown"
 	}
@@ -247,7 +279,7 @@ func Verify(ctx context.Context, vc VerifyConfig) (*Verification, error) {
 	args.Config = "/boot/config-" + rel
 	cfg.Files = append(append([]File{}, cfg.Files...),
 		File{Name: args.Vmlinux, Data: vml},
-		File{Name: args.Config, Data: dk.Config})
+		File{Name: args.Config, Data: config})
 	if cfg.MemoryMB == 0 {
 		cfg.MemoryMB = 1024
 	}

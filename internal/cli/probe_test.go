@@ -20,9 +20,9 @@ func TestProbeBadRequests(t *testing.T) {
 		{[]string{"probe", "add", "vfs_read+010"}, "octal"},
 		{[]string{"probe", "watch", "vfs_read+1%return"}, "return probe goes on a function entry"},
 		{[]string{"probe", "add", "vfs_read\n-:kboost/x"}, "bad symbol"},
-		{[]string{"vm", "verify", "--kernel", "nosuch"}, "--kernel"},
+		{[]string{"vm", "verify", "--kernel", "nosuch", "--sample", "3"}, "--kernel"},
 		{[]string{"vm", "verify"}, "choose functions"},
-		{[]string{"vm", "verify", "--kernel", "boost", "--sample", "3"}, "not available yet"},
+		{[]string{"vm", "verify", "--kernel", "boost"}, "choose functions"},
 	} {
 		_, stderr, code := run(t, tc.args...)
 		if code != 2 || !strings.Contains(stderr, tc.want) || strings.Count(strings.TrimSpace(stderr), "\n") != 0 {

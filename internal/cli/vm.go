@@ -46,20 +46,45 @@ kprobe_insn_page pages in /proc/kcore. Probes are registered in rounds (at most
 one per 24 bytes of a function per round, so they cannot block each other's
 optimization), enabled together, then all removed.
 
+--kernel boost builds (once; cached under $KBOOST_CACHE/kbuild) a small kernel
+from /usr/src/linux-source-6.1.tar.xz with PREEMPT_NONE, so kprobes boost: the
+jmpback field checks that the kernel's slot ends with a jmp back exactly where
+kboost predicts Boost. Building needs: apt-get install linux-source-6.1 bc bison
+flex libelf-dev libssl-dev gcc make.
+
 Prints the agreement table per field and every disagreement; --json prints one
 record per probe and a final summary object.`,
-		Example: "  kboost vm verify --kernel debian --sample 300\n  kboost vm verify --kernel debian --funcs 'vfs_*' --json",
+		Example: "  kboost vm verify --kernel debian --sample 300\n  kboost vm verify --kernel debian --funcs 'vfs_*' --json\n  kboost vm verify --kernel boost --sample 300",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			if deb == "" {
+			if funcs == "" && sample == 0 {
+				return usagef("choose functions: --funcs NAME[,NAME...] or a glob, and/or --sample N")
+			}
+			if _, ok := verifyKernels[kernel]; !ok && kernel != "boost" && deb == "" {
+				return usagef("--kernel %q: want debian or boost (or --deb FILE)", kernel)
+			}
+			var build *vm.KernelBuild
+			if deb == "" && kernel == "boost" {
+				ko := vm.KbuildOptions{}
+				if verbose {
+					ko.Log = s.Err
+				}
+				fmt.Fprintf(s.Err, "kboost: building (or reusing) the boost kernel from %s\n", vm.DefaultKernelSource)
+				var err error
+				if build, err = vm.BuildBoostKernel(ctx, ko); err != nil {
+					return err
+				}
+				if build.Cached {
+					fmt.Fprintf(s.Err, "kboost: boost kernel %s from the cache %s\n", build.Release, build.Dir)
+				} else {
+					fmt.Fprintf(s.Err, "kboost: built boost kernel %s in %v into %s\n", build.Release, build.Duration.Round(time.Second), build.Dir)
+				}
+			} else if deb == "" {
 				meta, ok := verifyKernels[kernel]
 				if !ok {
-					if kernel == "boost" {
-						return usagef("--kernel boost (the PREEMPT_NONE build) is not available yet: use --kernel debian or --deb FILE")
-					}
-					return usagef("--kernel %q: want debian (or --deb FILE)", kernel)
+					return usagef("--kernel %q: want debian or boost (or --deb FILE)", kernel)
 				}
 				var err error
 				if deb, err = kimage.FetchDebianKernel(ctx, meta); err != nil {
@@ -75,10 +100,7 @@ record per probe and a final summary object.`,
 					va.Funcs = strings.Split(funcs, ",")
 				}
 			}
-			if funcs == "" && sample == 0 {
-				return usagef("choose functions: --funcs NAME[,NAME...] or a glob, and/or --sample N")
-			}
-			vc := vm.VerifyConfig{Deb: deb, Args: va, VM: vm.Config{Timeout: timeout}}
+			vc := vm.VerifyConfig{Deb: deb, Build: build, Args: va, VM: vm.Config{Timeout: timeout}}
 			if verbose {
 				vc.VM.Console = s.Err
 			}
@@ -101,7 +123,7 @@ record per probe and a final summary object.`,
 		},
 	}
 	f := verify.Flags()
-	f.StringVar(&kernel, "kernel", "debian", "kernel to boot: debian (the current linux-image-amd64)")
+	f.StringVar(&kernel, "kernel", "debian", "kernel to boot: debian (the current linux-image-amd64) or boost (built from linux-source-6.1 with PREEMPT_NONE, cached)")
 	f.StringVar(&deb, "deb", "", "boot this kernel package instead of --kernel")
 	f.StringVar(&funcs, "funcs", "", "functions: NAME[,NAME...] or a glob such as 'vfs_*'")
 	f.IntVar(&sample, "sample", 0, "pick N functions at random (seeded by --seed) among the selection, or among all functions up to --max-size bytes")

@@ -75,7 +75,7 @@ type VerifyRecord struct {
 }
 
 // VerifyFields are the compared fields, in table order.
-var VerifyFields = []string{"errno", "addr", "ftrace", "optimized", "slot"}
+var VerifyFields = []string{"errno", "addr", "ftrace", "optimized", "slot", "jmpback"}
 
 // Compare says, per field, whether the record agrees (true), disagrees (false),
 // or the field does not apply (absent): addr needs both sides to accept, slot
@@ -83,7 +83,7 @@ var VerifyFields = []string{"errno", "addr", "ftrace", "optimized", "slot"}
 func (r *VerifyRecord) Compare() map[string]bool {
 	p, k := &r.Predicted, &r.Kernel
 	m := map[string]bool{
-		"errno":     p.Errno == k.Errno,
+		"errno":     sameErrno(p.Errno, k.Errno),
 		"ftrace":    p.Ftrace == k.Ftrace,
 		"optimized": p.Optimized == k.Optimized,
 	}
@@ -93,7 +93,42 @@ func (r *VerifyRecord) Compare() map[string]bool {
 	if p.Slot != "" || k.Slot != "" {
 		m["slot"] = p.Slot == k.Slot
 	}
+	// jmpback: kboost predicts Boost exactly where the kernel's slot continues
+	// with a jmp rel32 back to the next instruction (instead of int3), read from
+	// the kernel's slot bytes alone.
+	if n := len(r.Bytes) / 2; r.Boundary && n > 0 && k.Slot != "" && k.Errno == "" {
+		m["jmpback"] = (r.Verdict == "boost") == SlotJumpsBack(k.Slot, k.SlotAddr, k.Addr, n)
+	}
 	return m
+}
+
+// sameErrno compares errno names, treating Linux's aliases (one number, two
+// names; the name lookup may return either) as equal.
+func sameErrno(a, b string) bool {
+	alias := map[string]string{"ENOTSUP": "EOPNOTSUPP", "EWOULDBLOCK": "EAGAIN", "EDEADLOCK": "EDEADLK"}
+	if x, ok := alias[a]; ok {
+		a = x
+	}
+	if x, ok := alias[b]; ok {
+		b = x
+	}
+	return a == b
+}
+
+// SlotJumpsBack says whether the slot at slotAddr (hex bytes, the copied
+// instruction of n bytes first) continues with E9 rel32 whose target is addr+n,
+// the instruction after the probed one. A slot cut short after the E9 byte
+// counts as jumping back: its tail is not int3 either way.
+func SlotJumpsBack(slotHex string, slotAddr, addr uint64, n int) bool {
+	b, err := hex.DecodeString(slotHex)
+	if err != nil || len(b) <= n || b[n] != 0xE9 {
+		return false
+	}
+	if len(b) < n+5 {
+		return true
+	}
+	rel := int32(uint32(b[n+1]) | uint32(b[n+2])<<8 | uint32(b[n+3])<<16 | uint32(b[n+4])<<24)
+	return slotAddr+uint64(n)+5+uint64(int64(rel)) == addr+uint64(n)
 }
 
 // VerifyReport is kboost-verify.json.

@@ -3,6 +3,7 @@ package guest
 import (
 	"encoding/binary"
 	"encoding/hex"
+	"golang.org/x/sys/unix"
 	"testing"
 
 	"github.com/kboost/kboost/boost"
@@ -124,5 +125,41 @@ func TestCompare(t *testing.T) {
 	r = VerifyRecord{Predicted: Outcome{Addr: 1, Ftrace: true}, Kernel: Outcome{Addr: 1, Slot: "55cc"}}
 	if c := r.Compare(); !c["errno"] || !c["addr"] || c["ftrace"] || c["slot"] {
 		t.Errorf("ftrace vs slot: %v", c)
+	}
+}
+
+func TestSlotJumpsBack(t *testing.T) {
+	// push %rbp (1 byte) probed at 0x1000, slot at 0x5000: the jmp after the
+	// copy is at 0x5001 and ends at 0x5006; back to 0x1001 is 0x1001-0x5006.
+	rel := uint32(0x1001 - 0x5006 + (1 << 32))
+	jmp := []byte{0x55, 0xE9, byte(rel), byte(rel >> 8), byte(rel >> 16), byte(rel >> 24)}
+	if !SlotJumpsBack(hex.EncodeToString(jmp), 0x5000, 0x1000, 1) {
+		t.Error("jmp back not seen")
+	}
+	if SlotJumpsBack(hex.EncodeToString(jmp), 0x5000, 0x1004, 1) {
+		t.Error("jmp elsewhere taken for a jmp back")
+	}
+	if SlotJumpsBack("55cc", 0x5000, 0x1000, 1) {
+		t.Error("int3 taken for a jmp back")
+	}
+	if !SlotJumpsBack("55e9", 0x5000, 0x1000, 1) {
+		t.Error("a cut-short jmp is not int3")
+	}
+	r := VerifyRecord{Boundary: true, Bytes: "55", Verdict: "singlestep",
+		Kernel: Outcome{Addr: 0x1000, Slot: hex.EncodeToString(jmp), SlotAddr: 0x5000}}
+	if c := r.Compare(); c["jmpback"] {
+		t.Errorf("singlestep predicted, kernel jumps back: %v", c)
+	}
+	r.Verdict = "boost"
+	if c, ok := r.Compare()["jmpback"]; !c || !ok {
+		t.Error("boost predicted, kernel jumps back: not agreeing")
+	}
+}
+
+func TestSameErrno(t *testing.T) {
+	// ENOTSUP and EOPNOTSUPP are one number on Linux (the kernel returns
+	// -EOPNOTSUPP for an unsupported indirect jmp; the name lookup says ENOTSUP).
+	if unix.ENOTSUP != unix.EOPNOTSUPP || !sameErrno("EOPNOTSUPP", "ENOTSUP") || sameErrno("EINVAL", "EILSEQ") {
+		t.Error("errno aliases")
 	}
 }
