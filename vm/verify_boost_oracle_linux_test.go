@@ -5,8 +5,6 @@ package vm
 import (
 	"bytes"
 	"context"
-	"os"
-	"strconv"
 	"testing"
 	"time"
 
@@ -22,10 +20,7 @@ import (
 // of functions (default 300).
 func TestOracleVerifyBoost(t *testing.T) {
 	oracleGate(t)
-	n := 300
-	if s := os.Getenv("KBOOST_VERIFY_SAMPLE"); s != "" {
-		n, _ = strconv.Atoi(s)
-	}
+	n := verifySample()
 	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Minute)
 	defer cancel()
 	kb, err := BuildBoostKernel(ctx, KbuildOptions{})

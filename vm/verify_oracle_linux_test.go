@@ -21,10 +21,7 @@ import (
 // the number of functions (default 300).
 func TestOracleVerifyDebian(t *testing.T) {
 	oracleGate(t)
-	n := 300
-	if s := os.Getenv("KBOOST_VERIFY_SAMPLE"); s != "" {
-		n, _ = strconv.Atoi(s)
-	}
+	n := verifySample()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
 	deb, err := kimage.FetchDebianKernel(ctx, "linux-image-amd64")
@@ -52,4 +49,14 @@ func TestOracleVerifyDebian(t *testing.T) {
 			t.Errorf("%s: %d disagreements", f, s.Disagree[f])
 		}
 	}
+}
+
+// verifySample is the number of functions the verification tests sample:
+// KBOOST_VERIFY_SAMPLE, else 300.
+func verifySample() int {
+	n := 300
+	if s := os.Getenv("KBOOST_VERIFY_SAMPLE"); s != "" {
+		n, _ = strconv.Atoi(s)
+	}
+	return n
 }
