@@ -16,6 +16,13 @@ const (
 	Mode32
 	// Mode64 is x86-64 long mode: 32-bit default operand size, 64-bit addresses.
 	Mode64
+	// ModeA64 is ARMv8/v9 AArch64 (A64): 4-byte little-endian instruction words.
+	ModeA64
+	// ModeA32 is the 32-bit ARM instruction set (A32): 4-byte little-endian words.
+	ModeA32
+	// ModeT32 is Thumb-2 (T16 and T32): 2- or 4-byte instructions made of
+	// little-endian halfwords.
+	ModeT32
 )
 
 func (m Mode) String() string {
@@ -24,19 +31,32 @@ func (m Mode) String() string {
 		return "32"
 	case Mode64:
 		return "64"
+	case ModeA64:
+		return "a64"
+	case ModeA32:
+		return "a32"
+	case ModeT32:
+		return "t32"
 	}
 	return fmt.Sprintf("Mode(%d)", uint8(m))
 }
 
-// ParseMode accepts "32", "64", "i386", "x86-64", "x86_64", "amd64".
+// ParseMode accepts "32", "64", "i386", "x86-64", "x86_64", "amd64", "arm64"
+// ("aarch64", "a64"), "arm" ("a32", "armhf") and "thumb" ("t32").
 func ParseMode(s string) (Mode, error) {
 	switch s {
 	case "32", "i386", "x86", "386":
 		return Mode32, nil
 	case "64", "x86-64", "x86_64", "amd64":
 		return Mode64, nil
+	case "a64", "arm64", "aarch64":
+		return ModeA64, nil
+	case "a32", "arm", "armhf":
+		return ModeA32, nil
+	case "t32", "thumb", "thumb2", "thumb-2":
+		return ModeT32, nil
 	}
-	return ModeInvalid, fmt.Errorf("unknown mode %q (want 32 or 64): %w", s, ErrMode)
+	return ModeInvalid, fmt.Errorf("unknown mode %q (want 32, 64, arm64, arm or thumb): %w", s, ErrMode)
 }
 
 // Vendor selects the rules where Intel and AMD processors decode differently.
@@ -218,6 +238,12 @@ type Inst struct {
 	Invalid64  bool        // opcode is invalid (#UD) in 64-bit mode (only set in Mode32 results)
 	Privileged bool        // raises #GP at CPL 3 (lgdt, hlt, mov cr, in/out under IOPL 0, ...)
 	Op         *opcodes.Op // the opcode table entry (nil when Decode failed before it)
+
+	// ARM (ModeA64, ModeA32, ModeT32) only; zero for x86. Len is 4, or 2 for T16.
+	// Word is the encoding as the architecture manual writes it: the little-endian
+	// word for A64/A32; for T32 the first halfword in bits 31..16 and the second in
+	// bits 15..0; for T16 the halfword in bits 15..0.
+	Word uint32
 }
 
 // Reg returns ModRM.reg (0..7), the group index for group opcodes.
