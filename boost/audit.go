@@ -71,6 +71,11 @@ type Auditor struct {
 	optArena []Reason
 	fo       funcOptInfo
 	s        scratch
+	// win narrows env's site tables to the function being audited (see
+	// siteWindow); wenv is env with Sites = win. nil unless env.Sites is a
+	// *StaticSites.
+	win  *siteWindow
+	wenv *Env
 }
 
 // NewAuditor returns an Auditor for the policy (nil env: the policy's defaults).
@@ -82,8 +87,19 @@ func (p *Policy) NewAuditor(env *Env) *Auditor {
 	if mode == decode.ModeInvalid {
 		mode = p.Modes[0]
 	}
-	return &Auditor{p: p, env: env, mode: mode}
+	au := &Auditor{p: p, env: env, mode: mode}
+	if st, ok := env.Sites.(*StaticSites); ok && st != nil {
+		au.win = &siteWindow{base: st}
+		au.wenv = new(Env)
+		*au.wenv = *env
+		au.wenv.Sites = au.win
+	}
+	return au
 }
+
+// siteSlack is how far past a function's end its site window reaches: an
+// instruction that starts inside the function ends at most 15 bytes later.
+const siteSlack = 16
 
 const (
 	reasonsPerEntry    = 4
@@ -104,6 +120,10 @@ func (au *Auditor) Audit(fn Func) (*FuncAudit, error) {
 		return nil, fmt.Errorf("function %s: %d bytes given for size %d: pass the symbol's bytes", fn.Name, len(fn.Bytes), size)
 	}
 	fn.Size = size
+	if au.win != nil {
+		au.win.reset(fn.Addr, fn.Addr+size+siteSlack)
+		env = au.wenv
+	}
 	a := &au.fa
 	*a = FuncAudit{Func: fn, Policy: p, Mode: mode, FtraceOff: -1, DecodeFailOff: -1, env: env,
 		Entries: a.Entries[:0], walk: a.walk[:0], OptReasons: a.OptReasons[:0]}
@@ -117,8 +137,15 @@ func (au *Auditor) Audit(fn Func) (*FuncAudit, error) {
 		}
 		ks = append(ks, kinsn{})
 		k := &ks[len(ks)-1]
-		a.Entries = append(a.Entries, Entry{Off: off})
+		// Reuse the previous function's entries without zeroing them: the decoder
+		// and decide overwrite Inst and Decision, and the rest is set here.
+		if n := len(a.Entries); n < cap(a.Entries) {
+			a.Entries = a.Entries[:n+1]
+		} else {
+			a.Entries = append(a.Entries, Entry{})
+		}
 		e := &a.Entries[len(a.Entries)-1]
+		e.Off = off
 		err := kdecode(k, &e.Inst, fn.Bytes[off:end], mode, fn.Addr+off)
 		e.Len, e.DecodeOK = k.length, err == nil
 		if err != nil {
@@ -150,13 +177,34 @@ func (au *Auditor) Audit(fn Func) (*FuncAudit, error) {
 		au.optArena = make([]Reason, optReasonsPerEntry*n)
 	}
 	s := &au.s
+	// The function-level facts of a probe are the same at every boundary: only
+	// the address and whether it is an ftrace location change (probeAt).
+	base := a.probeAt(0, env)
+	otherFtrace := p.FtraceEntry && a.FtraceFrom == "table"
 	for i := range a.Entries {
 		e := &a.Entries[i]
 		r, o := reasonsPerEntry*i, optReasonsPerEntry*i
 		e.Decision.Reasons = au.arena[r : r : r+reasonsPerEntry]
 		e.Decision.OptReasons = au.optArena[o : o : o+optReasonsPerEntry]
-		s.pr = a.probeAt(e.Off, env)
+		s.pr = base
 		pr := &s.pr
+		pr.addr = fn.Addr + e.Off
+		if pr.ftrace >= 0 {
+			pr.ftrace = 0
+			if a.FtraceOff == int64(e.Off) {
+				pr.ftrace = 1
+			} else if otherFtrace {
+				var hit bool
+				if au.win != nil {
+					hit, _ = au.win.ftrace.Overlaps(Span{pr.addr, pr.addr + 1})
+				} else {
+					hit, _ = env.Sites.Ftrace(Span{pr.addr, pr.addr + 1})
+				}
+				if hit {
+					pr.ftrace = 1
+				}
+			}
+		}
 		pr.boundary = 1
 		if e.DecodeOK {
 			pr.k = &ks[i]
@@ -186,7 +234,8 @@ var errDecode = errors.New("does not decode")
 
 // probeAt fills the function-level facts of a probe at off.
 func (a *FuncAudit) probeAt(off uint64, env *Env) probe {
-	pr := probe{addr: a.Func.Addr + off, boundary: -1, ftrace: -1, notrace: -1, fnName: a.Func.Name, inFunc: true}
+	pr := probe{addr: a.Func.Addr + off, boundary: -1, ftrace: -1, notrace: -1, fnName: a.Func.Name, inFunc: true,
+		cfi: hasCFIPrefix(a.Func.Name)}
 	if a.Policy.FtraceEntry {
 		if a.FtraceFrom != "" || env.Sites != nil {
 			pr.ftrace = 0
@@ -397,13 +446,18 @@ func (a *FuncAudit) ExplainAt(off uint64) ([]Step, Decision, error) {
 type funcOptInfo struct {
 	block   []Reason // function-level blocks (extable, decode, indirect jump)
 	targets []uint64 // relative-branch targets, sorted
+	// canBoost caches can_boost() per entry (0 not yet asked, 1 yes, 2 no): each
+	// instruction is covered by the 5-byte region of several optprobe candidates.
+	canBoost []uint8
 }
 
 func (p *Policy) funcOpt(a *FuncAudit, ks []kinsn, env *Env, fo *funcOptInfo) *funcOptInfo {
-	*fo = funcOptInfo{targets: fo.targets[:0]}
+	*fo = funcOptInfo{targets: fo.targets[:0], canBoost: fo.canBoost[:0]}
 	if !p.Optprobes {
 		return fo
 	}
+	fo.canBoost = slices.Grow(fo.canBoost, len(ks))[:len(ks)]
+	clear(fo.canBoost)
 	fn := a.Func
 	add := func(r *rule, text string) {
 		if text == "" {
@@ -503,7 +557,13 @@ func (p *Policy) optAt(a *FuncAudit, i int, ks []kinsn, fo *funcOptInfo, env *En
 			no(rOptCopy, "")
 			return
 		}
-		if !p.canBoost(nil, k, ax, env) {
+		if fo.canBoost[x] == 0 {
+			fo.canBoost[x] = 2
+			if p.canBoost(nil, k, ax, env) {
+				fo.canBoost[x] = 1
+			}
+		}
+		if fo.canBoost[x] != 1 {
 			no(rOptCanBoost, "")
 			return
 		}

@@ -124,7 +124,7 @@ func classifyLinux(c *cls, v linuxVersion) {
 	} else {
 		c.step(rBlAny, Unknown, "no site tables: blacklist, jump-label, static-call and BUG sites assumed absent")
 	}
-	if pr.inFunc && hasCFIPrefix(pr.fnName) {
+	if pr.cfi {
 		c.reject(rCFI, EINVAL, "")
 		return
 	}

@@ -88,6 +88,7 @@ type probe struct {
 	notraceI bool // notrace was inferred from bytes
 	fnName   string
 	inFunc   bool // a Func context exists
+	cfi      bool // inFunc and the function is a __cfi_/__pfx_ stub
 }
 
 // scratch is the per-classification working memory, reused across calls (the

@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 )
 
 // Symbol is one entry of a symbol table.
@@ -30,9 +32,11 @@ const regionAbs = -1
 // SymTab is a symbol table sorted by address (aliases at one address ordered
 // with the preferred name first) with a name index. The zero value is empty.
 type SymTab struct {
-	syms   []Symbol
-	byName map[string]int32
-	given  bool // some symbol has a size of its own (ELF)
+	syms     []Symbol
+	nameOnce sync.Once
+	byName   map[string]int32 // built on the second ByName (an audit by address never needs it)
+	lookups  atomic.Int32
+	given    bool // some symbol has a size of its own (ELF)
 }
 
 // NewSymTab sorts syms by address, fills missing sizes of function symbols from
@@ -47,16 +51,22 @@ func NewSymTab(syms []Symbol) *SymTab {
 		return symRank(a) < symRank(b)
 	})
 	fillSizes(syms)
-	t := &SymTab{syms: syms, byName: make(map[string]int32, len(syms))}
+	t := &SymTab{syms: syms}
 	for i := range syms {
 		if syms[i].Size > 0 && !syms[i].filled {
 			t.given = true
 		}
-		if _, dup := t.byName[syms[i].Name]; !dup {
-			t.byName[syms[i].Name] = int32(i)
-		}
 	}
 	return t
+}
+
+func (t *SymTab) indexNames() {
+	t.byName = make(map[string]int32, len(t.syms))
+	for i := range t.syms {
+		if _, dup := t.byName[t.syms[i].Name]; !dup {
+			t.byName[t.syms[i].Name] = int32(i)
+		}
+	}
 }
 
 // symRank orders aliases: sized functions, then global, then the rest.
@@ -151,6 +161,17 @@ func (t *SymTab) ByName(name string) (Symbol, bool) {
 	if t == nil {
 		return Symbol{}, false
 	}
+	if t.lookups.Add(1) == 1 {
+		// A single look-up (such as SetSymbols' _text) scans instead of
+		// indexing ~100k names.
+		for i := range t.syms {
+			if t.syms[i].Name == name {
+				return t.syms[i], true
+			}
+		}
+		return Symbol{}, false
+	}
+	t.nameOnce.Do(t.indexNames)
 	i, ok := t.byName[name]
 	if !ok {
 		return Symbol{}, false
@@ -202,12 +223,14 @@ func (t *SymTab) Lookup(addr uint64) (sym Symbol, off uint64, ok bool) {
 
 // LoadSymbols reads a System.map or /proc/kallsyms-format file.
 func LoadSymbols(path string) (*SymTab, error) {
-	fh, err := os.Open(path)
+	// os.ReadFile sizes its buffer from the file (io.ReadAll would grow and copy
+	// it a dozen times for a 10 MB kallsyms); /proc files report size 0 and
+	// are read until EOF all the same.
+	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	defer fh.Close()
-	t, err := ParseSymbolMap(fh)
+	t, err := parseSymbolMap(data)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -222,6 +245,10 @@ func ParseSymbolMap(r io.Reader) (*SymTab, error) {
 	if err != nil {
 		return nil, &FormatError{What: "symbol map", Off: -1, Why: err.Error(), Err: ErrCorrupt}
 	}
+	return parseSymbolMap(data)
+}
+
+func parseSymbolMap(data []byte) (*SymTab, error) {
 	syms := make([]Symbol, 0, bytes.Count(data, []byte{'\n'})+1)
 	line := 0
 	nonzero := false

@@ -360,7 +360,8 @@ type Result struct {
 }
 
 // Handler processes results in one worker goroutine and returns the bytes to
-// write for it (written in request order). Each worker has its own Handler.
+// write for it (written in request order). Each worker has its own Handler; the
+// bytes are copied before the next call, so a Handler may reuse its buffer.
 type Handler func(res *Result) ([]byte, error)
 
 // Run audits every request with the policy on all CPUs. Each worker gets its own
@@ -368,11 +369,16 @@ type Handler func(res *Result) ([]byte, error)
 // one boost.Auditor; write receives each request's output in request order.
 func Run(f *kimage.File, pol *boost.Policy, env *boost.Env, reqs []Request, patch *Patcher, newHandler func() Handler, write func([]byte) error) error {
 	workers := runtime.GOMAXPROCS(0)
+	// Requests go to the workers in chunks of consecutive functions: a kernel
+	// has ~50k of them, and a channel hand-off per function would cost more
+	// than auditing a small one.
+	chunk := len(reqs) / (workers * 64)
+	chunk = max(1, min(chunk, 64))
 	type job struct {
-		req Request
-		out []byte
-		err error
-		ok  chan struct{}
+		reqs []Request
+		out  []byte
+		err  error
+		ok   chan struct{}
 	}
 	todo := make(chan *job, workers*4)
 	order := make(chan *job, workers*16)
@@ -381,9 +387,16 @@ func Run(f *kimage.File, pol *boost.Policy, env *boost.Env, reqs []Request, patc
 		au := pol.NewAuditor(env)
 		go func() {
 			for j := range todo {
-				res := Result{Req: j.req}
-				res.Audit, res.Err = auditOne(f, au, j.req, patch)
-				j.out, j.err = h(&res)
+				for _, r := range j.reqs {
+					res := Result{Req: r}
+					res.Audit, res.Err = auditOne(f, au, r, patch)
+					out, err := h(&res)
+					j.out = append(j.out, out...)
+					if err != nil {
+						j.err = err
+						break
+					}
+				}
 				close(j.ok)
 			}
 		}()
@@ -392,8 +405,10 @@ func Run(f *kimage.File, pol *boost.Policy, env *boost.Env, reqs []Request, patc
 	go func() {
 		defer close(todo)
 		defer close(order)
-		for _, r := range reqs {
-			j := &job{req: r, ok: make(chan struct{})}
+		for len(reqs) > 0 {
+			n := min(chunk, len(reqs))
+			j := &job{reqs: reqs[:n], ok: make(chan struct{})}
+			reqs = reqs[n:]
 			select {
 			case order <- j:
 			case <-stop:
@@ -408,10 +423,11 @@ func Run(f *kimage.File, pol *boost.Policy, env *boost.Env, reqs []Request, patc
 		if first != nil {
 			continue
 		}
-		if j.err != nil {
-			first = j.err
-		} else if len(j.out) > 0 {
+		if len(j.out) > 0 {
 			first = write(j.out)
+		}
+		if first == nil {
+			first = j.err
 		}
 		if first != nil {
 			close(stop)

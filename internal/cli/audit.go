@@ -177,7 +177,7 @@ func runAudit(s Streams, o auditOpts, args []string) error {
 				return nil, nil
 			}
 			buf = formatFunc(buf[:0], a, fm, o.jsonOut)
-			return append([]byte(nil), buf...), nil
+			return buf, nil
 		}
 	}
 	err = audit.Run(f, pol, env, reqs, patch, newHandler, func(b []byte) error {
@@ -343,17 +343,20 @@ type summary struct {
 	errnos                             map[string]int
 	rules                              map[string]int
 	fast                               []ruleCount
+	// byVerdict and byErrno count by value on the hot path; flush names them.
+	byVerdict [256]int
+	byErrno   map[boost.Errno]int
 }
 
 func newSummary() *summary {
-	return &summary{verdicts: map[string]int{}, errnos: map[string]int{}, rules: map[string]int{}}
+	return &summary{verdicts: map[string]int{}, errnos: map[string]int{}, rules: map[string]int{}, byErrno: map[boost.Errno]int{}}
 }
 
 func (s *summary) add(d *boost.Decision) {
 	s.points++
-	s.verdicts[d.Verdict.String()]++
+	s.byVerdict[d.Verdict]++
 	if d.Verdict == boost.Reject {
-		s.errnos[d.Errno.String()]++
+		s.byErrno[d.Errno]++
 	}
 	if d.Optimizable {
 		s.optimizable++
@@ -393,6 +396,16 @@ func (s *summary) flush() {
 		s.rules[rc.id] += rc.n
 	}
 	s.fast = nil
+	for v, n := range s.byVerdict {
+		if n > 0 {
+			s.verdicts[boost.Verdict(v).String()] += n
+		}
+	}
+	s.byVerdict = [256]int{}
+	for e, n := range s.byErrno {
+		s.errnos[e.String()] += n
+	}
+	clear(s.byErrno)
 }
 
 func (s *summary) merge(x *summary) {
