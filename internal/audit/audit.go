@@ -112,6 +112,16 @@ func Env(f *kimage.File, pol *boost.Policy, cfg *kimage.KConfig) (env *boost.Env
 	}
 	env.Mode = f.Arch.Mode
 	sites := &boost.StaticSites{}
+	// The ftrace locations are read while the other tables are.
+	type mcount struct {
+		locs []uint64
+		ok   bool
+	}
+	mc := make(chan mcount, 1)
+	go func() {
+		locs, ok := mcountLocs(f)
+		mc <- mcount{locs, ok}
+	}()
 	tabs, err := kimage.KernelTables(f)
 	if err != nil {
 		notes = append(notes, "kernel tables: "+err.Error())
@@ -155,8 +165,8 @@ func Env(f *kimage.File, pol *boost.Policy, cfg *kimage.KConfig) (env *boost.Env
 			notes = append(notes, "unknown (table not found; a stripped vmlinux needs --symbols from kallsyms with KALLSYMS_ALL): "+strings.Join(missing, ", "))
 		}
 	}
-	if locs, ok := mcountLocs(f); ok {
-		sites.FtraceLocs = boost.NewAddrTable(locs)
+	if m := <-mc; m.ok {
+		sites.FtraceLocs = boost.NewAddrTable(m.locs)
 	} else {
 		notes = append(notes, "no __mcount_loc table: ftrace sites are recognised from the bytes at function entry")
 	}

@@ -95,7 +95,21 @@ func runAudit(s Streams, o auditOpts, args []string) error {
 			return err
 		}
 	}
+	// Choosing the functions, reading the code and building the site tables are
+	// independent: do them at the same time.
+	var (
+		reqs    []audit.Request
+		selErr  error
+		selDone = make(chan struct{})
+	)
+	go func() {
+		defer close(selDone)
+		if reqs, selErr = audit.Select(f, o.funcs); selErr == nil {
+			prefetchCode(f, reqs)
+		}
+	}()
 	env, notes := audit.Env(f, pol, cfg)
+	<-selDone
 	switch o.preempt {
 	case "":
 	case "y", "yes", "true":
@@ -106,9 +120,8 @@ func runAudit(s Streams, o auditOpts, args []string) error {
 		return usagef("--preemption %q: want y or n", o.preempt)
 	}
 	env.Config.PostHandler = o.post
-	reqs, err := audit.Select(f, o.funcs)
-	if err != nil {
-		return err
+	if selErr != nil {
+		return selErr
 	}
 	var patch *audit.Patcher
 	switch o.returns {
@@ -197,6 +210,21 @@ func runAudit(s Streams, o auditOpts, args []string) error {
 		total.write(w, o.jsonOut, time.Since(start), notes)
 	}
 	return w.Flush()
+}
+
+// prefetchCode reads the sections holding the requested functions (kimage
+// reads a section on first use) so that the workers start on loaded code.
+func prefetchCode(f *kimage.File, reqs []audit.Request) {
+	var last kimage.Section
+	for _, r := range reqs {
+		if last.Size != 0 && last.Contains(r.Sym.Addr) {
+			continue
+		}
+		if sec, ok := f.SectionAt(r.Sym.Addr); ok {
+			_, _ = sec.Data()
+			last = sec
+		}
+	}
 }
 
 func pickPolicy(name string, arch *decode.Arch) (*boost.Policy, error) {
