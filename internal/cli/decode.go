@@ -129,7 +129,7 @@ func openImage(path, symsPath string) (*kimage.File, error) {
 			syms <- symResult{st, err}
 		}()
 	}
-	f, err := kimage.Open(path)
+	f, err := kimage.OpenMapped(path)
 	if err != nil {
 		if strings.Contains(err.Error(), path) {
 			return nil, err
