@@ -112,6 +112,9 @@ func (au *Auditor) Audit(fn Func) (*FuncAudit, error) {
 	if !p.Supports(mode) {
 		return nil, fmt.Errorf("policy %s does not model %v-bit code (it models %v)", p.Name, mode, p.Modes)
 	}
+	if p.audit != nil {
+		return p.audit(au, fn)
+	}
 	size := fn.Size
 	if size == 0 {
 		size = uint64(len(fn.Bytes))
@@ -396,6 +399,9 @@ func (a *FuncAudit) At(off uint64) (Decision, error) {
 
 // ExplainAt is At with every rule tried.
 func (a *FuncAudit) ExplainAt(off uint64) ([]Step, Decision, error) {
+	if a.Policy.explainAt != nil {
+		return a.Policy.explainAt(a, off)
+	}
 	if off >= a.Func.Size {
 		_, err := a.At(off)
 		return nil, Decision{}, err

@@ -33,6 +33,10 @@ type Policy struct {
 	canBoost func(c *cls, k *kinsn, addr uint64, env *Env) bool
 	// indirectRule says which can_optimize indirect-jump tests apply.
 	indirectRule func(cfg Config) (indirect, thunk bool)
+	// audit, when set, replaces the x86 linear sweep of Auditor.Audit, and
+	// explainAt FuncAudit.ExplainAt (ARM policies: fixed-width words).
+	audit     func(au *Auditor, fn Func) (*FuncAudit, error)
+	explainAt func(a *FuncAudit, off uint64) ([]Step, Decision, error)
 }
 
 var policies []*Policy
@@ -89,6 +93,13 @@ type probe struct {
 	fnName   string
 	inFunc   bool // a Func context exists
 	cfi      bool // inFunc and the function is a __cfi_/__pfx_ stub
+	// A64 (ARM policies): the instruction word when one was read (a64), and what
+	// the atomic-sequence back-scan over the function found: 1 a load-exclusive
+	// at atomicOff (bytes from the symbol start), 0 none, -1 unknown.
+	a64       bool
+	word      uint32
+	atomic    int8
+	atomicOff uint64
 }
 
 // scratch is the per-classification working memory, reused across calls (the
@@ -205,6 +216,11 @@ func (p *Policy) runBytes(s *scratch, d *Decision, b []byte, mode decode.Mode, a
 		env = p.DefaultEnv()
 	}
 	s.pr = p.bareProbe(addr, env)
+	if mode == decode.ModeA64 {
+		s.pr.readA64(&s.inst, b, addr)
+		p.decide(s, d, env, explain, mode)
+		return
+	}
 	if err := kdecode(&s.k, &s.inst, b, mode, addr); err != nil {
 		s.pr.decErr = err
 	} else {
@@ -216,7 +232,7 @@ func (p *Policy) runBytes(s *scratch, d *Decision, b []byte, mode decode.Mode, a
 // bareProbe is a probe with no function context; the ftrace location comes from
 // the site tables when they know it.
 func (p *Policy) bareProbe(addr uint64, env *Env) probe {
-	pr := probe{addr: addr, boundary: -1, ftrace: -1, notrace: -1}
+	pr := probe{addr: addr, boundary: -1, ftrace: -1, notrace: -1, atomic: -1}
 	if env.Sites != nil {
 		if hit, known := env.Sites.Ftrace(Span{addr, addr + 1}); known {
 			pr.ftrace = 0
@@ -233,7 +249,9 @@ func (p *Policy) run(s *scratch, d *Decision, inst *decode.Inst, env *Env, expla
 		env = p.DefaultEnv()
 	}
 	s.pr = p.bareProbe(inst.Addr, env)
-	if inst.Len > 0 {
+	if inst.Mode == decode.ModeA64 {
+		s.pr.readA64(&s.inst, inst.Bytes(), inst.Addr)
+	} else if inst.Len > 0 {
 		// Re-derive the kernel view from the raw bytes (i64 opcodes; an emulate
 		// prefix needs the following bytes: use ClassifyBytes).
 		if err := kdecode(&s.k, &s.inst, inst.Bytes(), inst.Mode, inst.Addr); err != nil {
@@ -277,5 +295,5 @@ func writeRel32(dst []byte, from, to uint64) {
 }
 
 func init() {
-	policies = []*Policy{linux61, linux69, booster2617, uprobesX86}
+	policies = []*Policy{linux61, linux69, booster2617, uprobesX86, linux61ARM64, uprobesARM64, boostARM64}
 }

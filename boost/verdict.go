@@ -11,12 +11,16 @@ const (
 	// Ftrace: the address is an ftrace location; the probe is ftrace-based
 	// (listed [FTRACE]), never boosted nor jump-optimized.
 	Ftrace
-	// Emulate: the kernel emulates the instruction in the int3 handler.
+	// Emulate: the kernel emulates the instruction in the int3 handler (arm64:
+	// simulates it in the BRK handler, no slot; the simulate_* routine is named
+	// by the arm64.simulate.* reason).
 	Emulate
 	// SingleStep: the instruction runs out of line, followed by a trap (int3 in the
-	// slot since 5.13, TF single-step before; uprobes: TF single-step in the XOL slot).
+	// slot since 5.13, TF single-step before; uprobes: TF single-step in the XOL slot;
+	// arm64: BRK #6 after the copy, uprobes: hardware step).
 	SingleStep
-	// Boost: the instruction runs out of line followed by a jmp back: no second trap.
+	// Boost: the instruction runs out of line followed by a jmp back (arm64 model:
+	// B addr+4): no second trap.
 	Boost
 	numVerdicts
 )
@@ -165,7 +169,8 @@ type Decision struct {
 	// Slot holds the slot image (first SlotLen bytes): the instruction with any
 	// RIP-relative displacement rebased to Env.SlotAddr, then E9 rel32 back to
 	// Addr+Len (Boost) or CC. For linux-2.6.17-i386 it is the state after the
-	// first single-step (see Booster2006).
+	// first single-step (see Booster2006). arm64: the word then BRK #6
+	// (d42000c0), or B addr+4 (boost-arm64); uprobes-arm64: the word alone.
 	Slot [SlotMax]byte `json:"-"`
 	// Addr is the probed address (after IBT adjustment).
 	Addr uint64 `json:"addr"`

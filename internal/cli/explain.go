@@ -2,8 +2,10 @@ package cli
 
 import (
 	"bufio"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/kboost/kboost/boost"
@@ -19,20 +21,30 @@ func newExplainCmd(s Streams) *cobra.Command {
 		Short: "One instruction, step by step: fields, each kernel rule tried, the verdict",
 		Example: `  kboost explain 9c
   kboost explain 48 8b 05 10 00 00 00 --slot 0xffffffffa0000000 --addr 0xffffffff81000000
-  kboost explain --preemption n 48 89 e5`,
+  kboost explain --preemption n 48 89 e5
+  kboost explain --arch arm64 d503233f                 (one A64 word, as objdump prints it)
+  kboost explain --arch arm64 --policy boost-arm64 --slot 0xffff800008000000 aa0103e0`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			arch, err := decode.LookupArch(archName)
 			if err != nil {
 				return &UsageError{err.Error()}
 			}
-			code, err := parseHexArgs(args)
-			if err != nil {
-				return err
+			code, ok := a64WordArgs(arch, args)
+			if !ok {
+				if code, err = parseHexArgs(args); err != nil {
+					return err
+				}
+			}
+			if arch.Mode == decode.ModeA64 && !cmd.Flags().Changed("addr") {
+				addrStr = "0xffff800008010000"
 			}
 			addr, err := parseAddr(addrStr)
 			if err != nil {
 				return err
+			}
+			if policy == "" && arch.Mode == decode.ModeA64 {
+				policy = "linux-6.1-arm64"
 			}
 			pol, err := pickPolicy(policy, arch)
 			if err != nil {
@@ -102,9 +114,9 @@ func newExplainCmd(s Streams) *cobra.Command {
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&archName, "arch", "x86-64", "x86-64 or i386")
-	fl.StringVar(&policy, "policy", "", "kernel policy (see 'kboost policies'); default linux-6.1")
-	fl.StringVar(&addrStr, "addr", "0xffffffff81000000", "address of the instruction")
+	fl.StringVar(&archName, "arch", "x86-64", "x86-64, i386 or arm64 (arm64: HEX is 8-digit words as objdump prints them, or bytes in memory order)")
+	fl.StringVar(&policy, "policy", "", "kernel policy (see 'kboost policies'); default linux-6.1 (arm64: linux-6.1-arm64)")
+	fl.StringVar(&addrStr, "addr", "0xffffffff81000000", "address of the instruction (arm64 default 0xffff800008010000)")
 	fl.StringVar(&slotStr, "slot", "", "address of the kprobe slot (for RIP-relative rebasing)")
 	fl.StringVar(&preempt, "preemption", "", "override CONFIG_PREEMPTION: y or n")
 	fl.BoolVar(&post, "post-handler", false, "the probe has a post_handler")
@@ -119,9 +131,39 @@ func asmOf(inst *decode.Inst, derr error) string {
 	return decode.Format(inst, nil)
 }
 
+// a64WordArgs reads arm64 HEX arguments given as 8-digit words (objdump's
+// order, "d503201f" or "0xd503201f"): the bytes in memory (little-endian)
+// order. ok is false for any other form (bytes, left to parseHexArgs).
+func a64WordArgs(arch *decode.Arch, args []string) (b []byte, ok bool) {
+	if arch.Mode != decode.ModeA64 {
+		return nil, false
+	}
+	for _, a := range args {
+		for _, t := range strings.Fields(a) {
+			t = strings.TrimPrefix(strings.TrimPrefix(t, "0x"), "0X")
+			if len(t) != 8 {
+				return nil, false
+			}
+			w, err := strconv.ParseUint(t, 16, 32)
+			if err != nil {
+				return nil, false
+			}
+			b = binary.LittleEndian.AppendUint32(b, uint32(w))
+		}
+	}
+	return b, len(b) > 0
+}
+
 func fieldList(i *decode.Inst) [][2]string {
 	var f [][2]string
 	add := func(k, v string) { f = append(f, [2]string{k, v}) }
+	if i.Mode == decode.ModeA64 {
+		add("length", fmt.Sprintf("%d bytes", i.Len))
+		if i.Len == 4 {
+			add("word", fmt.Sprintf("%08x (bits 28:25 = %#x)", i.Word, (i.Word>>25)&0xF))
+		}
+		return f
+	}
 	add("length", fmt.Sprintf("%d bytes", i.Len))
 	if i.Prefixes != 0 {
 		add("prefixes", i.Prefixes.String())

@@ -1,0 +1,192 @@
+package kernelref
+
+import (
+	_ "embed"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// The arm64 oracle: the kernel's arm64 kprobes/uprobes decision code (insn.h
+// predicates, insn.c, decode-insn.c, kprobes.c arch_prepare_kprobe, uprobes.c
+// arch_uprobe_analyze_insn) cut from the source tree and compiled for the host
+// with csrc/krefa64.c. All of it is plain C on a u32, so the host build runs the
+// kernel's exact decisions.
+
+//go:embed csrc/krefa64.c
+var krefA64C []byte
+
+// sourceMembersA64 are the kernel files the arm64 oracle needs.
+var sourceMembersA64 = []string{
+	"Makefile",
+	"arch/arm64/include/asm/insn.h",
+	"arch/arm64/include/asm/insn-def.h",
+	"arch/arm64/include/asm/brk-imm.h",
+	"arch/arm64/include/asm/debug-monitors.h",
+	"arch/arm64/include/asm/probes.h",
+	"arch/arm64/include/asm/uprobes.h",
+	"arch/arm64/lib/insn.c",
+	"arch/arm64/kernel/probes/decode-insn.c",
+	"arch/arm64/kernel/probes/decode-insn.h",
+	"arch/arm64/kernel/probes/kprobes.c",
+	"arch/arm64/kernel/probes/uprobes.c",
+	"kernel/events/uprobes.c",
+}
+
+const (
+	a64InsnH    = "arch/arm64/include/asm/insn.h"
+	a64InsnC    = "arch/arm64/lib/insn.c"
+	a64DecodeC  = "arch/arm64/kernel/probes/decode-insn.c"
+	a64DecodeH  = "arch/arm64/kernel/probes/decode-insn.h"
+	a64KprobesC = "arch/arm64/kernel/probes/kprobes.c"
+	a64UprobesC = "arch/arm64/kernel/probes/uprobes.c"
+)
+
+// generatedA64 lists, per output file, what is cut from the tree.
+var generatedA64 = []genFile{
+	{"ex_a64_defines.h", []piece{
+		{file: "arch/arm64/include/asm/insn-def.h", kind: kindLines, name: `^#define\s+(AARCH64_INSN_SIZE|AARCH64_BREAK_MON)\s`},
+		{file: "arch/arm64/include/asm/brk-imm.h", kind: kindLines, name: `^#define\s+(KPROBES_BRK_IMM|UPROBES_BRK_IMM|KPROBES_BRK_SS_IMM)\s`},
+		{file: "arch/arm64/include/asm/debug-monitors.h", kind: kindLines, name: `^#define\s+BRK64_OPCODE_(KPROBES|KPROBES_SS|UPROBES)\s`},
+		{file: "arch/arm64/include/asm/uprobes.h", kind: kindLines, name: `^#define\s+UPROBE_SWBP_INSN\s`},
+		{file: a64DecodeH, kind: kindLines, name: `^#define\s+MAX_ATOMIC_CONTEXT_SIZE\s`},
+		{file: a64DecodeH, kind: kindRange, name: "enum probe_insn {", end: "};"},
+		{file: a64InsnH, kind: kindRange, name: "enum aarch64_insn_encoding_class {", end: "};"},
+		{file: a64InsnH, kind: kindRange, name: "enum aarch64_insn_hint_cr_op {", end: "};"},
+		{file: a64InsnH, kind: kindRange, name: "enum aarch64_insn_special_register {", end: "};"},
+	}},
+	{"ex_a64_types.h", []piece{
+		{file: "arch/arm64/include/asm/probes.h", kind: kindStruct, name: "arch_probe_insn"},
+		{file: "arch/arm64/include/asm/probes.h", kind: kindStruct, name: "arch_specific_insn"},
+		{file: "arch/arm64/include/asm/uprobes.h", kind: kindStruct, name: "arch_uprobe"},
+	}},
+	{"ex_a64_insn.c", []piece{
+		{file: a64InsnH, kind: kindRange, name: "#define\t__AARCH64_INSN_FUNCS(", end: "#undef\t__AARCH64_INSN_FUNCS"},
+		{file: a64InsnH, kind: kindFunc, name: "aarch64_insn_is_adr_adrp"},
+		{file: a64InsnC, kind: kindRange, name: "static const int aarch64_insn_encoding_class[] = {", end: "};"},
+		{file: a64InsnC, kind: kindFunc, name: "aarch64_get_insn_class"},
+		{file: a64InsnC, kind: kindFunc, name: "aarch64_insn_is_steppable_hint"},
+		{file: a64InsnC, kind: kindFunc, name: "aarch64_insn_uses_literal"},
+		{file: a64InsnC, kind: kindFunc, name: "aarch64_insn_is_branch"},
+		{file: a64InsnC, kind: kindFunc, name: "aarch64_insn_extract_system_reg"},
+	}},
+	{"ex_a64_decode.c", []piece{
+		{file: a64DecodeC, kind: kindFunc, name: "aarch64_insn_is_steppable"},
+		{file: a64DecodeC, kind: kindFunc, name: "arm_probe_decode_insn"},
+		{file: a64DecodeC, kind: kindFunc, name: "is_probed_address_atomic"},
+		{file: a64DecodeC, kind: kindFunc, name: "arm_kprobe_decode_insn"},
+		{file: a64KprobesC, kind: kindFunc, name: "arch_prepare_ss_slot"},
+		{file: a64KprobesC, kind: kindFunc, name: "arch_prepare_simulate"},
+		{file: a64KprobesC, kind: kindFunc, name: "arch_prepare_kprobe"},
+		{file: a64UprobesC, kind: kindFunc, name: "arch_uprobe_analyze_insn"},
+		{file: "kernel/events/uprobes.c", kind: kindFunc, name: "is_swbp_insn"},
+		{file: "kernel/events/uprobes.c", kind: kindFunc, name: "is_trap_insn"},
+	}},
+}
+
+type genFile struct {
+	name   string
+	pieces []piece
+}
+
+// BuildA64 is a built arm64 oracle.
+type BuildA64 struct {
+	Dir     string // holds krefa64 and the generated sources
+	Version string // kernel version from the top Makefile
+	Tarball string
+}
+
+// Bin is the oracle program.
+func (b *BuildA64) Bin() string { return filepath.Join(b.Dir, "krefa64") }
+
+// PrepareA64 extracts the arm64 files (once per tarball) and builds the arm64
+// oracle (once per tarball and harness version), caching both under
+// CacheDir/kernelref.
+func PrepareA64(opts Options) (*BuildA64, error) {
+	opts, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	st, err := os.Stat(opts.Tarball)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", opts.Tarball, ErrNoSource)
+	}
+	srcKey := shortHash(fmt.Sprintf("a64|%s|%d|%d", opts.Tarball, st.Size(), st.ModTime().UnixNano()))
+	root := filepath.Join(opts.CacheDir, "kernelref")
+	srcDir := filepath.Join(root, "a64src-"+srcKey)
+	if err := ensureDir(srcDir, func(tmp string) error { return extractMembers(opts.Tarball, tmp, sourceMembersA64) }); err != nil {
+		return nil, err
+	}
+	m, _ := filepath.Glob(filepath.Join(srcDir, "*", a64DecodeC))
+	if len(m) != 1 {
+		return nil, fmt.Errorf("%s: want one kernel tree with %s, found %d", srcDir, a64DecodeC, len(m))
+	}
+	tree := strings.TrimSuffix(m[0], string(filepath.Separator)+filepath.FromSlash(a64DecodeC))
+	version, err := kernelVersion(filepath.Join(tree, "Makefile"))
+	if err != nil {
+		return nil, err
+	}
+	var fp strings.Builder
+	for _, g := range generatedA64 {
+		fp.WriteString(g.name)
+		for _, p := range g.pieces {
+			fmt.Fprintf(&fp, "|%s %d %s %s", p.file, p.kind, p.name, p.end)
+		}
+	}
+	dir := filepath.Join(root, "a64build-"+srcKey+"-"+shortHash(string(krefA64C)+fp.String()))
+	if err := ensureDir(dir, func(tmp string) error { return buildA64(tree, tmp) }); err != nil {
+		return nil, err
+	}
+	return &BuildA64{Dir: dir, Version: version, Tarball: opts.Tarball}, nil
+}
+
+// extractMembers unpacks members (under whatever top directory the archive has).
+func extractMembers(tarball, dir string, members []string) error {
+	args := []string{"-xJf", tarball, "-C", dir, "--wildcards"}
+	for _, m := range members {
+		args = append(args, "*/"+m)
+	}
+	return run(dir, nil, "tar", args...)
+}
+
+// generateFiles writes the cut-out files of gens into dir.
+func generateFiles(tree, dir string, gens []genFile) error {
+	cache := map[string]string{}
+	for _, g := range gens {
+		var out strings.Builder
+		out.WriteString("/* Cut from the kernel tree by kboost/internal/kernelref at build time. */\n")
+		for _, p := range g.pieces {
+			src, ok := cache[p.file]
+			if !ok {
+				b, err := os.ReadFile(filepath.Join(tree, p.file))
+				if err != nil {
+					return err
+				}
+				src = string(b)
+				cache[p.file] = src
+			}
+			text, err := p.cut(src)
+			if err != nil {
+				return fmt.Errorf("%s: %w", p.file, err)
+			}
+			fmt.Fprintf(&out, "\n/* %s: %s */\n%s", p.file, p.name, text)
+		}
+		if err := os.WriteFile(filepath.Join(dir, g.name), []byte(out.String()), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func buildA64(tree, dir string) error {
+	if err := generateFiles(tree, dir, generatedA64); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "krefa64.c"), krefA64C, 0o644); err != nil {
+		return err
+	}
+	return run(dir, nil, "gcc", "-O2", "-Wall", "-Werror=implicit-function-declaration",
+		"-Werror=incompatible-pointer-types", "-Wno-unused-function", "-I", dir,
+		"-o", filepath.Join(dir, "krefa64"), filepath.Join(dir, "krefa64.c"))
+}
