@@ -110,7 +110,7 @@ const (
 func (au *Auditor) Audit(fn Func) (*FuncAudit, error) {
 	p, env, mode := au.p, au.env, au.mode
 	if !p.Supports(mode) {
-		return nil, fmt.Errorf("policy %s does not model %v-bit code (it models %v)", p.Name, mode, p.Modes)
+		return nil, fmt.Errorf("policy %s does not model %v code (it models %v): choose a policy for the architecture (kboost policies)", p.Name, mode, p.Modes)
 	}
 	if p.audit != nil {
 		return p.audit(au, fn)

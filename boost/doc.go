@@ -1,5 +1,5 @@
 // Package boost predicts what a given kernel's probe machinery does with a probe
-// on an x86 instruction: reject it (with the kernel's errno), hand it to ftrace,
+// on an x86 or ARM64 instruction: reject it (with the kernel's errno), hand it to ftrace,
 // emulate it, single-step it out of line, or boost it (run it out of line with a
 // jmp back), and whether a kprobe there can be jump-optimized.
 //
@@ -8,7 +8,11 @@
 // A Policy is one kernel's rules as a value. Policies: linux-6.1 (x86-64 and
 // i386, the reference: Debian's linux-source-6.1), linux-6.9, linux-2.6.17-i386
 // (the original kprobe-booster with its lazy -1/0/1 state machine, replayable
-// with Booster2006) and uprobes-x86. Lookup finds one by name.
+// with Booster2006) and uprobes-x86; for ARM64 linux-6.1-arm64, uprobes-arm64
+// and the boost-arm64 model (steppable, PC-free instructions run from the slot
+// followed by B addr+4), which decide from the raw A64 word with the kernel's
+// own insn.h masks (arm64_insn.go; rule ids arm64.*, uprobe_arm64.*,
+// boost_arm64.*). Lookup finds one by name.
 //
 //   - Policy.Classify decides one decoded instruction at its address with only
 //     an Env (configuration, optional site tables, slot address). The address is
