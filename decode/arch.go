@@ -8,22 +8,27 @@ type Arch struct {
 	Name       string // "x86-64", "i386"
 	Mode       Mode
 	MaxInsnLen int    // architectural maximum instruction length, bytes
+	InsnAlign  int    // instruction alignment, bytes (1 for x86, 4 for A64)
 	PtrSize    int    // pointer size, bytes
 	ObjdumpArg string // objdump -m machine name for raw bytes ("i386:x86-64")
 	// Decode decodes one instruction into inst (see DecodeInto).
 	Decode func(inst *Inst, b []byte, addr uint64) error
+	// Format renders a decoded instruction as GNU objdump would (see Format).
+	Format func(inst *Inst, symname func(uint64) (string, uint64)) string
 }
 
 // X86_64 is the x86-64 (long mode) instruction set.
 var X86_64 = &Arch{
-	Name: "x86-64", Mode: Mode64, MaxInsnLen: 15, PtrSize: 8, ObjdumpArg: "i386:x86-64",
+	Name: "x86-64", Mode: Mode64, MaxInsnLen: 15, InsnAlign: 1, PtrSize: 8, ObjdumpArg: "i386:x86-64",
 	Decode: func(inst *Inst, b []byte, addr uint64) error { return DecodeInto(inst, b, Mode64, addr) },
+	Format: formatX86,
 }
 
 // I386 is the i386 (32-bit protected mode) instruction set.
 var I386 = &Arch{
-	Name: "i386", Mode: Mode32, MaxInsnLen: 15, PtrSize: 4, ObjdumpArg: "i386",
+	Name: "i386", Mode: Mode32, MaxInsnLen: 15, InsnAlign: 1, PtrSize: 4, ObjdumpArg: "i386",
 	Decode: func(inst *Inst, b []byte, addr uint64) error { return DecodeInto(inst, b, Mode32, addr) },
+	Format: formatX86,
 }
 
 // Arches lists the supported instruction sets.

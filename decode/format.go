@@ -7,11 +7,24 @@ import (
 	"golang.org/x/arch/x86/x86asm"
 )
 
-// Format renders inst in GNU (AT&T) syntax using golang.org/x/arch/x86/x86asm.
-// symname, if not nil, names branch targets and addresses. When x86asm cannot
-// decode the bytes (instructions it does not know, or lengths it gets wrong) the
-// result is kboost's own fallback: the opcode-table mnemonic, or "(bad)".
+// Format renders inst as GNU objdump does, with the renderer of inst's
+// architecture (Arch.Format): for x86 AT&T syntax via golang.org/x/arch/x86/x86asm,
+// for A64 via golang.org/x/arch/arm64/arm64asm (see formatA64). symname, if not
+// nil, names branch targets and addresses. When the x/arch package cannot decode
+// the bytes (instructions it does not know, or lengths it gets wrong) the result
+// is kboost's own fallback: the opcode-table mnemonic (with raw operands for
+// ARM), or "(bad)".
 func Format(inst *Inst, symname func(uint64) (string, uint64)) string {
+	for _, a := range Arches {
+		if a.Mode == inst.Mode && a.Format != nil {
+			return a.Format(inst, symname)
+		}
+	}
+	return "(bad)"
+}
+
+// formatX86 is Format for Mode32 and Mode64.
+func formatX86(inst *Inst, symname func(uint64) (string, uint64)) string {
 	if inst.Len == 0 {
 		return "(bad)"
 	}
@@ -83,6 +96,11 @@ func NewFormatter(max int) *Formatter {
 func (f *Formatter) Format(inst *Inst) string {
 	if inst.Len == 0 {
 		return "(bad)"
+	}
+	if inst.ArmOp != nil && (inst.PCRel || inst.Branch.Relative()) {
+		// ARM: the target is not in a byte-aligned immediate; the word alone
+		// does not determine the text.
+		return Format(inst, nil)
 	}
 	rel := inst.Branch.Relative() && inst.ImmLen > 0
 	key := inst.Bytes()

@@ -234,7 +234,7 @@ type Inst struct {
 	AddrSize   int   // effective address size in bits: 16, 32 or 64
 	RIPRel     bool  // memory operand is RIP-relative (64-bit mode, mod=00 rm=101, no SIB)
 	Branch     BranchKind
-	Target     uint64      // absolute target of a relative branch; valid when Branch.Relative()
+	Target     uint64      // absolute target of a relative branch; valid when Branch.Relative() (ARM: also when PCRel)
 	Invalid64  bool        // opcode is invalid (#UD) in 64-bit mode (only set in Mode32 results)
 	Privileged bool        // raises #GP at CPL 3 (lgdt, hlt, mov cr, in/out under IOPL 0, ...)
 	Op         *opcodes.Op // the opcode table entry (nil when Decode failed before it)
@@ -244,6 +244,16 @@ type Inst struct {
 	// word for A64/A32; for T32 the first halfword in bits 31..16 and the second in
 	// bits 15..0; for T16 the halfword in bits 15..0.
 	Word uint32
+	// ArmOp is the encoding-table entry (opcodes.A64 ...) the word matched: its
+	// mnemonic, class and flags. nil when Decode failed (unallocated encodings).
+	ArmOp *opcodes.ArmOp
+	// PCRel is set for ARM instructions that form an address from the PC
+	// without branching: ADR, ADRP and literal loads (LDR, LDRSW, PRFM, SIMD&FP
+	// LDR literal). Target then holds that address (for ADRP the 4 KiB page)
+	// and Disp its byte offset from the instruction's address (for ADRP from
+	// Addr &^ 0xfff). For PC-relative branches (Branch.Relative()) Target is
+	// the branch target and Disp its byte offset from Addr.
+	PCRel bool
 }
 
 // Reg returns ModRM.reg (0..7), the group index for group opcodes.

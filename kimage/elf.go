@@ -15,12 +15,13 @@ import (
 // elfArches maps the ELF machines kboost decodes to their instruction set: the
 // only per-machine knowledge Open needs.
 var elfArches = map[elf.Machine]*decode.Arch{
-	elf.EM_X86_64: decode.X86_64,
-	elf.EM_386:    decode.I386,
+	elf.EM_X86_64:  decode.X86_64,
+	elf.EM_386:     decode.I386,
+	elf.EM_AARCH64: decode.ARM64,
 }
 
 func supportedMachines() string {
-	return "EM_X86_64 (x86-64), EM_386 (i386)"
+	return "EM_X86_64 (x86-64), EM_386 (i386), EM_AARCH64 (arm64)"
 }
 
 // openELF parses an ELF image either from an open file (fh) or from memory.

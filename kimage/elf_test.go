@@ -3,6 +3,7 @@ package kimage
 import (
 	"debug/elf"
 	"errors"
+	"github.com/kboost/kboost/decode"
 	"os"
 	"strings"
 	"testing"
@@ -120,12 +121,29 @@ func TestOpenELFMatchesReadelf(t *testing.T) {
 func TestOpenUnsupportedMachine(t *testing.T) {
 	path := buildKernelLike(t, 64)
 	b, _ := os.ReadFile(path)
-	b[0x12], b[0x13] = byte(elf.EM_AARCH64), 0
-	p2 := t.TempDir() + "/arm.elf"
+	b[0x12], b[0x13] = byte(elf.EM_RISCV), 0
+	p2 := t.TempDir() + "/riscv.elf"
 	os.WriteFile(p2, b, 0o644)
 	_, err := Open(p2)
-	if !errors.Is(err, ErrUnsupportedArch) || !strings.Contains(err.Error(), "EM_AARCH64") || !strings.Contains(err.Error(), "EM_X86_64") {
-		t.Fatalf("Open(arm64 ELF) = %v; want ErrUnsupportedArch naming EM_AARCH64 and the supported machines", err)
+	if !errors.Is(err, ErrUnsupportedArch) || !strings.Contains(err.Error(), "EM_RISCV") || !strings.Contains(err.Error(), "EM_X86_64") {
+		t.Fatalf("Open(riscv ELF) = %v; want ErrUnsupportedArch naming EM_RISCV and the supported machines", err)
+	}
+}
+
+// TestOpenARM64ELF checks that an EM_AARCH64 ELF opens with the A64 decoder.
+func TestOpenARM64ELF(t *testing.T) {
+	path := buildKernelLike(t, 64)
+	b, _ := os.ReadFile(path)
+	b[0x12], b[0x13] = byte(elf.EM_AARCH64), 0
+	p2 := t.TempDir() + "/arm64.elf"
+	os.WriteFile(p2, b, 0o644)
+	f, err := Open(p2)
+	if err != nil {
+		t.Fatalf("Open(arm64 ELF): %v", err)
+	}
+	defer f.Close()
+	if f.Arch != decode.ARM64 || f.Machine != "EM_AARCH64" {
+		t.Fatalf("Open(arm64 ELF): Arch %v Machine %s; want decode.ARM64, EM_AARCH64", f.Arch, f.Machine)
 	}
 }
 

@@ -28,7 +28,9 @@ func newDecodeCmd(s Streams) *cobra.Command {
 		Use:   "decode HEX...|FILE",
 		Short: "Decode instructions from hex bytes or every executable section of a file",
 		Long: `Decode x86 instructions exactly (length, prefixes, ModRM/SIB, displacement,
-immediate, RIP-relative, branch target) and print them in AT&T syntax.
+immediate, RIP-relative, branch target) and print them in AT&T syntax; with
+--arch arm64, decode A64 words (class, branch target, PC-relative address) and
+print them as GNU objdump does.
 
 With HEX arguments ("48 8b 05 10 00 00 00" or "488b0510000000") the bytes are
 decoded one instruction after another from --addr. With a FILE (ELF, Debian kernel
@@ -36,6 +38,7 @@ decoded one instruction after another from --addr. With a FILE (ELF, Debian kern
 sweep that restarts at each symbol.`,
 		Example: `  kboost decode 48 8b 05 10 00 00 00
   kboost decode --arch i386 66 e8 00 00
+  kboost decode --arch arm64 3f2303d5 fd7bbfa9
   kboost decode --json /usr/bin/true | head`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -73,7 +76,7 @@ sweep that restarts at each symbol.`,
 			return w.Flush()
 		},
 	}
-	cmd.Flags().StringVar(&archName, "arch", "x86-64", "instruction set for HEX input: x86-64 or i386")
+	cmd.Flags().StringVar(&archName, "arch", "x86-64", "instruction set for HEX input: x86-64, i386 or arm64")
 	cmd.Flags().StringVar(&addrStr, "addr", "0", "address of the first HEX byte")
 	cmd.Flags().BoolVar(&jsonOut, "json", false, "one JSON object per instruction: addr, len, bytes, asm (and error)")
 	cmd.Flags().StringVar(&symsPath, "symbols", "", "System.map or /proc/kallsyms-format file for a stripped FILE")
@@ -138,7 +141,7 @@ func openImage(path, symsPath string) (*kimage.File, error) {
 	}
 	if f.Arch == nil {
 		f.Close()
-		return nil, fmt.Errorf("%s: machine %s is not supported yet (x86-64 and i386 are)", path, f.Machine)
+		return nil, fmt.Errorf("%s: machine %s is not supported yet (x86-64, i386 and arm64 are)", path, f.Machine)
 	}
 	if symsPath != "" {
 		r := <-syms
@@ -157,12 +160,19 @@ func openImage(path, symsPath string) (*kimage.File, error) {
 func sectionStarts(f *kimage.File, sec kimage.Section) []uint64 {
 	var starts []uint64
 	for sym := range f.Symbols.All() {
-		if sym.Module == "" && sec.Contains(sym.Addr) && sym.Addr != sec.Addr {
+		if sym.Module == "" && sec.Contains(sym.Addr) && sym.Addr != sec.Addr && aligned(f, sym.Addr) {
 			starts = append(starts, sym.Addr)
 		}
 	}
 	sort.Slice(starts, func(i, j int) bool { return starts[i] < starts[j] })
 	return compactU64(starts)
+}
+
+// aligned reports whether an instruction of f's architecture can start at
+// addr (A64 words are 4-byte aligned: symbols elsewhere, such as those of other
+// sections of a relocatable object, are not sweep starts).
+func aligned(f *kimage.File, addr uint64) bool {
+	return f.Arch == nil || f.Arch.InsnAlign <= 1 || addr%uint64(f.Arch.InsnAlign) == 0
 }
 
 func compactU64(s []uint64) []uint64 {
