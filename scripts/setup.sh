@@ -7,15 +7,25 @@ cd "$(dirname "$0")/.."
 SUDO=""
 if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
 
-# Debian packages: objdump (oracle), the kernel source (rules oracle), QEMU (real
-# kernels), cpio/xz (archive oracles), a C compiler (demo ELF, kernel-code oracle).
-pkgs=(binutils gcc make bc bison flex libelf-dev libssl-dev xz-utils zstd cpio linux-source-6.1 linux-source-6.12 linux-config-6.1 qemu-system-x86 qemu-user-static file time)
+# Debian packages: objdump and the cross objdumps (oracles), the kernel source
+# (rules oracle), QEMU (real kernels, ARM user-mode execution), cpio/xz (archive
+# oracles), a C compiler (demo ELF, kernel-code oracle).
+pkgs=(binutils binutils-aarch64-linux-gnu binutils-arm-linux-gnueabi gcc make bc bison flex libelf-dev libssl-dev xz-utils zstd cpio linux-source-6.1 linux-source-6.12 linux-config-6.1 qemu-system-x86 qemu-system-arm qemu-user-static file time)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
 done
-if [ "${#missing[@]}" -gt 0 ]; then
-  echo "setup: installing ${missing[*]}" >&2
+# The ARM kernels' packages (linux-image-arm64, -armmp) are fetched with
+# `apt-get download pkg:arch`, which needs their architectures known to dpkg.
+need_update=0
+for a in arm64 armhf; do
+  if ! dpkg --print-foreign-architectures | grep -qx "$a"; then
+    $SUDO dpkg --add-architecture "$a"
+    need_update=1
+  fi
+done
+if [ "${#missing[@]}" -gt 0 ] || [ "$need_update" = 1 ]; then
+  echo "setup: installing ${missing[*]:-nothing}; foreign architectures: $(dpkg --print-foreign-architectures | tr '\n' ' ')" >&2
   # A mirror mid-sync can fail one index (apt-get update exits 100 and keeps
   # the old lists): retry, then go on with what apt has.
   for try in 1 2 3; do
@@ -24,6 +34,7 @@ if [ "${#missing[@]}" -gt 0 ]; then
     sleep $((try * 5))
   done
   for try in 1 2 3; do
+    [ "${#missing[@]}" -gt 0 ] || break
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null && break
     if [ "$try" = 3 ]; then echo "setup: apt-get install ${missing[*]} failed" >&2; exit 1; fi
     sleep $((try * 5))
