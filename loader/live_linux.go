@@ -22,6 +22,9 @@ type Live struct {
 	Optimization bool   // debug.kprobes-optimization is 1
 	ConfigFrom   string // where the configuration came from
 	Source       string // "kcore" or the vmlinux path
+
+	template *OptTemplate // read on first use (Readback)
+	optPages []uint64     // kprobe_optinsn_page addresses seen so far
 }
 
 // OpenLive reads the running kernel: kallsyms, config (cfgPath, else
@@ -97,7 +100,7 @@ func (lv *Live) Close() error { return lv.Kcore.Close() }
 // Expect predicts one probe on the running kernel.
 func (lv *Live) Expect(s Spec) (Expectation, error) {
 	x, err := lv.Pred.Expect(s, lv.Kcore.Read, lv.Optimization)
-	if w := lv.busy(s.Symbol); w != "" {
+	if w := lv.busy(s); w != "" {
 		x.Warnings = append(x.Warnings, w)
 	}
 	return x, err
@@ -106,8 +109,8 @@ func (lv *Live) Expect(s Spec) (Expectation, error) {
 // busy reports kprobes already in the function: under them /proc/kcore shows
 // int3 or the optprobe jmp, not the instruction, so a prediction from kcore
 // may be wrong there (give --vmlinux for the original bytes).
-func (lv *Live) busy(sym string) string {
-	s, ok := lv.Pred.File.Symbols.ByName(sym)
+func (lv *Live) busy(spec Spec) string {
+	s, _, ok := lv.Pred.Resolve(spec)
 	if !ok {
 		return ""
 	}
@@ -124,23 +127,32 @@ func (lv *Live) busy(sym string) string {
 	if n == 0 {
 		return ""
 	}
-	return fmt.Sprintf("%d kprobe(s) already in %s: /proc/kcore shows their int3/jmp, not the instructions", n, sym)
+	return fmt.Sprintf("%d kprobe(s) already in %s: /proc/kcore shows their int3/jmp, not the instructions", n, s.Name)
 }
 
 // Place moves s to the cheapest point that runs exactly as often (Cheapest).
+// A raw address stays an address.
 func (lv *Live) Place(s Spec) (Spec, Placement, error) {
-	if w := lv.busy(s.Symbol); w != "" {
+	if w := lv.busy(s); w != "" {
 		return s, Placement{}, fmt.Errorf("loader: cannot place: %s", w)
 	}
-	fa, err := lv.Pred.AuditSymbol(s.Symbol, lv.Kcore.Read)
+	sym, off, ok := lv.Pred.Resolve(s)
+	if !ok {
+		return s, Placement{}, fmt.Errorf("loader: cannot place %s: %w", s.Point(), kimage.ErrNoSymbol)
+	}
+	fa, err := lv.Pred.auditAt(sym, lv.Kcore.Read)
 	if err != nil {
 		return s, Placement{}, err
 	}
-	p, err := Cheapest(fa, s.Offset, lv.Optimization && !s.Return)
+	p, err := Cheapest(fa, off, lv.Optimization && !s.Return)
 	if err != nil {
 		return s, p, err
 	}
-	s.Offset = p.To
+	if s.Addr != 0 {
+		s.Addr = sym.Addr + p.To
+	} else {
+		s.Offset = p.To
+	}
 	return s, p, nil
 }
 

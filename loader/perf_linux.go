@@ -78,12 +78,19 @@ func OpenPerf(s Spec) (*PerfProbe, error) {
 		}
 		attr.Config |= 1 << bit
 	}
-	sym, err := unix.BytePtrFromString(s.Symbol)
-	if err != nil {
-		return nil, &SpecError{"symbol", s.Symbol, "contains NUL"}
+	// config1 points to the symbol and config2 is the offset; for a raw
+	// address config1 is 0 (no function) and config2 is the address.
+	var sym *byte
+	if s.Addr != 0 {
+		attr.Ext2 = s.Addr
+	} else {
+		sym, err = unix.BytePtrFromString(s.Symbol)
+		if err != nil {
+			return nil, &SpecError{"symbol", s.Symbol, "contains NUL"}
+		}
+		attr.Ext1 = uint64(uintptr(unsafe.Pointer(sym)))
+		attr.Ext2 = s.Offset
 	}
-	attr.Ext1 = uint64(uintptr(unsafe.Pointer(sym)))
-	attr.Ext2 = s.Offset
 	p := &PerfProbe{Spec: s}
 	cpus, err := onlineCPUs()
 	if err != nil {

@@ -69,29 +69,67 @@ type Expectation struct {
 	Ftrace    bool           `json:"ftrace"`
 	Optimized bool           `json:"optimized"` // [OPTIMIZED] once enabled (no post handler)
 	Bytes     []byte         `json:"bytes,omitempty"`
+	// Resolved is a raw address as symbol+offset (kallsyms), as the kernel
+	// resolves it.
+	Resolved string `json:"resolved,omitempty"`
+	// OptBytes are the original bytes an optprobe copies into its detour
+	// buffer (Decision.OptLen of them), when the point is optimizable.
+	OptBytes []byte `json:"opt_bytes,omitempty"`
+	// TracefsInert: through kprobe_events the kernel does not return Errno
+	// but accepts the event with no kprobe behind it. register_trace_kprobe
+	// takes ENOENT from register_kprobe for "a module not loaded yet" unless
+	// the probe names a module that is loaded; a raw address in no symbol
+	// names none. The perf PMU returns Errno.
+	TracefsInert bool `json:"tracefs_inert,omitempty"`
 	// Warnings say why the prediction may be wrong (e.g. other kprobes in the
 	// function: the bytes read show their int3 or jmp).
 	Warnings []string `json:"warnings,omitempty"`
 }
 
+// Resolve finds the function a spec names and the offset in it. A raw
+// address is looked up the way the kernel does (the kallsyms symbol at or
+// below it); ok is false when no symbol holds it.
+func (p *Predictor) Resolve(spec Spec) (s kimage.Symbol, off uint64, ok bool) {
+	if spec.Addr != 0 {
+		return p.File.Symbols.Lookup(spec.Addr)
+	}
+	s, ok = p.File.Symbols.ByName(spec.Symbol)
+	return s, spec.Offset, ok
+}
+
 // Expect predicts spec, reading the function's bytes with read (e.g. from
-// /proc/kcore). Unknown or ambiguous symbols get the kernel's errno.
+// /proc/kcore). Unknown or ambiguous symbols get the kernel's errno. A raw
+// address is resolved to symbol+offset (Expectation.Resolved) and predicted as
+// that point; it is not subject to the ambiguous-name rule.
 func (p *Predictor) Expect(spec Spec, read func(addr uint64, n int) ([]byte, error), optimization bool) (Expectation, error) {
 	x := Expectation{Point: spec.Point()}
-	s, ok := p.File.Symbols.ByName(spec.Symbol)
+	s, off, ok := p.Resolve(spec)
+	if ok && spec.Addr != 0 {
+		x.Resolved = fmt.Sprintf("%s+%#x", s.Name, off)
+	}
 	switch {
+	case !ok && spec.Addr != 0:
+		x.Errno, x.Verdict, x.Rules = "ENOENT", "reject", []string{"loader.no_symbol_at_address"}
+		x.Decision.Verdict, x.Decision.Errno = boost.Reject, boost.ENOENT
+		x.TracefsInert = true
+		return x, nil
 	case !ok:
 		x.Errno, x.Verdict, x.Rules = "ENOENT", "reject", []string{"loader.unknown_symbol"}
 		x.Decision.Verdict, x.Decision.Errno = boost.Reject, boost.ENOENT
 		return x, nil
-	case p.names[spec.Symbol] > 1:
+	case spec.Addr == 0 && p.names[spec.Symbol] > 1:
 		x.Errno, x.Verdict, x.Rules = "EADDRNOTAVAIL", "reject", []string{"loader.ambiguous_symbol"}
 		x.Decision.Verdict = boost.Reject
 		return x, nil
+	case spec.Addr != 0 && !s.Func:
+		// check_kprobe_address_safe: not kernel text.
+		x.Errno, x.Verdict, x.Rules = "EINVAL", "reject", []string{"loader.not_text"}
+		x.Decision.Verdict, x.Decision.Errno = boost.Reject, boost.EINVAL
+		return x, nil
 	case s.Size == 0:
 		return x, fmt.Errorf("loader: %s has no known size", s.Name)
-	case spec.Offset >= s.Size:
-		return x, &SpecError{"offset", fmt.Sprint(spec.Offset), fmt.Sprintf("beyond the end of %s (%d bytes)", s.Name, s.Size)}
+	case off >= s.Size:
+		return x, &SpecError{"offset", fmt.Sprint(off), fmt.Sprintf("beyond the end of %s (%d bytes)", s.Name, s.Size)}
 	}
 	code, err := read(s.Addr, int(s.Size))
 	if err != nil {
@@ -101,7 +139,7 @@ func (p *Predictor) Expect(spec Spec, read func(addr uint64, n int) ([]byte, err
 	if err != nil {
 		return x, err
 	}
-	d, err := fa.At(spec.Offset)
+	d, err := fa.At(off)
 	if err != nil {
 		return x, err
 	}
@@ -116,8 +154,12 @@ func (p *Predictor) Expect(spec Spec, read func(addr uint64, n int) ([]byte, err
 	x.Addr = d.Addr
 	x.Ftrace = d.Verdict == boost.Ftrace
 	x.Optimized = optimization && !x.Ftrace && !spec.Return && d.Optimizable
-	if d.Len > 0 && spec.Offset+uint64(d.Len) <= uint64(len(code)) {
-		x.Bytes = append([]byte(nil), code[spec.Offset:spec.Offset+uint64(d.Len)]...)
+	at := d.Addr - s.Addr // after the IBT adjustment
+	if d.Len > 0 && at+uint64(d.Len) <= uint64(len(code)) {
+		x.Bytes = append([]byte(nil), code[at:at+uint64(d.Len)]...)
+	}
+	if d.Optimizable && d.OptLen > 0 && at+uint64(d.OptLen) <= uint64(len(code)) {
+		x.OptBytes = append([]byte(nil), code[at:at+uint64(d.OptLen)]...)
 	}
 	return x, nil
 }
@@ -129,8 +171,12 @@ func (p *Predictor) AuditSymbol(name string, read func(addr uint64, n int) ([]by
 	if !ok {
 		return nil, fmt.Errorf("loader: %q: %w", name, kimage.ErrNoSymbol)
 	}
+	return p.auditAt(s, read)
+}
+
+func (p *Predictor) auditAt(s kimage.Symbol, read func(addr uint64, n int) ([]byte, error)) (*boost.FuncAudit, error) {
 	if s.Size == 0 {
-		return nil, fmt.Errorf("loader: %s has no known size", name)
+		return nil, fmt.Errorf("loader: %s has no known size", s.Name)
 	}
 	code, err := read(s.Addr, int(s.Size))
 	if err != nil {

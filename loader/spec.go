@@ -19,10 +19,14 @@ var (
 	ErrNoKprobePMU  = errors.New("loader: no perf kprobe PMU (/sys/bus/event_source/devices/kprobe/type missing: kernel before 4.17 or without CONFIG_KPROBE_EVENTS)")
 )
 
-// Spec is one probe request.
+// Spec is one probe request: a symbol and offset, or a raw kernel address.
 type Spec struct {
-	Symbol string // kernel symbol, optionally "module:symbol"
+	Symbol string // kernel symbol, optionally "module:symbol"; "" with Addr
 	Offset uint64 // bytes from the symbol start
+	// Addr is a raw kernel address (Symbol empty, Offset 0): tracefs gets
+	// "p:GROUP/EVENT 0xADDR", perf config1 = 0 and config2 = Addr. The kernel
+	// resolves it to symbol+offset with kallsyms and then treats it as such.
+	Addr   uint64
 	Return bool   // a return probe (kretprobe); Offset must be 0
 	Group  string // tracefs group; "" means GroupPrefix
 	Event  string // tracefs event name; "" means one derived from Symbol and Offset
@@ -87,6 +91,9 @@ func (s Spec) Normalize() (Spec, error) {
 			sym = after
 		}
 		s.Event = strings.ReplaceAll(sym, ".", "_")
+		if s.Addr != 0 {
+			s.Event = fmt.Sprintf("%s%x", AddrEventPrefix, s.Addr)
+		}
 		if s.Offset != 0 {
 			s.Event += fmt.Sprintf("_%x", s.Offset)
 		}
@@ -100,9 +107,29 @@ func (s Spec) Normalize() (Spec, error) {
 	return s, s.Validate()
 }
 
+// MinKernelAddr is the lowest x86-64 kernel-half address: raw addresses below
+// it are refused before the kernel is asked.
+const MinKernelAddr = 0xffff800000000000
+
+// AddrEventPrefix starts the default event name of a raw-address probe
+// ("addr_ffffffff81234567"); kprobe_events shows such a probe's address
+// hashed, so the name is how `probe list` finds it in kprobes/list again.
+const AddrEventPrefix = "addr_"
+
 // Validate checks every field; see ValidSymbol and ValidName.
 func (s Spec) Validate() error {
-	if !ValidSymbol(s.Symbol) {
+	if s.Addr != 0 {
+		switch {
+		case s.Symbol != "":
+			return &SpecError{"address", fmt.Sprintf("%#x", s.Addr), "give a symbol or an address, not both"}
+		case s.Addr < MinKernelAddr:
+			return &SpecError{"address", fmt.Sprintf("%#x", s.Addr), fmt.Sprintf("not a kernel address (x86-64 kernel addresses start at %#x)", uint64(MinKernelAddr))}
+		case s.Offset != 0:
+			return &SpecError{"offset", strconv.FormatUint(s.Offset, 10), "an address takes no offset: add it to the address"}
+		case s.Return:
+			return &SpecError{"address", fmt.Sprintf("%#x", s.Addr), "a return probe goes on a function: give its name (SYMBOL%return)"}
+		}
+	} else if !ValidSymbol(s.Symbol) {
 		return &SpecError{"symbol", s.Symbol, "want a kernel symbol: letters, digits, '_' and '.', optionally MODULE:SYMBOL"}
 	}
 	if s.Offset > 0xFFFFFFFF {
@@ -120,8 +147,13 @@ func (s Spec) Validate() error {
 	return nil
 }
 
-// Point is "symbol+0xoff".
-func (s Spec) Point() string { return fmt.Sprintf("%s+%#x", s.Symbol, s.Offset) }
+// Point is "symbol+0xoff", or "0xaddr" for a raw address.
+func (s Spec) Point() string {
+	if s.Addr != 0 {
+		return fmt.Sprintf("%#x", s.Addr)
+	}
+	return fmt.Sprintf("%s+%#x", s.Symbol, s.Offset)
+}
 
 // Definition is the kprobe_events line for the spec (after Normalize).
 func (s Spec) Definition() (string, error) {
@@ -136,10 +168,39 @@ func (s Spec) Definition() (string, error) {
 	return fmt.Sprintf("%s:%s/%s %s", kind, s.Group, s.Event, s.Point()), nil
 }
 
+// EventAddr returns the address a default raw-address event name encodes
+// ("addr_ffffffff81234567"), or 0.
+func EventAddr(event string) uint64 {
+	h, ok := strings.CutPrefix(event, AddrEventPrefix)
+	if !ok || len(h) == 0 || len(h) > 16 {
+		return 0
+	}
+	v, err := strconv.ParseUint(h, 16, 64)
+	if err != nil || v < MinKernelAddr {
+		return 0
+	}
+	return v
+}
+
 // ParseSpec parses "SYMBOL[+OFF]" (OFF decimal or 0x hex) with an optional
-// "%return" suffix for a return probe.
+// "%return" suffix for a return probe, or a raw kernel address "0xADDR" (also
+// written "kernel:0xADDR"; 1 to 16 hex digits, in the kernel half).
 func ParseSpec(point string) (Spec, error) {
 	var s Spec
+	if a, ok := strings.CutPrefix(point, "kernel:"); ok && strings.HasPrefix(a, "0x") {
+		point = a
+	}
+	if h, ok := strings.CutPrefix(point, "0x"); ok {
+		v, err := strconv.ParseUint(h, 16, 64)
+		if err != nil || len(h) > 16 || strings.ContainsAny(h, "+-_") {
+			return s, &SpecError{"address", point, "want 0x and at most 16 hex digits (a raw address takes no offset or %return)"}
+		}
+		if v == 0 {
+			return s, &SpecError{"address", point, "not a kernel address"}
+		}
+		s.Addr = v
+		return s, s.Validate()
+	}
 	if p, ok := strings.CutSuffix(point, "%return"); ok {
 		point, s.Return = p, true
 	}

@@ -90,3 +90,11 @@ func Watch(ctx context.Context, specs []Spec, opt WatchOptions) error { return E
 
 // Place returns ErrNotSupported off Linux.
 func (lv *Live) Place(s Spec) (Spec, Placement, error) { return s, Placement{}, ErrNotSupported }
+
+// SlotSnapshot returns nil off Linux.
+func (lv *Live) SlotSnapshot() SlotPages { return nil }
+
+// Readback returns nothing off Linux.
+func (lv *Live) Readback(x *Expectation, le *ListEntry, before SlotPages) Readback {
+	return Readback{}
+}

@@ -12,7 +12,10 @@ import (
 
 // ProbeLifecycle boots the kernel of deb with the "probe-lifecycle" step: the
 // loader's live predictions for points against the kernel's answers, the perf
-// PMU path, and killing a watcher (perf and tracefs) followed by a sweep.
+// PMU path, and killing a watcher (perf and tracefs) followed by a sweep. With
+// args.CLI it then runs the "probe-cli" step in the same boot (kboost's probe
+// commands in the guest; the guest must link package vm/guest/clistep, as
+// cmd/kboost-guest does) and fills in Lifecycle.CLI.
 func ProbeLifecycle(ctx context.Context, deb string, args guest.LifecycleArgs, cfg Config) (*guest.Lifecycle, error) {
 	dk, err := kimage.ReadDeb(deb)
 	if err != nil {
@@ -41,13 +44,26 @@ func ProbeLifecycle(ctx context.Context, deb string, args guest.LifecycleArgs, c
 	}
 	if cfg.Timeout == 0 {
 		cfg.Timeout = 10 * time.Minute
+		if args.CLI != nil {
+			cfg.Timeout = 20 * time.Minute
+		}
 	}
 	cfg.Append = append(cfg.Append, "rcupdate.rcu_expedited=1")
 	raw, err := json.Marshal(args)
 	if err != nil {
 		return nil, err
 	}
-	res, err := Run(ctx, cfg, guest.Step{Name: "probe-lifecycle", Args: raw})
+	steps := []guest.Step{{Name: "probe-lifecycle", Args: raw}}
+	if args.CLI != nil {
+		c := *args.CLI
+		c.Config = args.Config
+		craw, err := json.Marshal(c)
+		if err != nil {
+			return nil, err
+		}
+		steps = append(steps, guest.Step{Name: "probe-cli", Args: craw})
+	}
+	res, err := Run(ctx, cfg, steps...)
 	if err != nil {
 		return nil, err
 	}
@@ -57,6 +73,12 @@ func ProbeLifecycle(ctx context.Context, deb string, args guest.LifecycleArgs, c
 	var lc guest.Lifecycle
 	if err := json.Unmarshal(res.Files["probe-lifecycle.json"], &lc); err != nil {
 		return nil, &ProtocolError{Reason: "probe-lifecycle.json: " + err.Error()}
+	}
+	if args.CLI != nil {
+		lc.CLI = new(guest.CLIReport)
+		if err := json.Unmarshal(res.Files["probe-cli.json"], lc.CLI); err != nil {
+			return nil, &ProtocolError{Reason: "probe-cli.json: " + err.Error()}
+		}
 	}
 	return &lc, nil
 }

@@ -145,6 +145,7 @@ func (v *Verification) WriteTable(w io.Writer) error {
 	for _, k := range keys {
 		fmt.Fprintf(w, " %s=%d", k, counts[k])
 	}
+	fmt.Fprintf(w, "\noptprobes: %d detour buffers compared (template, copied instructions, jmp back)", s.Agree["optslot"]+s.Disagree["optslot"])
 	fmt.Fprintf(w, "\nboost: kboost predicts Boost for %d accepted probes; the kernel's slot jumps back (E9 rel32 to the next instruction) in %d\n", s.BoostPredicted, s.SlotJumpsBack)
 	fmt.Fprintf(w, "kcore bytes differ from the vmlinux in %d of %d functions; optimizer on: %v\n", v.Report.KcoreDiffers, s.Functions, v.Report.Optimization)
 	for _, n := range v.Report.Notes {
@@ -209,6 +210,9 @@ func fmtOutcome(o *guest.Outcome) string {
 	}
 	if o.Slot != "" {
 		s += fmt.Sprintf(" slot@%#x=%s", o.SlotAddr, o.Slot)
+	}
+	if o.OptSlot != "" {
+		s += fmt.Sprintf(" detour@%#x=%s", o.OptAddr, o.OptSlot)
 	}
 	return s + "}"
 }
@@ -289,6 +293,11 @@ func Verify(ctx context.Context, vc VerifyConfig) (*Verification, error) {
 	cfg.Append = append(cfg.Append, "rcupdate.rcu_expedited=1")
 	if os.Getenv("KBOOST_VERIFY_APPEND") != "" {
 		cfg.Append = append(cfg.Append, strings.Fields(os.Getenv("KBOOST_VERIFY_APPEND"))...)
+	}
+	// E.g. "-cpu max": a CPU with SMAP, whose clac the kernel writes into
+	// every optprobe detour buffer.
+	if os.Getenv("KBOOST_VERIFY_QEMUARGS") != "" {
+		cfg.QEMUArgs = append(cfg.QEMUArgs, strings.Fields(os.Getenv("KBOOST_VERIFY_QEMUARGS"))...)
 	}
 	if cfg.Timeout == 0 {
 		cfg.Timeout = 20 * time.Minute

@@ -8,6 +8,7 @@ import (
 	"os"
 
 	"github.com/kboost/kboost/vm/guest"
+	_ "github.com/kboost/kboost/vm/guest/clistep" // the probe-cli step
 )
 
 func main() {

@@ -24,7 +24,13 @@ predicts each point from the live kernel itself (/proc/kallsyms, the bytes in
 /proc/kcore, the config, the debugfs blacklist): verdict, errno, [FTRACE] and
 [OPTIMIZED]. Requests the kernel would refuse are refused first, with the
 kernel's reason. After inserting, the kprobes/list flags and hit counts are read
-back. Points are SYMBOL, SYMBOL+OFF (decimal or 0x hex) or SYMBOL%return.`,
+back, and so are, from /proc/kcore, the probe's instruction slot (the copied
+instruction, then int3 or a jmp back) and, for an [OPTIMIZED] probe, its
+detour buffer (the kernel's optprobe template, the copied instructions, the
+jmp back), each next to kboost's prediction. Points are SYMBOL, SYMBOL+OFF
+(decimal or 0x hex), SYMBOL%return, or a raw kernel address 0xADDR (also
+kernel:0xADDR), which the kernel resolves to symbol+offset with kallsyms, and
+so does kboost.`,
 	}
 	var vmlinux, config string
 	var force, jsonOut bool
@@ -36,45 +42,21 @@ back. Points are SYMBOL, SYMBOL+OFF (decimal or 0x hex) or SYMBOL%return.`,
 	cmd.PersistentFlags().StringVar(&place, "place", "exact", "exact, or cheapest: move each point to the cheapest one that runs exactly as often (ftrace site, else an optimizable/boostable/emulated instruction later in the same basic block)")
 
 	// predict opens the live kernel and predicts every point; refusals stop
-	// unless --force.
-	predict := func(specs []loader.Spec) ([]loader.Expectation, error) {
+	// unless --force. The caller closes the returned Live.
+	predict := func(specs []loader.Spec) (*loader.Live, []loader.Expectation, error) {
 		if place != "exact" && place != "cheapest" {
-			return nil, usagef("--place %q: want exact or cheapest", place)
+			return nil, nil, usagef("--place %q: want exact or cheapest", place)
 		}
 		lv, err := loader.OpenLive(vmlinux, config)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		defer lv.Close()
-		var xs []loader.Expectation
-		var refused []string
-		for i, sp := range specs {
-			if place == "cheapest" {
-				moved, p, err := lv.Place(sp)
-				if err != nil {
-					return nil, err
-				}
-				fmt.Fprintf(s.Err, "%s: placed at %s (%s): %s\n", sp.Point(), moved.Point(), p.Cost, p.Reason)
-				specs[i], sp = moved, moved
-			}
-			x, err := lv.Expect(sp)
-			if err != nil {
-				return nil, err
-			}
-			xs = append(xs, x)
-			if x.Errno != "" {
-				refused = append(refused, fmt.Sprintf("%s: the kernel would refuse it with %s (%s)", sp.Point(), x.Errno, strings.Join(x.Rules, ", ")))
-			}
+		xs, err := expectAll(s, lv, specs, place == "cheapest", jsonOut, force)
+		if err != nil {
+			lv.Close()
+			return nil, nil, err
 		}
-		if !jsonOut {
-			for _, x := range xs {
-				printExpectation(s.Out, &x)
-			}
-		}
-		if len(refused) > 0 && !force {
-			return xs, errors.New(strings.Join(refused, "; ") + " (--force asks the kernel anyway)")
-		}
-		return xs, nil
+		return lv, xs, nil
 	}
 	parse := func(args []string) ([]loader.Spec, error) {
 		var specs []loader.Spec
@@ -97,16 +79,18 @@ back. Points are SYMBOL, SYMBOL+OFF (decimal or 0x hex) or SYMBOL%return.`,
 			if err != nil {
 				return err
 			}
-			xs, err := predict(specs)
+			lv, xs, err := predict(specs)
 			if err != nil {
 				return err
 			}
+			defer lv.Close()
 			t, err := loader.OpenTracefs()
 			if err != nil {
 				return err
 			}
-			var out []map[string]any
+			var out []addRecord
 			for i, sp := range specs {
+				before := lv.SlotSnapshot()
 				n, err := t.Add(sp)
 				if err != nil {
 					return err
@@ -116,11 +100,14 @@ back. Points are SYMBOL, SYMBOL+OFF (decimal or 0x hex) or SYMBOL%return.`,
 				}
 				time.Sleep(200 * time.Millisecond) // the optimizer runs a few jiffies later
 				le := findListEntry(xs[i].Addr)
-				rec := map[string]any{"event": n.Group + "/" + n.Event, "point": n.Point(), "predicted": xs[i], "kernel": le}
+				rb := lv.Readback(&xs[i], le, before)
+				rec := addRecord{Event: n.Group + "/" + n.Event, Point: n.Point(), Predicted: xs[i], Kernel: le, Readback: rb}
+				rec.Agree = agreement(&xs[i], le, &rb)
 				out = append(out, rec)
 				if !jsonOut {
 					fmt.Fprintf(s.Out, "added %s/%s at %s: kernel %s\n", n.Group, n.Event, n.Point(), fmtListEntry(le))
-					checkAgree(s.Out, &xs[i], le)
+					printReadback(s.Out, &rb)
+					printAgreement(s.Out, rec.Agree)
 				}
 			}
 			if jsonOut {
@@ -153,8 +140,16 @@ back. Points are SYMBOL, SYMBOL+OFF (decimal or 0x hex) or SYMBOL%return.`,
 			for _, e := range evs {
 				h, _ := t.Hits(e.Group, e.Event)
 				r := row{Event: e.Group + "/" + e.Event, Point: e.Point, Hits: h}
+				// kprobe_events shows a raw address hashed ("0x%p"): the
+				// default event name carries the real one.
+				addr := uint64(0)
+				if strings.HasPrefix(e.Point, "0x") {
+					if addr = loader.EventAddr(e.Event); addr != 0 {
+						r.Point = fmt.Sprintf("%#x", addr)
+					}
+				}
 				for i := range entries {
-					if pointsEqual(entries[i].Point, e.Point) {
+					if addr != 0 && entries[i].Addr == addr || addr == 0 && pointsEqual(entries[i].Point, e.Point) {
 						r.List = &entries[i]
 					}
 				}
@@ -224,9 +219,11 @@ back. Points are SYMBOL, SYMBOL+OFF (decimal or 0x hex) or SYMBOL%return.`,
 			if err != nil {
 				return err
 			}
-			if _, err := predict(specs); err != nil {
+			lv, _, err := predict(specs)
+			if err != nil {
 				return err
 			}
+			lv.Close()
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			opt := loader.WatchOptions{Interval: interval}
@@ -300,16 +297,105 @@ func printExpectation(w io.Writer, x *loader.Expectation) {
 	if x.Optimized {
 		flags = append(flags, "[OPTIMIZED]")
 	}
-	fmt.Fprintf(w, "%s: predicted %s at %#x %s (%s) bytes %x\n", x.Point, x.Decision.Verdict, x.Addr, strings.Join(flags, ""), strings.Join(x.Rules, ", "), x.Bytes)
+	point := x.Point
+	if x.Resolved != "" {
+		point += " (" + x.Resolved + ")"
+	}
+	fmt.Fprintf(w, "%s: predicted %s at %#x %s (%s) bytes %x\n", point, x.Decision.Verdict, x.Addr, strings.Join(flags, ""), strings.Join(x.Rules, ", "), x.Bytes)
 }
 
-func checkAgree(w io.Writer, x *loader.Expectation, le *loader.ListEntry) {
-	if le == nil {
-		fmt.Fprintf(w, "  DISAGREE: predicted a probe at %#x, kprobes/list has none\n", x.Addr)
-		return
+// addRecord is one `probe add --json` record.
+type addRecord struct {
+	Event     string             `json:"event"`
+	Point     string             `json:"point"`
+	Predicted loader.Expectation `json:"predicted"`
+	Kernel    *loader.ListEntry  `json:"kernel"`
+	Readback  loader.Readback    `json:"readback"`
+	// Agree is per field: listed (the kernel has the probe), addr, ftrace,
+	// optimized, slot, optslot (the last two when they apply).
+	Agree map[string]bool `json:"agree"`
+}
+
+// expectAll predicts every spec on lv (moving it first with --place
+// cheapest), prints the predictions unless jsonOut, and fails on predicted
+// refusals unless force.
+func expectAll(s Streams, lv *loader.Live, specs []loader.Spec, cheapest, jsonOut, force bool) ([]loader.Expectation, error) {
+	var xs []loader.Expectation
+	var refused []string
+	for i, sp := range specs {
+		if cheapest {
+			moved, p, err := lv.Place(sp)
+			if err != nil {
+				return nil, err
+			}
+			fmt.Fprintf(s.Err, "%s: placed at %s (%s): %s\n", sp.Point(), moved.Point(), p.Cost, p.Reason)
+			specs[i], sp = moved, moved
+		}
+		x, err := lv.Expect(sp)
+		if err != nil {
+			return nil, err
+		}
+		xs = append(xs, x)
+		switch {
+		case x.TracefsInert:
+			refused = append(refused, fmt.Sprintf("%s: no kernel symbol holds it: the kernel would register no kprobe (perf: %s; kprobe_events: an event with no probe behind it) (%s)", sp.Point(), x.Errno, strings.Join(x.Rules, ", ")))
+		case x.Errno != "":
+			refused = append(refused, fmt.Sprintf("%s: the kernel would refuse it with %s (%s)", sp.Point(), x.Errno, strings.Join(x.Rules, ", ")))
+		}
 	}
-	if le.Has("FTRACE") != x.Ftrace || le.Has("OPTIMIZED") != x.Optimized {
-		fmt.Fprintf(w, "  DISAGREE: predicted ftrace=%v optimized=%v, kernel %v\n", x.Ftrace, x.Optimized, le.Flags)
+	if !jsonOut {
+		for _, x := range xs {
+			printExpectation(s.Out, &x)
+		}
+	}
+	if len(refused) > 0 && !force {
+		return xs, errors.New(strings.Join(refused, "; ") + " (--force asks the kernel anyway)")
+	}
+	return xs, nil
+}
+
+// agreement compares the prediction with the kernel's list entry and what
+// was read back from kcore.
+func agreement(x *loader.Expectation, le *loader.ListEntry, rb *loader.Readback) map[string]bool {
+	m := map[string]bool{"listed": le != nil}
+	if le == nil {
+		return m
+	}
+	m["addr"] = le.Addr == x.Addr
+	m["ftrace"] = le.Has("FTRACE") == x.Ftrace
+	m["optimized"] = le.Has("OPTIMIZED") == x.Optimized
+	if rb.SlotAgree != nil {
+		m["slot"] = *rb.SlotAgree
+	}
+	if rb.OptSlotAgree != nil {
+		m["optslot"] = *rb.OptSlotAgree
+	}
+	return m
+}
+
+func printReadback(w io.Writer, rb *loader.Readback) {
+	if rb.SlotAgree != nil {
+		fmt.Fprintf(w, "  slot    @%#x kernel %s\n", rb.SlotAddr, rb.Slot)
+		fmt.Fprintf(w, "          predicted %s\n", rb.PredictedSlot)
+	}
+	if rb.OptSlotAgree != nil {
+		fmt.Fprintf(w, "  detour  @%#x kernel %s\n", rb.Detour, rb.OptSlot)
+		fmt.Fprintf(w, "          predicted %s (.. = the kernel's optimized_kprobe pointer)\n", rb.PredictedOptSlot)
+	}
+	for _, n := range rb.Notes {
+		fmt.Fprintf(w, "  note: %s\n", n)
+	}
+}
+
+func printAgreement(w io.Writer, agree map[string]bool) {
+	var bad []string
+	for _, f := range []string{"listed", "addr", "ftrace", "optimized", "slot", "optslot"} {
+		if ok, in := agree[f]; in && !ok {
+			bad = append(bad, f)
+		}
+	}
+	if len(bad) > 0 {
+		fmt.Fprintf(w, "  DISAGREE on %s\n", strings.Join(bad, ", "))
 		return
 	}
 	fmt.Fprintln(w, "  agrees with the prediction")

@@ -6,6 +6,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/kboost/kboost/loader"
 )
 
 // TestProbeBadRequests: malformed points never reach the kernel (exit 2, one
@@ -20,6 +22,10 @@ func TestProbeBadRequests(t *testing.T) {
 		{[]string{"probe", "add", "vfs_read+010"}, "octal"},
 		{[]string{"probe", "watch", "vfs_read+1%return"}, "return probe goes on a function entry"},
 		{[]string{"probe", "add", "vfs_read\n-:kboost/x"}, "bad symbol"},
+		{[]string{"probe", "add", "0x1234"}, "not a kernel address"},
+		{[]string{"probe", "add", "kernel:0x400000"}, "not a kernel address"},
+		{[]string{"probe", "add", "0xffffffff81000000+4"}, "hex digits"},
+		{[]string{"probe", "watch", "0xffffffff81000000%return"}, "hex digits"},
 		{[]string{"vm", "verify", "--kernel", "nosuch", "--sample", "3"}, "--kernel"},
 		{[]string{"vm", "verify"}, "choose functions"},
 		{[]string{"vm", "verify", "--kernel", "boost"}, "choose functions"},
@@ -98,4 +104,34 @@ func TestOracleVMVerifyJSON(t *testing.T) {
 		t.Errorf("errno agree %d disagree %d, records say %d agree of %d", s.Agree["errno"], s.Disagree["errno"], agree["errno"], records)
 	}
 	t.Logf("%d records; summary %+v", records, s)
+}
+
+// TestProbeAgreement: the per-field agreement of `probe add` follows the
+// kernel's list entry and what was read back; fields that do not apply are
+// absent, and any false field is reported as a disagreement.
+func TestProbeAgreement(t *testing.T) {
+	yes, no := true, false
+	x := loader.Expectation{Addr: 0x1000, Optimized: true}
+	if m := agreement(&x, nil, &loader.Readback{}); len(m) != 1 || m["listed"] {
+		t.Errorf("not listed: %v", m)
+	}
+	le := &loader.ListEntry{Addr: 0x1000, Flags: []string{"OPTIMIZED"}}
+	m := agreement(&x, le, &loader.Readback{SlotAgree: &yes, OptSlotAgree: &no})
+	if !m["listed"] || !m["addr"] || !m["ftrace"] || !m["optimized"] || !m["slot"] || m["optslot"] || len(m) != 6 {
+		t.Errorf("optimized probe with a wrong detour: %v", m)
+	}
+	var b strings.Builder
+	printAgreement(&b, m)
+	if !strings.Contains(b.String(), "DISAGREE on optslot") {
+		t.Errorf("%q", b.String())
+	}
+	m = agreement(&loader.Expectation{Addr: 0x1000, Ftrace: true}, &loader.ListEntry{Addr: 0x1000, Flags: []string{"FTRACE"}}, &loader.Readback{})
+	if _, ok := m["slot"]; ok || !m["ftrace"] {
+		t.Errorf("ftrace probe: %v", m)
+	}
+	b.Reset()
+	printAgreement(&b, m)
+	if !strings.Contains(b.String(), "agrees") {
+		t.Errorf("%q", b.String())
+	}
 }

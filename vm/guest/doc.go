@@ -29,11 +29,16 @@
 //	              from the guest's kallsyms, /proc/kcore bytes and config (tables
 //	              from the vmlinux in the initramfs), registers them in rounds
 //	              (PlanRounds), records errno, address, [FTRACE], [OPTIMIZED] once
-//	              the jmp is written, and the slot from kprobe_insn_page in kcore.
+//	              the jmp is written, the slot from kprobe_insn_page in kcore,
+//	              and an optimized probe's detour buffer from kprobe_optinsn_page
+//	              (field optslot; see loader.OptTemplate).
 //	probe-lifecycle probe-lifecycle.json Lifecycle for LifecycleArgs: package
 //	              loader inside the guest: live predictions vs the kernel, the
 //	              perf PMU probe, and SIGINT/SIGKILL of a watcher (a child: the
 //	              guest binary re-run with ChildEnv set) then Sweep.
+//	probe-cli     probe-cli.json CLIReport for CLIArgs: kboost's probe commands
+//	              run in-process and the kernel's kprobes after each; registered
+//	              by package vm/guest/clistep (cmd/kboost-guest links it in).
 //
 // Register adds steps (a program embedding this library registers its own before
 // calling Main). Every run also stores steps.json ([]StepReport) and guest.json

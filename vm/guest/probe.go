@@ -20,6 +20,9 @@ type LifecycleArgs struct {
 	Config  string   `json:"config,omitempty"`
 	// Watch is the symbol the perf and kill checks probe (e.g. vfs_read).
 	Watch string `json:"watch"`
+	// CLI, when set, also runs the "probe-cli" step in the same boot (the host
+	// adds it; see CLIArgs).
+	CLI *CLIArgs `json:"cli,omitempty"`
 }
 
 // LivePoint is one point of the lifecycle step: the loader's prediction (from
@@ -39,6 +42,10 @@ type LivePoint struct {
 	PlacedReason string            `json:"placed_reason,omitempty"`
 	PlacedList   *loader.ListEntry `json:"placed_list,omitempty"`
 	PlacedErrno  string            `json:"placed_errno,omitempty"`
+	// The same point through the perf kprobe PMU: its errno, or the address
+	// kprobes/list shows while the probe is open.
+	PerfErrno string `json:"perf_errno,omitempty"`
+	PerfAddr  uint64 `json:"perf_addr,omitempty"`
 }
 
 // KillCheck is one "kill the watcher" experiment.
@@ -66,4 +73,45 @@ type Lifecycle struct {
 	PerfError  string      `json:"perf_error,omitempty"`
 	Kills      []KillCheck `json:"kills"`
 	Notes      []string    `json:"notes,omitempty"`
+	// CLI is the "probe-cli" step's report when it ran in the same boot.
+	CLI *CLIReport `json:"cli,omitempty"`
+}
+
+// CLIArgs are the "probe-cli" step's arguments. That step runs kboost's own
+// command tree (internal/cli, in-process) in the guest; it is registered by
+// package vm/guest/clistep, which cmd/kboost-guest links in.
+type CLIArgs struct {
+	// Func is where `probe add` puts a symbol probe and an optimizable
+	// symbol+offset probe, and what `probe watch` watches (default vfs_read).
+	Func string `json:"func,omitempty"`
+	// AddrFunc is probed by raw address (default ksys_read), at its first
+	// point kboost predicts optimized, else its first non-ftrace boundary.
+	AddrFunc string `json:"addr_func,omitempty"`
+	// Config is the kernel's .config in the initramfs, passed as --config.
+	Config string `json:"config,omitempty"`
+}
+
+// CLIRun is one kboost command run in the guest and the kernel's state after
+// it (and, for probe watch, while it ran).
+type CLIRun struct {
+	Args   []string `json:"args"`
+	Exit   int      `json:"exit"`
+	Stdout string   `json:"stdout"`
+	Stderr string   `json:"stderr"`
+	// Events are the kboost* entries of kprobe_events after the command, List
+	// the kprobes/list entries.
+	Events []loader.Event     `json:"events"`
+	List   []loader.ListEntry `json:"list"`
+	// ListDuring is kprobes/list while a watch ran (before its SIGINT).
+	ListDuring []loader.ListEntry `json:"list_during,omitempty"`
+}
+
+// CLIReport is probe-cli.json.
+type CLIReport struct {
+	// Points are the points given to `probe add`, and AddrPoint the
+	// symbol+offset the raw address stands for.
+	Points    []string `json:"points"`
+	AddrPoint string   `json:"addr_point"`
+	Runs      []CLIRun `json:"runs"`
+	Notes     []string `json:"notes,omitempty"`
 }

@@ -124,12 +124,17 @@ func stepLifecycle(e *Env, raw json.RawMessage) error {
 			if lp.FromKcore != nil && !waitRestored(fromKcore.Kcore, lp.FromKcore.Addr, lp.FromKcore.Bytes) {
 				lc.Notes = append(lc.Notes, p+": original bytes not back in kcore 3 s after removing the probe")
 			}
-			if placeErr != nil {
+			switch {
+			case lp.FromKcore != nil && lp.FromKcore.Errno != "":
+				// Accepted against the prediction (an inert tracefs event):
+				// there is nothing to place.
+			case placeErr != nil:
 				lp.PredictErrors = append(lp.PredictErrors, "place: "+placeErr.Error())
-			} else {
+			default:
 				placeOne(t, moved, placement, &lp)
 			}
 		}
+		perfOne(fromKcore, sp, &lp)
 		lc.Points = append(lc.Points, lp)
 	}
 
@@ -227,6 +232,27 @@ func killOne(t *loader.Tracefs, kc KillCheck, sym string) KillCheck {
 	kc.Swept = len(swept)
 	kc.ListSwept = listCount()
 	return kc
+}
+
+// perfOne asks the perf kprobe PMU about the point (config1 = symbol or 0,
+// config2 = offset or raw address): its errno, or the probed address while
+// the probe is open.
+func perfOne(lv *loader.Live, sp loader.Spec, lp *LivePoint) {
+	sp.Event = ""
+	p, err := loader.OpenPerf(sp)
+	if err != nil {
+		lp.PerfErrno = errnoName(err)
+		return
+	}
+	if l, err := loader.ReadKprobesList(); err == nil && len(l) > 0 {
+		lp.PerfAddr = l[0].Addr
+	}
+	if err := p.Close(); err != nil {
+		lp.PerfErrno = err.Error()
+	}
+	if lp.FromKcore != nil && lp.FromKcore.Errno == "" {
+		_ = waitRestored(lv.Kcore, lp.FromKcore.Addr, lp.FromKcore.Bytes)
+	}
 }
 
 // placeOne asks the kernel about a point moved by --place cheapest.

@@ -1,7 +1,6 @@
 package guest
 
 import (
-	"bytes"
 	"encoding/hex"
 	"fmt"
 	"math/rand"
@@ -58,6 +57,11 @@ type Outcome struct {
 	Optimized bool   `json:"optimized,omitempty"` // [OPTIMIZED] after the optimizer ran
 	Slot      string `json:"slot,omitempty"`      // the instruction slot, hex
 	SlotAddr  uint64 `json:"slot_addr,omitempty"` // kernel: where the slot is
+	// OptSlot is an optimized probe's detour buffer, hex (the prediction in
+	// loader.MaskedHex form: ".." where the kernel writes its own pointer), at
+	// OptAddr, the target of the jmp at the probed address.
+	OptSlot string `json:"optslot,omitempty"`
+	OptAddr uint64 `json:"opt_addr,omitempty"`
 }
 
 // VerifyRecord is one probe: the prediction and what the kernel did.
@@ -75,11 +79,12 @@ type VerifyRecord struct {
 }
 
 // VerifyFields are the compared fields, in table order.
-var VerifyFields = []string{"errno", "addr", "ftrace", "optimized", "slot", "jmpback"}
+var VerifyFields = []string{"errno", "addr", "ftrace", "optimized", "slot", "jmpback", "optslot"}
 
 // Compare says, per field, whether the record agrees (true), disagrees (false),
 // or the field does not apply (absent): addr needs both sides to accept, slot
-// needs a slot on both sides.
+// needs a slot on either side, optslot an optimization on either side (then
+// both detour buffers must be there and equal, loader.MaskedEqual).
 func (r *VerifyRecord) Compare() map[string]bool {
 	p, k := &r.Predicted, &r.Kernel
 	m := map[string]bool{
@@ -92,6 +97,9 @@ func (r *VerifyRecord) Compare() map[string]bool {
 	}
 	if p.Slot != "" || k.Slot != "" {
 		m["slot"] = p.Slot == k.Slot
+	}
+	if p.Optimized || k.Optimized {
+		m["optslot"] = loader.MaskedEqual(p.OptSlot, k.OptSlot)
 	}
 	// jmpback: kboost predicts Boost exactly where the kernel's slot continues
 	// with a jmp rel32 back to the next instruction (instead of int3), read from
@@ -217,6 +225,7 @@ type Planned struct {
 	Rec      VerifyRecord
 	Addr     uint64 // requested address: symbol + offset
 	Inst     []byte // instruction bytes (boundaries)
+	OptBytes []byte // the bytes an optprobe copies (Decision.OptLen), when optimizable
 	Decision boost.Decision
 }
 
@@ -236,6 +245,10 @@ func (p *Predictor) PredictFunc(s kimage.Symbol, code []byte, nonBoundary int, o
 			Rules: d.ReasonIDs(), Round: -1, Predicted: predictedOutcome(&d, optimization)}
 		if boundary {
 			pl.Rec.Bytes = hex.EncodeToString(inst)
+			if d.Optimizable && d.OptLen > 0 && d.Addr >= s.Addr && d.Addr-s.Addr+uint64(d.OptLen) <= uint64(len(code)) {
+				at := d.Addr - s.Addr
+				pl.OptBytes = append([]byte(nil), code[at:at+uint64(d.OptLen)]...)
+			}
 		}
 		out = append(out, pl)
 	}
@@ -286,34 +299,20 @@ func predictedOutcome(d *boost.Decision, optimization bool) Outcome {
 	return o
 }
 
-// SlotImage is the predicted slot for a probe whose slot is at slotAddr: the
-// copied instruction rebased there (the policy classifies the bytes again with
-// Env.SlotAddr set), then the tail of the function-level decision (int3, or a
-// jmp rel32 back to the next instruction when boosted).
+// SlotImage is the predicted slot for a probe whose slot is at slotAddr; see
+// loader.Predictor.SlotImage.
 func (p *Predictor) SlotImage(pl *Planned, slotAddr uint64) []byte {
-	d := &pl.Decision
-	if d.SlotLen == 0 || d.Len == 0 || d.Len > len(pl.Inst) {
-		return nil
+	return p.Predictor.SlotImage(&pl.Decision, pl.Inst, slotAddr)
+}
+
+// DetourImage is the predicted detour buffer (MaskedHex form) of an optimized
+// probe whose buffer is at detour; see loader.Predictor.DetourImage.
+func (p *Predictor) DetourImage(t *loader.OptTemplate, pl *Planned, detour uint64) (string, error) {
+	img, known, err := p.Predictor.DetourImage(t, pl.Decision.Addr, pl.OptBytes, detour)
+	if err != nil {
+		return "", err
 	}
-	env := *p.Env
-	env.SlotAddr = slotAddr
-	if env.Mode == 0 {
-		env.Mode = p.Policy.Modes[0]
-	}
-	c := p.Policy.ClassifyBytesEnv(pl.Inst, env.Mode, d.Addr, &env)
-	img := make([]byte, 0, d.SlotLen)
-	if c.SlotLen >= d.Len {
-		img = append(img, c.Slot[:d.Len]...)
-	} else {
-		img = append(img, d.Slot[:d.Len]...)
-	}
-	tail := d.Slot[d.Len:d.SlotLen]
-	if len(tail) == 5 && tail[0] == 0xE9 {
-		next := d.Addr + uint64(d.Len)
-		rel := uint32(next - (slotAddr + uint64(d.Len) + 5))
-		tail = []byte{0xE9, byte(rel), byte(rel >> 8), byte(rel >> 16), byte(rel >> 24)}
-	}
-	return append(img, tail...)
+	return loader.MaskedHex(img, known), nil
 }
 
 // PlanRounds assigns boundary probes to rounds: within a round, probes of one
@@ -366,101 +365,28 @@ type ListEntry = loader.ListEntry
 func ParseKprobesList(b []byte) []ListEntry { return loader.ParseKprobesList(b) }
 
 // SlotSize is the size of one kprobe instruction slot on x86 (MAX_INSN_SIZE).
-const SlotSize = 15
+const SlotSize = loader.SlotSize
 
 // SlotPages are snapshots of the kprobe_insn_page pages, by page address.
-type SlotPages map[uint64][]byte
+type SlotPages = loader.SlotPages
 
-// MatchSlots finds, for each probe needing a slot, the kernel slot holding it.
-// A probe takes a slot that changed between before and after and whose bytes
-// equal the prediction for that slot's address; failing that, any slot equal to
-// the prediction (a reused slot with the same bytes); failing that, it is given
-// the first unclaimed changed slot whose first byte matches, as the kernel's
-// evidence of a disagreement. It sets Kernel.Slot and Kernel.SlotAddr.
+// MatchSlots finds, for each probe needing a slot, the kernel slot holding it
+// (loader.Predictor.MatchSlots) and sets Kernel.Slot, Kernel.SlotAddr and the
+// prediction for that address.
 func (p *Predictor) MatchSlots(probes []*Planned, before, after SlotPages) {
-	type slot struct {
-		addr    uint64
-		b       []byte
-		changed bool
-		claimed bool
+	ms := make([]*loader.SlotMatch, len(probes))
+	for i, pl := range probes {
+		ms[i] = &loader.SlotMatch{Decision: &pl.Decision, Inst: pl.Inst}
 	}
-	var slots []*slot
-	pages := make([]uint64, 0, len(after))
-	for a := range after {
-		pages = append(pages, a)
-	}
-	sort.Slice(pages, func(i, j int) bool { return pages[i] < pages[j] })
-	for _, pa := range pages {
-		b := after[pa]
-		old := before[pa]
-		for i := 0; i+SlotSize <= len(b); i += SlotSize {
-			s := &slot{addr: pa + uint64(i), b: b[i : i+SlotSize]}
-			s.changed = old == nil || !bytes.Equal(old[i:i+SlotSize], s.b)
-			slots = append(slots, s)
-		}
-	}
-	var pending []*Planned
-	for _, pl := range probes {
-		// Bytes that do not depend on the slot address (all but a rebased
-		// displacement or a jmp back) filter the candidates cheaply.
-		// Two slot addresses in the real slot area whose difference, 0x01010101,
-		// changes every byte of a rebased rel32.
-		var ref uint64
-		if len(slots) > 0 {
-			ref = slots[0].addr
-		}
-		img0, img1 := p.SlotImage(pl, ref), p.SlotImage(pl, ref+0x01010101)
-		maybe := func(b []byte) bool {
-			if len(img0) == 0 || len(img0) != len(img1) || len(img0) > len(b) {
-				return false
-			}
-			for i := range img0 {
-				if img0[i] == img1[i] && b[i] != img0[i] {
-					return false
-				}
-			}
-			return true
-		}
-		found := false
-		for pass := 0; pass < 2 && !found; pass++ {
-			for _, s := range slots {
-				if s.claimed || (pass == 0 && !s.changed) || !maybe(s.b) {
-					continue
-				}
-				img := p.SlotImage(pl, s.addr)
-				if len(img) > 0 && bytes.Equal(s.b[:len(img)], img) {
-					if pass == 0 {
-						s.claimed = true
-					}
-					pl.Rec.Kernel.Slot, pl.Rec.Kernel.SlotAddr = hex.EncodeToString(img), s.addr
-					pl.Rec.Predicted.Slot = pl.Rec.Kernel.Slot
-					pl.Rec.Predicted.SlotAddr = s.addr
-					found = true
-					break
-				}
-			}
-		}
-		if !found {
-			pending = append(pending, pl)
-		}
-	}
-	for _, pl := range pending {
-		img := p.SlotImage(pl, 0)
-		for _, s := range slots {
-			if s.claimed || !s.changed || len(img) == 0 || s.b[0] != img[0] {
-				continue
-			}
-			s.claimed = true
-			img = p.SlotImage(pl, s.addr)
-			pl.Rec.Predicted.Slot = hex.EncodeToString(img)
-			pl.Rec.Predicted.SlotAddr = s.addr
-			pl.Rec.Kernel.Slot = hex.EncodeToString(s.b[:len(img)])
-			pl.Rec.Kernel.SlotAddr = s.addr
-			break
-		}
-		if pl.Rec.Kernel.Slot == "" {
-			pl.Rec.Predicted.Slot = hex.EncodeToString(img)
-			pl.Rec.Note = "no kernel slot found for the prediction"
+	p.Predictor.MatchSlots(ms, before, after)
+	for i, pl := range probes {
+		m := ms[i]
+		pl.Rec.Predicted.Slot = hex.EncodeToString(m.Predicted)
+		pl.Rec.Predicted.SlotAddr = m.SlotAddr
+		pl.Rec.Kernel.Slot = hex.EncodeToString(m.Kernel)
+		pl.Rec.Kernel.SlotAddr = m.SlotAddr
+		if m.Kernel == nil {
+			pl.Rec.Note = m.Note
 		}
 	}
 }

@@ -4,12 +4,12 @@ package guest
 
 import (
 	"bytes"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
@@ -22,36 +22,8 @@ func init() {
 	Register("kboost-verify", stepVerify)
 }
 
-// slotPageAddrs lists the addresses of kallsyms symbols named name (the kernel
-// lists each kprobe slot page as "kprobe_insn_page [__builtin__kprobes]").
-func slotPageAddrs(name string) ([]uint64, error) {
-	b, err := os.ReadFile("/proc/kallsyms")
-	if err != nil {
-		return nil, err
-	}
-	var out []uint64
-	for _, l := range strings.Split(string(b), "\n") {
-		if !strings.Contains(l, "__builtin__kprobes") {
-			continue
-		}
-		f := strings.Fields(l)
-		if len(f) >= 3 && f[2] == name {
-			if a, err := strconv.ParseUint(f[0], 16, 64); err == nil {
-				out = append(out, a)
-			}
-		}
-	}
-	return out, nil
-}
-
 func readSlotPages(k *loader.Kcore) SlotPages {
-	addrs, _ := slotPageAddrs("kprobe_insn_page")
-	sp := SlotPages{}
-	for _, a := range addrs {
-		if b, err := k.Read(a, 4096); err == nil {
-			sp[a] = b
-		}
-	}
+	sp, _ := k.ReadSlotPages(loader.InsnPageSymbol)
 	return sp
 }
 
@@ -107,6 +79,15 @@ func stepVerify(e *Env, raw json.RawMessage) error {
 	if b, err := os.ReadFile("/proc/sys/debug/kprobes-optimization"); err == nil {
 		rep.Optimization = strings.TrimSpace(string(b)) == "1"
 	}
+	// The optprobe template, for the detour buffers of optimized probes.
+	tmpl, tmplErr := loader.ReadOptTemplate(kc, syms)
+	if tmplErr != nil {
+		rep.Notes = append(rep.Notes, "optprobe template: "+tmplErr.Error())
+	} else {
+		rep.Notes = append(rep.Notes, fmt.Sprintf("optprobe template at %#x: %d bytes (clac +%d, val +%d, call +%d), detour slots of %d bytes, SMAP %v",
+			tmpl.Entry, len(tmpl.Bytes), tmpl.Clac, tmpl.Val, tmpl.Call, tmpl.SlotSize(), tmpl.SMAP))
+	}
+	var optPages []uint64
 	funcs, err := pred.SelectFuncs(&args)
 	if err != nil {
 		return err
@@ -322,6 +303,41 @@ func stepVerify(e *Env, raw json.RawMessage) error {
 				time.Sleep(20 * time.Millisecond)
 			}
 			tick("optimize")
+			// The detour buffers, while the probes are optimized.
+			for _, pl := range ok {
+				if !pl.Rec.Kernel.Optimized && !pl.Rec.Predicted.Optimized {
+					continue
+				}
+				if tmplErr != nil {
+					pl.Rec.Note = "optslot: " + tmplErr.Error()
+					continue
+				}
+				if !pl.Rec.Kernel.Optimized {
+					continue
+				}
+				n := tmpl.SlotSize()
+				if len(pl.OptBytes) > 0 {
+					n = len(tmpl.Bytes) + len(pl.OptBytes) + 5
+				}
+				d, np, err := loader.ReadDetour(kc, pl.Rec.Kernel.Addr, n, tmpl, optPages)
+				optPages = np
+				if d.Bytes != nil {
+					pl.Rec.Kernel.OptSlot, pl.Rec.Kernel.OptAddr = hex.EncodeToString(d.Bytes), d.Addr
+				}
+				if err != nil {
+					pl.Rec.Note = "optslot: " + err.Error()
+					pl.Rec.Kernel.OptSlot = "" // not a detour slot: nothing to compare with
+					continue
+				}
+				if pl.Rec.Predicted.Optimized {
+					img, err := pred.DetourImage(tmpl, pl, d.Addr)
+					if err != nil {
+						pl.Rec.Note = "optslot: " + err.Error()
+					}
+					pl.Rec.Predicted.OptSlot, pl.Rec.Predicted.OptAddr = img, d.Addr
+				}
+			}
+			tick("detour")
 			if err := os.WriteFile(filepath.Join(dir, "events", kprobeGroup, "enable"), []byte("0\n"), 0); err != nil {
 				rep.Notes = append(rep.Notes, fmt.Sprintf("round %d: disabling: %v", r+1, err))
 			}

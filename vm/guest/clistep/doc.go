@@ -1,0 +1,21 @@
+// Package clistep registers the guest step "probe-cli": kboost's own command
+// tree (internal/cli.Main, in-process) run inside a kboost test machine, so
+// that `kboost probe add|list|rm|sweep|watch` are tested as commands against
+// a real kernel. It is a separate package because internal/cli depends on
+// package vm, which depends on vm/guest; cmd/kboost-guest links it in with a
+// blank import.
+//
+// The step (arguments guest.CLIArgs, result probe-cli.json, a
+// guest.CLIReport) picks its points with package loader from the live kernel
+// (a symbol, an optimizable symbol+offset, a raw address), then runs, in
+// order: probe sweep (nothing to sweep); probe add of a point kboost refuses
+// (not an instruction boundary: exit 1, the kernel is not asked); probe add of
+// a user-space address (exit 2); probe add of the three points with --json;
+// probe list --json; probe rm of the first event; probe sweep; probe add of
+// the optimizable point with text output, and a sweep; and probe watch,
+// interrupted with SIGINT once it is watching. After each command it
+// records the kboost entries of kprobe_events and kprobes/list; the host
+// compares them with the command's output and exit status.
+//
+// Linux only; elsewhere the package is empty.
+package clistep
