@@ -46,13 +46,15 @@ var (
 		DebianMetas: []string{"linux-image-686", "linux-image-686-pae", "linux-image-rt-686-pae"},
 		Ready:       true,
 	}
-	// ARM64 boots arm64 kernels (Debian linux-image-arm64); wired, not yet verified.
+	// ARM64 boots arm64 kernels (Debian linux-image-arm64: a raw Image, booted
+	// as it is); verified by VerifyARM64's oracle test.
 	ARM64 = &Arch{
 		Name: "arm64", GOARCH: "arm64",
 		QEMU: "qemu-system-aarch64", AptPackage: "qemu-system-arm",
 		Machine:     []string{"-accel", "tcg", "-M", "virt", "-cpu", "cortex-a57"},
 		Console:     "ttyAMA0",
 		DebianMetas: []string{"linux-image-arm64", "linux-image-cloud-arm64", "linux-image-rt-arm64"},
+		Ready:       true,
 	}
 	// ARM boots 32-bit ARM kernels (Debian linux-image-armmp); wired, not yet verified.
 	ARM = &Arch{

@@ -54,6 +54,8 @@
 //	kbuild/<KbuildKey>/                    the boost kernel: bzImage, vmlinux,
 //	                                       System.map, config, release, build.log
 //	kbuild/<KbuildKey>.lock                flock held while building
+//	verify/<package>-<key>.json            VerifyARM64's kernel record; key hashes the
+//	                                       machine, arguments and record version
 //
 // # The boost-capable kernel
 //
@@ -70,16 +72,31 @@
 // the log's tail. VerifyConfig.Build boots such a kernel; its vmlinux and .config
 // go into the initramfs as the Debian kernel's do.
 //
+// # ARM64 verification
+//
+// VerifyARM64 boots a Debian linux-image-*-arm64 package's Image under
+// qemu-system-aarch64 (-M virt -cpu cortex-a57) with the kboost-verify-arm64
+// step (package guest): for every 4-byte boundary of the chosen functions, and
+// two misaligned offsets each, it registers a kprobe event, records the errno or
+// the kprobes/list entry, and finds the probe's slot ([insn, BRK #6]) in the
+// kprobe_insn_page read from /proc/kcore. The kernel's record is cached under
+// verify/ and predicted again with the arm64 policy on every call
+// (guest.PredictARM64Report); WriteTable prints the outcome table per mnemonic
+// and, with predictions, the agreement table.
+//
 // # Platforms
 //
 // Booting (Run, DebianKallsyms) needs Linux and returns ErrNotSupported
 // elsewhere; building initramfs archives and decoding console output work
-// everywhere. Guests: AMD64 and I386 are verified; ARM64 and ARM are wired
+// everywhere. Guests: AMD64, I386 and ARM64 are verified; ARM is wired
 // (machine, console, GOARCH) but not yet booted by the tests. Building the guest
 // needs the go command and the kboost module source (the current directory inside
 // it); otherwise set Config.GuestBinary or $KBOOST_GUEST to a prebuilt binary.
 //
 // Needed on Debian: apt-get install qemu-system-x86 cpio (cpio only for tests);
+// for arm64 qemu-system-arm, the arm64 dpkg architecture (dpkg
+// --add-architecture arm64; apt-get update) and, for its oracle test,
+// binutils-aarch64-linux-gnu;
 // for the boost kernel also linux-source-6.1 bc bison flex libelf-dev libssl-dev
 // gcc make (and xz-utils, perl, binutils, usually present).
 package vm

@@ -1,0 +1,378 @@
+package vm
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/kboost/kboost/kimage"
+	"github.com/kboost/kboost/vm/guest"
+	"golang.org/x/arch/arm64/arm64asm"
+)
+
+// ARM64VerifyConfig is one arm64 verification run: a Debian arm64 kernel
+// package and the functions to probe.
+type ARM64VerifyConfig struct {
+	Deb  string // linux-image-*-arm64 .deb (kimage.FetchDebianKernel)
+	Args guest.ARM64VerifyArgs
+	// VM settings (Arch, Kernel filled in).
+	VM Config
+	// NoCache boots even when the kernel's record for the same package, QEMU
+	// machine (Arch.Machine, VM.QEMUArgs, VM.Append) and arguments is cached.
+	NoCache bool
+}
+
+// ARM64Verification is the outcome of VerifyARM64.
+type ARM64Verification struct {
+	Report guest.ARM64Report
+	Timing Timing
+	Cached string // the cache file the report came from, "" when booted
+}
+
+// VerifyARM64 boots the arm64 kernel of vc.Deb under qemu-system-aarch64 with
+// the kboost-verify-arm64 step and returns what the kernel did with every probe
+// and kboost's predictions under Args.Policy (see guest.PredictARM64Report).
+// The kernel's record is cached under $KBOOST_CACHE/verify, keyed by the
+// package file, the QEMU machine, guest.ARM64RecordVersion and the arguments;
+// predictions are made again on every call.
+func VerifyARM64(ctx context.Context, vc ARM64VerifyConfig) (*ARM64Verification, error) {
+	cfg := vc.VM
+	cfg.Arch = ARM64
+	dk, err := kimage.ReadDeb(vc.Deb)
+	if err != nil {
+		return nil, err
+	}
+	if !kimage.IsARM64Image(dk.Vmlinuz) {
+		return nil, fmt.Errorf("vm: %s holds no arm64 Image (want a linux-image-*-arm64 package)", filepath.Base(vc.Deb))
+	}
+	kcfg, err := kimage.ParseKConfig(dk.Config)
+	if err != nil {
+		return nil, fmt.Errorf("vm: config of %s: %w", filepath.Base(vc.Deb), err)
+	}
+	// The kernel's answers depend on the kernel, the probes asked for and the
+	// recorder, not on kboost's predictions: the record is cached by those and
+	// predicted again on every use.
+	rec := vc.Args
+	rec.Policy = ""
+	raw, err := json.Marshal(rec)
+	if err != nil {
+		return nil, err
+	}
+	machine := strings.Join(append(append(append([]string{}, ARM64.Machine...), cfg.QEMUArgs...), cfg.Append...), " ")
+	h := sha256.Sum256([]byte(fmt.Sprintf("%s\n%s\n%d\n%s", filepath.Base(vc.Deb), machine, guest.ARM64RecordVersion, raw)))
+	cache := filepath.Join(CacheDir(), "verify", fmt.Sprintf("%s-%s.json", strings.TrimSuffix(filepath.Base(vc.Deb), ".deb"), hex.EncodeToString(h[:])[:16]))
+	v := &ARM64Verification{}
+	if b, err := os.ReadFile(cache); err == nil && !vc.NoCache && json.Unmarshal(b, &v.Report) == nil && len(v.Report.Records) > 0 {
+		v.Cached = cache
+	} else {
+		if err := v.boot(ctx, cfg, dk, raw); err != nil {
+			return nil, err
+		}
+		if b, err := json.Marshal(&v.Report); err == nil {
+			_ = writeFileAtomic(cache, b, 0o644)
+		}
+	}
+	tables, err := FindARM64Tables(dk.Vmlinuz, &v.Report)
+	if err != nil {
+		v.Report.Notes = append(v.Report.Notes, err.Error())
+		tables = nil
+	}
+	guest.PredictARM64Report(&v.Report, vc.Args.Policy, kcfg, tables)
+	return v, nil
+}
+
+func (v *ARM64Verification) boot(ctx context.Context, cfg Config, dk *kimage.DebKernel, args json.RawMessage) error {
+	dir, err := os.MkdirTemp("", "kboost-verify-arm64-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	cfg.Kernel = filepath.Join(dir, "Image")
+	if err := os.WriteFile(cfg.Kernel, dk.Vmlinuz, 0o644); err != nil {
+		return err
+	}
+	// No /proc/config.gz in Debian's kernels: the guest finds the package's
+	// config at /boot/config-$(uname -r).
+	cfg.Files = append(append([]File{}, cfg.Files...), File{Name: "/boot/config-" + dk.Version, Data: dk.Config})
+	if cfg.MemoryMB == 0 {
+		cfg.MemoryMB = 1024
+	}
+	// Unregistering a kprobe waits for an RCU grace period: expedite them.
+	cfg.Append = append(cfg.Append, "rcupdate.rcu_expedited=1")
+	if cfg.Timeout == 0 {
+		cfg.Timeout = 45 * time.Minute
+	}
+	res, err := Run(ctx, cfg, guest.Step{Name: guest.ARM64VerifyStep, Args: args})
+	if err != nil {
+		return err
+	}
+	if err := res.Err(); err != nil {
+		return err
+	}
+	b, ok := res.Files[guest.ARM64VerifyFile]
+	if !ok {
+		return &ProtocolError{Reason: "no " + guest.ARM64VerifyFile + " in the result"}
+	}
+	v.Timing = res.Timing
+	if err := json.Unmarshal(b, &v.Report); err != nil {
+		return &ProtocolError{Reason: guest.ARM64VerifyFile + ": " + err.Error()}
+	}
+	if dk.Version != "" && v.Report.Release != dk.Version {
+		return fmt.Errorf("vm: booted %s but the guest says it runs %q", dk.Version, v.Report.Release)
+	}
+	return nil
+}
+
+// KernelOutcome names what the kernel did with one probe: the errno when it
+// refused, "slot" when it copied the instruction to a slot (single-step out of
+// line), "ftrace" for an [FTRACE] probe, "noslot" when it accepted without a
+// slot (simulated).
+func KernelOutcome(r *guest.VerifyRecord) string {
+	switch {
+	case r.Round < 0:
+		return "not-run"
+	case r.Kernel.Errno != "":
+		return r.Kernel.Errno
+	case r.Kernel.Ftrace:
+		return "ftrace"
+	case r.Kernel.Slot != "":
+		return "slot"
+	default:
+		return "noslot"
+	}
+}
+
+// A64Mnemonic names an instruction word for tables: golang.org/x/arch's
+// mnemonic, else "hint#N" / "sys" / "?" with the top byte.
+func A64Mnemonic(w uint32) string {
+	var b [4]byte
+	binary.LittleEndian.PutUint32(b[:], w)
+	if in, err := arm64asm.Decode(b[:]); err == nil {
+		op := in.Op.String()
+		if op == "HINT" || op == "SYS" || op == "MRS" || op == "MSR" {
+			s := strings.ToLower(in.String())
+			if f := strings.Fields(s); op == "MRS" && len(f) > 2 {
+				return "mrs " + f[2]
+			} else if op == "MSR" && len(f) > 1 {
+				return "msr " + strings.TrimSuffix(f[1], ",")
+			}
+			return strings.ReplaceAll(s, " ", "")
+		}
+		return strings.ToLower(op)
+	}
+	return fmt.Sprintf("?%02x", w>>24)
+}
+
+// ARM64Summary counts the kernel's outcomes and, with predictions, agreements.
+type ARM64Summary struct {
+	Functions, Probes, Boundary, Misaligned, NotRun int
+	Outcomes                                        map[string]int // KernelOutcome -> probes (boundaries)
+	MisalignedOutcomes                              map[string]int
+	// ByMnemonic counts boundary outcomes per mnemonic (the probes of notrace
+	// functions, all refused, under "notrace-fn").
+	ByMnemonic map[string]map[string]int
+	// Function-level facts.
+	Notrace, Blacklisted, NotraceAllRefused, Init int
+	// Agree and Disagree count probes per compared field (boundaries and
+	// misaligned offsets), AllAgree those agreeing on every field.
+	Agree, Disagree map[string]int
+	AllAgree        int
+}
+
+// Summarize counts v's records.
+func (v *ARM64Verification) Summarize() ARM64Summary {
+	s := ARM64Summary{Outcomes: map[string]int{}, MisalignedOutcomes: map[string]int{}, ByMnemonic: map[string]map[string]int{},
+		Agree: map[string]int{}, Disagree: map[string]int{}}
+	rep := &v.Report
+	s.Functions = len(rep.Funcs)
+	refused, traced := map[string]bool{}, map[string]bool{}
+	for _, f := range rep.Funcs {
+		refused[f.Name], traced[f.Name] = true, f.Traced
+	}
+	for i := range rep.Records {
+		r := &rep.Records[i]
+		o := KernelOutcome(r)
+		if r.Round < 0 {
+			s.NotRun++
+			continue
+		}
+		s.Probes++
+		if r.Kernel.Errno == "" {
+			refused[r.Func] = false
+		}
+		if rep.Predicted {
+			all := true
+			for f, ok := range guest.CompareARM64(r) {
+				if ok {
+					s.Agree[f]++
+				} else {
+					s.Disagree[f]++
+					all = false
+				}
+			}
+			if all {
+				s.AllAgree++
+			}
+		}
+		if !r.Boundary {
+			s.Misaligned++
+			s.MisalignedOutcomes[o]++
+			continue
+		}
+		s.Boundary++
+		s.Outcomes[o]++
+		if w, ok := guest.A64Word(r.Bytes); ok {
+			mn := A64Mnemonic(w)
+			if s.ByMnemonic[mn] == nil {
+				s.ByMnemonic[mn] = map[string]int{}
+			}
+			if !traced[r.Func] {
+				o = "notrace-fn" // refused for the function, whatever the word
+			}
+			s.ByMnemonic[mn][o]++
+		}
+	}
+	for _, f := range rep.Funcs {
+		if !f.Traced {
+			s.Notrace++
+			if refused[f.Name] {
+				s.NotraceAllRefused++
+			}
+		}
+		if len(f.Blacklist) > 0 {
+			s.Blacklisted++
+		}
+		if f.Init {
+			s.Init++
+		}
+	}
+	return s
+}
+
+// WriteTable prints the kernel's outcome table (per mnemonic) and, when the
+// guest predicted, the agreement table and every disagreement.
+func (v *ARM64Verification) WriteTable(w io.Writer) error {
+	s := v.Summarize()
+	rep := &v.Report
+	policy := rep.Policy
+	if !rep.Predicted {
+		policy = "none (kernel outcomes only)"
+	}
+	fmt.Fprintf(w, "kernel %s (%s), policy %s: %d functions (%d notrace, %d of them refused at every offset; %d overlapping kprobes/blacklist; %d __init), %d probes (%d boundaries, %d misaligned), %d rounds, %d not run\n",
+		rep.Release, rep.Arch, policy, s.Functions, s.Notrace, s.NotraceAllRefused, s.Blacklisted, s.Init, s.Probes, s.Boundary, s.Misaligned, rep.Rounds, s.NotRun)
+	fmt.Fprintf(w, "boundaries: %s\nmisaligned: %s\n", fmtCounts(s.Outcomes), fmtCounts(s.MisalignedOutcomes))
+	cols := map[string]bool{}
+	for _, m := range s.ByMnemonic {
+		for o := range m {
+			cols[o] = true
+		}
+	}
+	outs := sortedKeys(cols)
+	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "mnemonic\tprobes\t%s\t\n", strings.Join(outs, "\t"))
+	mns := sortedKeys(s.ByMnemonic)
+	sort.SliceStable(mns, func(i, j int) bool { return sumCounts(s.ByMnemonic[mns[i]]) > sumCounts(s.ByMnemonic[mns[j]]) })
+	for _, mn := range mns {
+		row := []string{mn, fmt.Sprint(sumCounts(s.ByMnemonic[mn]))}
+		for _, o := range outs {
+			row = append(row, fmt.Sprint(s.ByMnemonic[mn][o]))
+		}
+		fmt.Fprintf(tw, "%s\t\n", strings.Join(row, "\t"))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if rep.Predicted {
+		tw = tabwriter.NewWriter(w, 0, 8, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "field\tcompared\tagree\tdisagree\t")
+		for _, f := range guest.ARM64Fields {
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t\n", f, s.Agree[f]+s.Disagree[f], s.Agree[f], s.Disagree[f])
+		}
+		fmt.Fprintf(tw, "all fields\t%d\t%d\t%d\t\n", s.Probes, s.AllAgree, s.Probes-s.AllAgree)
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	for e, l := range rep.ErrorLogs {
+		if l != "" {
+			fmt.Fprintf(w, "error_log for %s: %s\n", e, l)
+		}
+	}
+	for _, n := range rep.Notes {
+		fmt.Fprintf(w, "note: %s\n", n)
+	}
+	if rep.Leftover != "" {
+		fmt.Fprintf(w, "LEFTOVER kprobes after the run:\n%s\n", rep.Leftover)
+	}
+	if rep.Predicted {
+		for i := range rep.Records {
+			r := &rep.Records[i]
+			if r.Round < 0 {
+				continue
+			}
+			for _, ok := range guest.CompareARM64(r) {
+				if !ok {
+					fmt.Fprintf(w, "DISAGREE %s\n", FormatARM64Record(r))
+					break
+				}
+			}
+		}
+	}
+	var parts []string
+	for _, k := range sortedKeys(rep.TimingMS) {
+		parts = append(parts, fmt.Sprintf("%s %v", k, time.Duration(rep.TimingMS[k])*time.Millisecond))
+	}
+	if v.Cached != "" {
+		parts = append(parts, "host: cached "+v.Cached)
+	} else {
+		parts = append(parts, fmt.Sprintf("host: prepare %v boot+steps %v transfer %v total %v", v.Timing.Prepare.Round(time.Millisecond),
+			v.Timing.Boot.Round(time.Millisecond), v.Timing.Transfer.Round(time.Millisecond), v.Timing.Total.Round(time.Millisecond)))
+	}
+	_, err := fmt.Fprintf(w, "timing: guest %s\n", strings.Join(parts, ", "))
+	return err
+}
+
+// FormatARM64Record is one line describing a probe.
+func FormatARM64Record(r *guest.VerifyRecord) string {
+	mn := ""
+	if w, ok := guest.A64Word(r.Bytes); ok {
+		mn = fmt.Sprintf(" %08x(%s)", w, A64Mnemonic(w))
+	}
+	return fmt.Sprintf("%s+%#x%s verdict=%s rules=%s predicted=%s kernel=%s", r.Func, r.Off, mn, r.Verdict,
+		strings.Join(r.Rules, ","), fmtOutcome(&r.Predicted), fmtOutcome(&r.Kernel))
+}
+
+func fmtCounts(m map[string]int) string {
+	var parts []string
+	for _, k := range sortedKeys(m) {
+		parts = append(parts, fmt.Sprintf("%s=%d", k, m[k]))
+	}
+	return strings.Join(parts, " ")
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
+}
+
+func sumCounts(m map[string]int) int {
+	n := 0
+	for _, v := range m {
+		n += v
+	}
+	return n
+}

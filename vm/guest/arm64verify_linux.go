@@ -1,0 +1,300 @@
+//go:build linux
+
+package guest
+
+import (
+	"bytes"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/kboost/kboost/kimage"
+	"github.com/kboost/kboost/loader"
+	"golang.org/x/sys/unix"
+)
+
+func init() {
+	Register(ARM64VerifyStep, func(e *Env, raw json.RawMessage) error { return stepVerifyFixed(e, raw, ARM64Probes) })
+}
+
+// insnPages reads the kprobe_insn_page addresses from /proc/kallsyms (slow
+// under TCG: seconds).
+func insnPages() []uint64 {
+	b, err := os.ReadFile("/proc/kallsyms")
+	if err != nil {
+		return nil
+	}
+	ents, _ := ParseKallsyms(b)
+	var out []uint64
+	for _, e := range ents {
+		if e.Name == loader.InsnPageSymbol && e.Module == loader.SlotPageModule {
+			out = append(out, e.Addr)
+		}
+	}
+	return out
+}
+
+func readPages(kc *loader.Kcore, addrs []uint64) map[uint64][]byte {
+	m := map[uint64][]byte{}
+	for _, a := range addrs {
+		if b, err := kc.Read(a, 4096); err == nil {
+			m[a] = b
+		}
+	}
+	return m
+}
+
+// stepVerifyFixed records the kernel's kprobe decisions for every boundary of
+// the chosen functions of a fixed-width instruction set; see ARM64VerifyArgs.
+func stepVerifyFixed(e *Env, raw json.RawMessage, arch *ProbeArch) error {
+	var args ARM64VerifyArgs
+	if len(raw) > 0 {
+		if err := json.Unmarshal(raw, &args); err != nil {
+			return fmt.Errorf("%s arguments: %w", ARM64VerifyStep, err)
+		}
+	}
+	t0 := time.Now()
+	rep := ARM64Report{Arch: arch.Name, ErrorLogs: map[string]string{}}
+	rep.TimingMS = map[string]int64{}
+	mark := func(name string, since time.Time) { rep.TimingMS[name] = time.Since(since).Milliseconds() }
+	var u unix.Utsname
+	if err := unix.Uname(&u); err == nil {
+		rep.Release = unix.ByteSliceToString(u.Release[:])
+	}
+
+	// The kernel's own view: kallsyms, kcore, the ftrace and kprobe tables.
+	_ = os.WriteFile("/proc/sys/kernel/kptr_restrict", []byte("0\n"), 0)
+	ksb, err := os.ReadFile("/proc/kallsyms")
+	if err != nil {
+		return err
+	}
+	ents, err := ParseKallsyms(ksb)
+	if err != nil {
+		return err
+	}
+	funcs, count := CoreFuncs(ents)
+	textStart, ok1 := SymbolAddr(ents, "_stext")
+	textEnd, ok2 := SymbolAddr(ents, "_etext")
+	if !ok1 || !ok2 {
+		return errors.New("kallsyms has no _stext/_etext")
+	}
+	initStart, _ := SymbolAddr(ents, "_sinittext")
+	initEnd, _ := SymbolAddr(ents, "_einittext")
+	sel, err := SelectCoreFuncs(funcs, count, &args, textStart, textEnd, initStart, initEnd)
+	if err != nil {
+		return err
+	}
+	mark("kallsyms", t0)
+	dir, err := tracingDir()
+	if err != nil {
+		return err
+	}
+	traced := map[string]bool{}
+	if b, err := os.ReadFile(filepath.Join(dir, "available_filter_functions")); err == nil {
+		for _, l := range strings.Split(string(b), "\n") {
+			if f := strings.Fields(l); len(f) > 0 {
+				traced[f[0]] = true
+			}
+		}
+	} else {
+		rep.Notes = append(rep.Notes, "available_filter_functions: "+err.Error())
+	}
+	blb, _ := os.ReadFile("/sys/kernel/debug/kprobes/blacklist")
+	rep.Blacklist = string(blb)
+	bl := ParseBlacklist(blb)
+
+	rep.TextStart, rep.TextEnd, rep.InitStart, rep.InitEnd = textStart, textEnd, initStart, initEnd
+
+	kc, err := loader.OpenKcore()
+	if err != nil {
+		return err
+	}
+	defer kc.Close()
+	misaligned := args.Misaligned
+	if misaligned == 0 {
+		misaligned = 2
+	}
+	type fnPlan struct {
+		recs []*VerifyRecord
+	}
+	want := map[*VerifyRecord]uint64{} // the probed address: symbol + offset
+	var plans []fnPlan
+	for _, s := range sel {
+		kf := KernelFunc{Name: s.Name, Addr: s.Addr, Size: s.Size, Traced: traced[s.Name], Init: s.Addr >= initStart && s.Addr < initEnd}
+		for _, b := range bl {
+			if b.Start < s.Addr+s.Size && s.Addr < b.End {
+				kf.Blacklist = append(kf.Blacklist, b.Symbol)
+			}
+		}
+		code, err := kc.Read(s.Addr, int(s.Size))
+		if err != nil {
+			rep.Notes = append(rep.Notes, fmt.Sprintf("%s: %v (skipped)", s.Name, err))
+			continue
+		}
+		kf.Bytes = hex.EncodeToString(code)
+		bounds, others := arch.ProbeOffsets(s.Size, misaligned)
+		var fp fnPlan
+		for _, off := range bounds {
+			fp.recs = append(fp.recs, &VerifyRecord{Func: s.Name, Off: off, Boundary: true, Round: -1,
+				Bytes: hex.EncodeToString(code[off : off+arch.Width])})
+		}
+		for _, off := range others {
+			fp.recs = append(fp.recs, &VerifyRecord{Func: s.Name, Off: off, Round: -1})
+		}
+		for _, r := range fp.recs {
+			want[r] = s.Addr + r.Off
+		}
+		rep.Functions = append(rep.Functions, s.Name)
+		rep.Funcs = append(rep.Funcs, kf)
+		plans = append(plans, fp)
+	}
+	mark("prepare", t0)
+	e.Logf("%s: %d functions, %d with probes planned in %v", ARM64VerifyStep, len(sel), len(plans), time.Since(t0).Round(time.Millisecond))
+
+	if err := clearEvents(dir); err != nil {
+		return err
+	}
+	kfile, err := os.OpenFile(filepath.Join(dir, "kprobe_events"), os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		return err
+	}
+	defer kfile.Close()
+	n := 0
+	register := func(r *VerifyRecord) bool {
+		def := fmt.Sprintf("p:%s/p%d %s+0x%x\n", kprobeGroup, n, r.Func, r.Off)
+		n++
+		if _, err := kfile.Write([]byte(def)); err != nil {
+			var errno unix.Errno
+			if errors.As(err, &errno) {
+				r.Kernel.Errno = unix.ErrnoName(errno)
+			} else {
+				r.Kernel.Errno = err.Error()
+			}
+			if _, seen := rep.ErrorLogs[r.Kernel.Errno]; !seen {
+				rep.ErrorLogs[r.Kernel.Errno] = lastErrorLog(filepath.Join(dir, "error_log"))
+			}
+			return false
+		}
+		return true
+	}
+
+	roundSize := args.RoundSize
+	if roundSize <= 0 {
+		roundSize = 384
+	}
+	var pages []uint64
+	var m SlotMatcher
+	m.Arch = arch
+	t1 := time.Now()
+	phase := map[string]time.Duration{}
+	lap := time.Now()
+	tick := func(name string) { phase[name] += time.Since(lap); lap = time.Now() }
+	for i := 0; i < len(plans); {
+		// A round: whole functions, at most roundSize probes (one function more
+		// if the first is larger).
+		var round []*VerifyRecord
+		for len(round) == 0 || i < len(plans) && len(round)+len(plans[i].recs) <= roundSize {
+			round = append(round, plans[i].recs...)
+			i++
+			if i == len(plans) {
+				break
+			}
+		}
+		rep.Rounds++
+		lap = time.Now()
+		before := readPages(kc, pages)
+		var ok []*VerifyRecord
+		for _, r := range round {
+			r.Round = rep.Rounds
+			if register(r) {
+				ok = append(ok, r)
+			}
+		}
+		tick("register")
+		list := ParseKprobesList(readOr(kprobesList))
+		byAddr := map[uint64]*ListEntry{}
+		for j := range list {
+			byAddr[list[j].Addr] = &list[j]
+		}
+		tick("list")
+		need := false
+		for _, r := range ok {
+			le := byAddr[want[r]]
+			if le == nil {
+				r.Note = "accepted but not in kprobes/list"
+				continue
+			}
+			r.Kernel.Addr = le.Addr
+			r.Kernel.Ftrace = le.Has("FTRACE")
+			need = need || (r.Boundary && !r.Kernel.Ftrace)
+		}
+		if need && len(pages) == 0 {
+			pages = insnPages()
+			tick("kallsyms")
+		}
+		after := readPages(kc, pages)
+		tick("slots")
+		m.Reset(before, after)
+		for _, r := range ok {
+			if r.Kernel.Ftrace || r.Kernel.Addr == 0 {
+				continue
+			}
+			inst, _ := hex.DecodeString(r.Bytes)
+			if !r.Boundary {
+				if b, err := kc.Read(r.Kernel.Addr&^(arch.Width-1), int(arch.Width)); err == nil {
+					inst = b
+				}
+			}
+			if a, b, found := m.Claim(inst); found {
+				r.Kernel.Slot, r.Kernel.SlotAddr = hex.EncodeToString(b), a
+			}
+		}
+		tick("match")
+		if err := clearEvents(dir); err != nil {
+			return err
+		}
+		tick("clear")
+		if rep.Rounds%10 == 1 || i == len(plans) {
+			e.Logf("%s: round %d: %d/%d functions, %d probes, %d accepted, %v", ARM64VerifyStep, rep.Rounds, i, len(plans), len(round), len(ok), time.Since(t1).Round(time.Millisecond))
+		}
+	}
+	for k, d := range phase {
+		rep.TimingMS["round_"+k] = d.Milliseconds()
+	}
+	mark("rounds", t1)
+	// The slot pages must be the same at the end: a page allocated and freed
+	// in between would have hidden slots from the matcher.
+	if len(pages) > 0 {
+		end := insnPages()
+		if fmt.Sprint(end) != fmt.Sprint(pages) {
+			rep.Notes = append(rep.Notes, fmt.Sprintf("slot pages changed during the run: %#x, then %#x", pages, end))
+		}
+	}
+	rep.SlotPages = pages
+	if l := bytes.TrimSpace(readOr(kprobesList)); len(l) > 0 {
+		rep.Leftover = string(l)
+	}
+	for _, fp := range plans {
+		for _, r := range fp.recs {
+			rep.Records = append(rep.Records, *r)
+		}
+	}
+	// Predictions from the recorded bytes: the same code the host runs on a
+	// cached record.
+	var cfg *kimage.KConfig
+	if c, _, err := kimage.FindRunningConfig(); err == nil {
+		cfg = c
+	} else {
+		rep.Notes = append(rep.Notes, "kernel config: "+err.Error())
+	}
+	t2 := time.Now()
+	PredictARM64Report(&rep, args.Policy, cfg, nil)
+	mark("predict", t2)
+	mark("total", t0)
+	return e.PutJSON(ARM64VerifyFile, rep)
+}
