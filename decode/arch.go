@@ -32,13 +32,13 @@ var I386 = &Arch{
 }
 
 // Arches lists the supported instruction sets.
-var Arches = []*Arch{X86_64, I386, ARM64}
+var Arches = []*Arch{X86_64, I386, ARM64, ARM, Thumb}
 
 // LookupArch finds an Arch by name or alias ("x86-64", "amd64", "64", "i386", "32").
 func LookupArch(name string) (*Arch, error) {
 	m, err := ParseMode(name)
 	if err != nil {
-		return nil, fmt.Errorf("unknown architecture %q (want x86-64, i386 or arm64): %w", name, ErrMode)
+		return nil, fmt.Errorf("unknown architecture %q (want x86-64, i386, arm64, arm or thumb): %w", name, ErrMode)
 	}
 	for _, a := range Arches {
 		if a.Mode == m {

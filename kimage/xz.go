@@ -136,7 +136,7 @@ func decodeXZBlock(src []byte, p int, out []byte, checkType byte, checkSize int)
 		}
 	}
 	nfilters := int(flags&3) + 1
-	var bcj, lzma2 bool
+	var bcj, bcjARM, lzma2 bool
 	var bcjStart uint32
 	var dictProp byte
 	for i := 0; i < nfilters; i++ {
@@ -151,8 +151,8 @@ func decodeXZBlock(src []byte, p int, out []byte, checkType byte, checkSize int)
 		switch {
 		case id == xzFilterLZMA2 && last && psize == 1:
 			lzma2, dictProp = true, props[0]
-		case id == xzFilterX86 && !last && !bcj && (psize == 0 || psize == 4):
-			bcj = true
+		case (id == xzFilterX86 || id == xzFilterARM) && !last && !bcj && (psize == 0 || psize == 4):
+			bcj, bcjARM = true, id == xzFilterARM // ARM BCJ: armhf zImage (zimage_armhf.go)
 			if psize == 4 {
 				bcjStart = binary.LittleEndian.Uint32(props)
 			}
@@ -210,7 +210,9 @@ func decodeXZBlock(src []byte, p int, out []byte, checkType byte, checkSize int)
 	case 10:
 		h = sha256.New()
 	}
-	if bcj {
+	if bcjARM {
+		unBCJARM(data, bcjStart)
+	} else if bcj {
 		unBCJX86(data, bcjStart)
 	}
 	if h != nil {

@@ -1,0 +1,9 @@
+package opcodes
+
+// The 32-bit ARM encoding tables: A32 (ARM state) from spec/arm.spec and T32
+// (Thumb state, T16 and T32 encodings) from spec/thumb.spec, in the format of
+// spec/arm64.spec. See ArmTable for the lookup and decode.ARM / decode.Thumb
+// for the decoders built on them.
+
+//go:generate go run ./internal/armspec/armgen -spec spec/arm.spec -o arm32_a32_tables.go
+//go:generate go run ./internal/armspec/armgen -spec spec/thumb.spec -o arm32_t32_tables.go
