@@ -382,6 +382,10 @@ func (a *FuncAudit) At(off uint64) (Decision, error) {
 		}
 		return d, nil
 	}
+	if p.explainAt != nil {
+		_, d, err := p.explainAt(a, off)
+		return d, err
+	}
 	// No boundary check: the kernel copies whatever starts at off.
 	end := off + 15
 	if end > uint64(len(a.Func.Bytes)) {

@@ -100,6 +100,8 @@ type probe struct {
 	word      uint32
 	atomic    int8
 	atomicOff uint64
+	// Thumb (AuditFunc): 0 unknown, 1 outside an IT block, 2+cond inside one.
+	itCond uint8
 }
 
 // scratch is the per-classification working memory, reused across calls (the
@@ -221,6 +223,11 @@ func (p *Policy) runBytes(s *scratch, d *Decision, b []byte, mode decode.Mode, a
 		p.decide(s, d, env, explain, mode)
 		return
 	}
+	if mode == decode.ModeA32 || mode == decode.ModeT32 {
+		s.pr.readA32(&s.inst, b, addr, mode)
+		p.decide(s, d, env, explain, mode)
+		return
+	}
 	if err := kdecode(&s.k, &s.inst, b, mode, addr); err != nil {
 		s.pr.decErr = err
 	} else {
@@ -251,6 +258,8 @@ func (p *Policy) run(s *scratch, d *Decision, inst *decode.Inst, env *Env, expla
 	s.pr = p.bareProbe(inst.Addr, env)
 	if inst.Mode == decode.ModeA64 {
 		s.pr.readA64(&s.inst, inst.Bytes(), inst.Addr)
+	} else if inst.Mode == decode.ModeA32 || inst.Mode == decode.ModeT32 {
+		s.pr.readA32(&s.inst, inst.Bytes(), inst.Addr, inst.Mode)
 	} else if inst.Len > 0 {
 		// Re-derive the kernel view from the raw bytes (i64 opcodes; an emulate
 		// prefix needs the following bytes: use ClassifyBytes).
@@ -295,5 +304,5 @@ func writeRel32(dst []byte, from, to uint64) {
 }
 
 func init() {
-	policies = []*Policy{linux61, linux69, booster2617, uprobesX86, linux61ARM64, uprobesARM64, boostARM64}
+	policies = []*Policy{linux61, linux69, booster2617, uprobesX86, linux61ARM64, uprobesARM64, boostARM64, linux61ARM, linux61Thumb}
 }

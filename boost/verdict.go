@@ -13,11 +13,13 @@ const (
 	Ftrace
 	// Emulate: the kernel emulates the instruction in the int3 handler (arm64:
 	// simulates it in the BRK handler, no slot; the simulate_* routine is named
-	// by the arm64.simulate.* reason).
+	// by the arm64.simulate.* reason; 32-bit ARM: INSN_GOOD_NO_SLOT, the
+	// arm.simulate.* / thumb.simulate.* reason names the action).
 	Emulate
 	// SingleStep: the instruction runs out of line, followed by a trap (int3 in the
 	// slot since 5.13, TF single-step before; uprobes: TF single-step in the XOL slot;
-	// arm64: BRK #6 after the copy, uprobes: hardware step).
+	// arm64: BRK #6 after the copy, uprobes: hardware step; 32-bit ARM:
+	// INSN_GOOD, the emulation handler calls the slot as a subroutine).
 	SingleStep
 	// Boost: the instruction runs out of line followed by a jmp back (arm64 model:
 	// B addr+4): no second trap.
@@ -171,6 +173,8 @@ type Decision struct {
 	// Addr+Len (Boost) or CC. For linux-2.6.17-i386 it is the state after the
 	// first single-step (see Booster2006). arm64: the word then BRK #6
 	// (d42000c0), or B addr+4 (boost-arm64); uprobes-arm64: the word alone.
+	// linux-6.1-arm: the register-renamed word then mov pc, lr (e1a0f00e);
+	// linux-6.1-thumb: the instruction's halfwords then bx lr (4770), 6 bytes.
 	Slot [SlotMax]byte `json:"-"`
 	// Addr is the probed address (after IBT adjustment).
 	Addr uint64 `json:"addr"`

@@ -23,7 +23,9 @@ func newExplainCmd(s Streams) *cobra.Command {
   kboost explain 48 8b 05 10 00 00 00 --slot 0xffffffffa0000000 --addr 0xffffffff81000000
   kboost explain --preemption n 48 89 e5
   kboost explain --arch arm64 d503233f                 (one A64 word, as objdump prints it)
-  kboost explain --arch arm64 --policy boost-arm64 --slot 0xffff800008000000 aa0103e0`,
+  kboost explain --arch arm64 --policy boost-arm64 --slot 0xffff800008000000 aa0103e0
+  kboost explain --arch arm e52de004                   (one A32 word; policy linux-6.1-arm)
+  kboost explain --arch thumb e92d 4ff0                (Thumb halfwords as objdump prints them)`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			arch, err := decode.LookupArch(archName)
@@ -32,6 +34,9 @@ func newExplainCmd(s Streams) *cobra.Command {
 			}
 			code, ok := a64WordArgs(arch, args)
 			if !ok {
+				code, ok = a32WordArgs(arch, args)
+			}
+			if !ok {
 				if code, err = parseHexArgs(args); err != nil {
 					return err
 				}
@@ -39,12 +44,21 @@ func newExplainCmd(s Streams) *cobra.Command {
 			if arch.Mode == decode.ModeA64 && !cmd.Flags().Changed("addr") {
 				addrStr = "0xffff800008010000"
 			}
+			if (arch.Mode == decode.ModeA32 || arch.Mode == decode.ModeT32) && !cmd.Flags().Changed("addr") {
+				addrStr = "0xc0100000"
+			}
 			addr, err := parseAddr(addrStr)
 			if err != nil {
 				return err
 			}
 			if policy == "" && arch.Mode == decode.ModeA64 {
 				policy = "linux-6.1-arm64"
+			}
+			if policy == "" && arch.Mode == decode.ModeA32 {
+				policy = "linux-6.1-arm"
+			}
+			if policy == "" && arch.Mode == decode.ModeT32 {
+				policy = "linux-6.1-thumb"
 			}
 			pol, err := pickPolicy(policy, arch)
 			if err != nil {
@@ -114,9 +128,9 @@ func newExplainCmd(s Streams) *cobra.Command {
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&archName, "arch", "x86-64", "x86-64, i386 or arm64 (arm64: HEX is 8-digit words as objdump prints them, or bytes in memory order)")
-	fl.StringVar(&policy, "policy", "", "kernel policy (see 'kboost policies'); default linux-6.1 (arm64: linux-6.1-arm64)")
-	fl.StringVar(&addrStr, "addr", "0xffffffff81000000", "address of the instruction (arm64 default 0xffff800008010000)")
+	fl.StringVar(&archName, "arch", "x86-64", "x86-64, i386, arm64, arm or thumb (arm64/arm: HEX is 8-digit words as objdump prints them, thumb: 4-digit halfwords; or bytes in memory order)")
+	fl.StringVar(&policy, "policy", "", "kernel policy (see 'kboost policies'); default linux-6.1 (arm64: linux-6.1-arm64, arm: linux-6.1-arm, thumb: linux-6.1-thumb)")
+	fl.StringVar(&addrStr, "addr", "0xffffffff81000000", "address of the instruction (arm64 default 0xffff800008010000, arm/thumb 0xc0100000)")
 	fl.StringVar(&slotStr, "slot", "", "address of the kprobe slot (for RIP-relative rebasing)")
 	fl.StringVar(&preempt, "preemption", "", "override CONFIG_PREEMPTION: y or n")
 	fl.BoolVar(&post, "post-handler", false, "the probe has a post_handler")
@@ -154,12 +168,48 @@ func a64WordArgs(arch *decode.Arch, args []string) (b []byte, ok bool) {
 	return b, len(b) > 0
 }
 
+// a32WordArgs reads arm HEX arguments given as 8-digit words and thumb ones
+// as 4-digit halfwords (an 8-digit thumb token is a 32-bit instruction, first
+// halfword first), objdump's order, into memory (little-endian) order. ok is
+// false for any other form.
+func a32WordArgs(arch *decode.Arch, args []string) (b []byte, ok bool) {
+	if arch.Mode != decode.ModeA32 && arch.Mode != decode.ModeT32 {
+		return nil, false
+	}
+	for _, a := range args {
+		for _, t := range strings.Fields(a) {
+			t = strings.TrimPrefix(strings.TrimPrefix(t, "0x"), "0X")
+			v, err := strconv.ParseUint(t, 16, 32)
+			switch {
+			case err != nil:
+				return nil, false
+			case len(t) == 8 && arch.Mode == decode.ModeA32:
+				b = binary.LittleEndian.AppendUint32(b, uint32(v))
+			case len(t) == 8:
+				b = binary.LittleEndian.AppendUint16(b, uint16(v>>16))
+				b = binary.LittleEndian.AppendUint16(b, uint16(v))
+			case len(t) == 4 && arch.Mode == decode.ModeT32:
+				b = binary.LittleEndian.AppendUint16(b, uint16(v))
+			default:
+				return nil, false
+			}
+		}
+	}
+	return b, len(b) > 0
+}
+
 func fieldList(i *decode.Inst) [][2]string {
 	var f [][2]string
 	add := func(k, v string) { f = append(f, [2]string{k, v}) }
-	if i.Mode == decode.ModeA64 {
+	if i.Mode == decode.ModeA64 || i.Mode == decode.ModeA32 || i.Mode == decode.ModeT32 {
 		add("length", fmt.Sprintf("%d bytes", i.Len))
-		if i.Len == 4 {
+		if i.Mode == decode.ModeT32 && i.Len == 2 {
+			add("halfword", fmt.Sprintf("%04x", binary.LittleEndian.Uint16(i.Raw[:])))
+		} else if i.Mode == decode.ModeT32 && i.Len == 4 {
+			add("halfwords", fmt.Sprintf("%04x %04x", binary.LittleEndian.Uint16(i.Raw[:]), binary.LittleEndian.Uint16(i.Raw[2:])))
+		} else if i.Mode == decode.ModeA32 && i.Len == 4 {
+			add("word", fmt.Sprintf("%08x (cond %s)", i.Word, decode.Cond(i.Word>>28)))
+		} else if i.Len == 4 {
 			add("word", fmt.Sprintf("%08x (bits 28:25 = %#x)", i.Word, (i.Word>>25)&0xF))
 		}
 		return f
