@@ -218,7 +218,7 @@ func (dk *DebKernel) open() (*File, error) {
 		vml = v
 	case bytes.HasPrefix(dk.Vmlinuz, []byte("\x7fELF")):
 		vml = dk.Vmlinuz
-	case IsARM64Image(dk.Vmlinuz):
+	case IsARM64Image(dk.Vmlinuz) || IsGzipARM64Image(dk.Vmlinuz):
 		f, err := OpenBytes(dk.Vmlinuz)
 		if f != nil {
 			f.Kind = KindDeb

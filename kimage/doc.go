@@ -16,8 +16,11 @@
 //   - x86 bzImage ("HdrS" at 0x202): the payload located by the setup header is
 //     decompressed (xz with or without the x86 BCJ filter, gzip, zstd, bzip2)
 //     into one buffer, the ELF vmlinux.
-//   - arm64 Image ("ARMd" at 0x38): recognised; Open returns a File with
-//     Kind == KindARM64Image and Arch == nil together with ErrUnsupportedArch.
+//   - arm64 Image ("ARMd" at 0x38), plain or gzip-compressed: Arch
+//     decode.ARM64. An Image has no symbols and no section headers: SetSymbols
+//     with a kallsyms table synthesizes .text (_stext.._etext), .init.text
+//     (_sinittext.._einittext) and the data around them, and shifts a KASLR
+//     table to the link address (KIMAGE_VADDR, checked against .rela.dyn).
 //
 // Everything is pure Go: no external program is run, except by
 // FetchDebianKernel, which drives apt.
@@ -43,6 +46,16 @@
 // boot to the image's link-time addresses using _text.
 //
 // # Kernel tables
+//
+// For an arm64 Image (Debian's has no CONFIG_KALLSYMS_ALL: kallsyms names
+// text only) KernelTables finds each table's bounds in the kernel's own code:
+// the ADRP+ADD pairs of the function that walks it (search_kernel_exception_table,
+// jump_label_init, find_bug, ftrace_init, init_kprobes) give candidate bounds,
+// and the widest pair whose every entry has the table's shape is taken
+// (Source == SourceCode); absolute pointers (__mcount_loc, the NOKPROBE list)
+// are read through .rela.dyn, as the relocatable kernel applies it at boot.
+// Tables.Ftrace holds the ftrace records, Tables.Refused the ranges arm64's
+// kprobe blacklist holds. See arm64tables.go.
 //
 // KernelTables reads, for x86-64 and i386 kernels with the Linux 6.1 layouts,
 // the exception table, BUG/WARN sites, jump-label and static-call sites,

@@ -147,19 +147,6 @@ func TestOpenARM64ELF(t *testing.T) {
 	}
 }
 
-func TestOpenARM64Image(t *testing.T) {
-	img := make([]byte, 4096)
-	copy(img, "MZ")
-	copy(img[0x38:], "ARMd")
-	f, err := OpenBytes(img)
-	if !errors.Is(err, ErrUnsupportedArch) || f == nil || f.Kind != KindARM64Image {
-		t.Fatalf("OpenBytes(arm64 Image) = %v, %v; want a KindARM64Image File and ErrUnsupportedArch", f, err)
-	}
-	if !strings.Contains(err.Error(), "arm64") {
-		t.Errorf("error %q does not say arm64", err)
-	}
-}
-
 func TestOpenUnknown(t *testing.T) {
 	_, err := OpenBytes([]byte("hello, world, this is not a kernel"))
 	if !errors.Is(err, ErrFormat) {

@@ -20,7 +20,7 @@ const (
 	KindELF             // an ELF file (vmlinux, module, executable)
 	KindDeb             // a Debian kernel package; the File describes its vmlinux
 	KindBzImage         // an x86 bzImage (vmlinuz); the File describes its vmlinux
-	KindARM64Image      // an arm64 kernel Image (recognised, not yet decoded)
+	KindARM64Image      // an arm64 kernel Image (sections synthesized from symbols: see SetSymbols)
 )
 
 var kindNames = [...]string{"unknown", "ELF", "Deb", "BzImage", "ARM64Image"}
@@ -108,6 +108,7 @@ type File struct {
 
 	image  []byte // the whole ELF image when in memory
 	closer io.Closer
+	a64    *arm64Image // arm64 Image only (arm64image.go)
 }
 
 // Close releases the open file, if any. Sections already read stay valid.
@@ -175,8 +176,9 @@ func (f *File) ReadAt(addr uint64, n int) ([]byte, error) {
 }
 
 // Open opens path and recognises it by content: ELF, Debian kernel package,
-// x86 bzImage or arm64 Image. For an arm64 Image it returns a File (Kind set,
-// Arch nil) together with an error wrapping ErrUnsupportedArch.
+// x86 bzImage or arm64 Image (plain or gzip-compressed). An arm64 Image has
+// no symbols: its text sections appear when SetSymbols attaches a kallsyms
+// table (see arm64image.go).
 func Open(path string) (*File, error) {
 	fh, err := os.Open(path)
 	if err != nil {
@@ -254,9 +256,8 @@ func OpenBytes(b []byte) (*File, error) {
 			f.KernelVersion = r
 		}
 		return f, nil
-	case IsARM64Image(b):
-		f := &File{Kind: KindARM64Image, Machine: "EM_AARCH64", Symbols: &SymTab{}, image: b}
-		return f, fmt.Errorf("arm64 kernel Image recognised, but ARM decoding is not implemented yet (supported: x86-64, i386): %w", ErrUnsupportedArch)
+	case IsARM64Image(b) || IsGzipARM64Image(b):
+		return openARM64Image(b)
 	}
 	return nil, &FormatError{What: "input", Off: 0, Err: ErrFormat,
 		Why: "not an ELF file, Debian package (ar), x86 bzImage or arm64 Image"}
@@ -274,7 +275,15 @@ func firstWord(s string) string {
 // .text) and they differ, as with a kallsyms dump of a kernel booted with KASLR,
 // the table is shifted into the image's link-time addresses; the shift applied
 // (image minus table) is returned.
+//
+// For an arm64 Image the table's _stext places the Image (shifted to the
+// link address the relocations or the configuration give), and the sections
+// .text (_stext.._etext), .init.text (_sinittext.._einittext) and the data
+// around them are synthesized from its markers.
 func (f *File) SetSymbols(t *SymTab) int64 {
+	if f.a64 != nil {
+		return f.setSymbolsARM64(t)
+	}
 	var slide int64
 	if s, ok := t.ByName("_text"); ok {
 		if sec, ok := f.Section(".text"); ok && sec.Addr != s.Addr {

@@ -13,9 +13,14 @@ const (
 	SourceMissing Source = iota // not found: the audit must say "unknown", not guess
 	SourceSection               // an ELF section of that name
 	SourceSymbols               // bounds from __start_X/__stop_X-style symbols
+	// SourceCode: bounds found in the kernel's code (the ADRP+ADD pairs of the
+	// function that walks the table), checked entry by entry (arm64 Images).
+	SourceCode
+	// SourceNotApplicable: the architecture has no such table (known, empty).
+	SourceNotApplicable
 )
 
-var sourceNames = [...]string{"missing", "section", "symbols"}
+var sourceNames = [...]string{"missing", "section", "symbols", "code", "n/a"}
 
 func (s Source) String() string {
 	if s >= 0 && int(s) < len(sourceNames) {
@@ -78,13 +83,35 @@ type Tables struct {
 	IRQEntryText     Table
 	SoftIRQEntryText Table
 	InitText         Table // __init code, freed after boot
+
+	// Tables read for some architectures only (arm64); zero (Name "") elsewhere.
+
+	// Ftrace: the kernel's ftrace record addresses (__mcount_loc entries after
+	// ftrace_call_adjust).
+	Ftrace       Table
+	CoreText     Table // _stext.._etext (core_kernel_text after boot)
+	IdmapText    Table // .idmap.text
+	HypText      Table // .hyp.text (KVM nVHE hypervisor)
+	HypIdmapText Table // .hyp.idmap.text
+	// Refused lists, when non-nil, every table whose addresses or ranges the
+	// architecture's kprobe blacklist holds (populate_kprobe_blacklist and
+	// arch_populate_kprobe_blacklist), areas widened to whole functions.
+	Refused []*Table
 }
 
-// All lists every table, for reports.
+// All lists every table the architecture has, for reports.
 func (t *Tables) All() []*Table {
-	return []*Table{&t.ExTable, &t.Bug, &t.JumpLabel, &t.StaticCall, &t.Alternatives,
+	all := []*Table{&t.ExTable, &t.Bug, &t.JumpLabel, &t.StaticCall, &t.Alternatives,
 		&t.KprobeBlacklist, &t.KprobesText, &t.NoinstrText, &t.EntryText,
-		&t.IRQEntryText, &t.SoftIRQEntryText, &t.InitText}
+		&t.IRQEntryText, &t.SoftIRQEntryText, &t.InitText,
+		&t.Ftrace, &t.CoreText, &t.IdmapText, &t.HypText, &t.HypIdmapText}
+	out := all[:0]
+	for _, x := range all {
+		if x.Name != "" {
+			out = append(out, x)
+		}
+	}
+	return out
 }
 
 // tableLayout is the per-architecture shape of the tables (x86 Linux 6.1).
@@ -129,12 +156,21 @@ func bugEntrySize(ptr int, relative, verbose bool) int {
 	return size
 }
 
-// KernelTables reads the special-site tables of an x86 Linux kernel image. A
-// table that cannot be located has Source == SourceMissing and a Note; tables
-// whose data exist but are malformed make KernelTables fail.
+// archTables holds the table readers of the architectures whose layout is not
+// x86's (x86Layouts); each is a function of the File.
+var archTables = map[string]func(f *File) (*Tables, error){
+	"arm64": arm64KernelTables, // arm64tables.go
+}
+
+// KernelTables reads the special-site tables of a Linux kernel image (x86-64,
+// i386, arm64). A table that cannot be located has Source == SourceMissing and
+// a Note; tables whose data exist but are malformed make KernelTables fail.
 func KernelTables(f *File) (*Tables, error) {
 	if f.Arch == nil {
 		return nil, fmt.Errorf("kernel tables: %w", ErrUnsupportedArch)
+	}
+	if read, ok := archTables[f.Arch.Name]; ok {
+		return read(f)
 	}
 	lay, ok := x86Layouts[f.Arch.Name]
 	if !ok {

@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/kboost/kboost/boost"
 	"github.com/kboost/kboost/kimage"
@@ -122,7 +123,7 @@ func Env(f *kimage.File, pol *boost.Policy, cfg *kimage.KConfig) (env *boost.Env
 		locs, ok := mcountLocs(f)
 		mc <- mcount{locs, ok}
 	}()
-	tabs, err := kimage.KernelTables(f)
+	tabs, err := kernelTables(f)
 	if err != nil {
 		notes = append(notes, "kernel tables: "+err.Error())
 	}
@@ -133,7 +134,9 @@ func Env(f *kimage.File, pol *boost.Policy, cfg *kimage.KConfig) (env *boost.Env
 		sites.StaticCalls = addrTable(&tabs.StaticCall)
 		sites.Entry = rangeTable(&tabs.EntryText)
 		sites.Init = rangeTable(&tabs.InitText)
-		if tabs.KprobeBlacklist.Known() || tabs.KprobesText.Known() || tabs.NoinstrText.Known() {
+		if tabs.Refused != nil {
+			sites.Blacklist, sites.BlacklistKnown = refusedRanges(f, tabs)
+		} else if tabs.KprobeBlacklist.Known() || tabs.KprobesText.Known() || tabs.NoinstrText.Known() {
 			sites.BlacklistKnown = true
 			addRanges := func(t *kimage.Table, k boost.BlacklistKind) {
 				for _, r := range t.Ranges.Ranges() {
@@ -167,6 +170,20 @@ func Env(f *kimage.File, pol *boost.Policy, cfg *kimage.KConfig) (env *boost.Env
 	}
 	if m := <-mc; m.ok {
 		sites.FtraceLocs = boost.NewAddrTable(m.locs)
+	} else if tabs != nil && tabs.Ftrace.Name != "" {
+		// The architecture's reader locates the ftrace records itself (arm64).
+		if tabs.Ftrace.Known() {
+			sites.FtraceLocs = boost.NewAddrTable(tabs.Ftrace.Addrs.Addrs())
+		} else {
+			// No table: a function is notrace when its entry lacks the
+			// patchable-entry NOPs.
+			env.InferNotrace = true
+			notes = append(notes, "no ftrace table ("+tabs.Ftrace.Note+"): ftrace sites and notrace are inferred from the bytes at function entry")
+		}
+		if tabs.CoreText.Known() {
+			// core_kernel_text after boot: init text is freed.
+			sites.TextRanges = rangeTable(&tabs.CoreText)
+		}
 	} else {
 		notes = append(notes, "no __mcount_loc table: ftrace sites are recognised from the bytes at function entry")
 	}
@@ -213,6 +230,43 @@ func Env(f *kimage.File, pol *boost.Policy, cfg *kimage.KConfig) (env *boost.Env
 		}
 	}
 	return env, notes
+}
+
+// refusedKinds names the blacklist kind of each table an architecture lists
+// in Tables.Refused; the others are BlacklistOther.
+func refusedKinds(t *kimage.Tables) map[*kimage.Table]boost.BlacklistKind {
+	return map[*kimage.Table]boost.BlacklistKind{
+		&t.KprobeBlacklist: boost.BlacklistSymbol, &t.KprobesText: boost.BlacklistKprobes,
+		&t.NoinstrText: boost.BlacklistNoinstr, &t.EntryText: boost.BlacklistEntry,
+		&t.IRQEntryText: boost.BlacklistIRQEntry, &t.SoftIRQEntryText: boost.BlacklistIRQEntry,
+	}
+}
+
+// refusedRanges is the kprobe blacklist of an architecture that lists it in
+// Tables.Refused (arm64), sorted; known is false when one of its tables is
+// missing.
+func refusedRanges(f *kimage.File, tabs *kimage.Tables) (bl []boost.BlacklistRange, known bool) {
+	kinds := refusedKinds(tabs)
+	known = true
+	for _, t := range tabs.Refused {
+		if !t.Known() {
+			known = false
+			continue
+		}
+		k, ok := kinds[t]
+		if !ok {
+			k = boost.BlacklistOther
+		}
+		for _, r := range t.Ranges.Ranges() {
+			name := r.Name
+			if s, _, ok := f.Symbols.Lookup(r.Start); ok {
+				name = s.Name
+			}
+			bl = append(bl, boost.BlacklistRange{Span: boost.Span{Start: r.Start, End: r.End}, Kind: k, Symbol: name})
+		}
+	}
+	sort.Slice(bl, func(i, j int) bool { return bl[i].Start < bl[j].Start })
+	return bl, known
 }
 
 // isKernel reports whether f looks like a Linux kernel image or module.
@@ -312,10 +366,72 @@ func ReturnSites(f *kimage.File) (sites []uint64, ok bool, err error) {
 // apply_returns() turns each `jmp __x86_return_thunk` listed in .return_sites
 // into `ret` followed by int3 padding when the CPU needs no return thunk
 // (X86_FEATURE_RETHUNK off: no retbleed/SRSO mitigation).
+//
+// On arm64 (NewFtraceInitPatcher) it models ftrace_init_nop() instead: the
+// first of the two patchable-entry NOPs of every function with an ftrace
+// record becomes `mov x9, x30` at boot.
 type Patcher struct {
 	returns []uint64 // sorted return-thunk sites
 	thunk   uint64   // address of __x86_return_thunk
+
+	words    []uint64 // sorted addresses of 4-byte words to rewrite (arm64)
+	from, to uint32   // the word expected there and its replacement
 }
+
+// a64MovX9LR is `mov x9, x30` (ORR X9, XZR, X30), what ftrace_init_nop writes.
+const (
+	a64NOP     = 0xD503201F
+	a64MovX9LR = 0xAA1E03E9
+)
+
+// lastTables caches the tables of the last file read, so that Env and
+// NewFtraceInitPatcher read them once (keyed by the file and the symbols and
+// configuration the tables depend on).
+var lastTables struct {
+	sync.Mutex
+	f    *kimage.File
+	syms *kimage.SymTab
+	cfg  *kimage.KConfig
+	tabs *kimage.Tables
+	err  error
+}
+
+func kernelTables(f *kimage.File) (*kimage.Tables, error) {
+	lastTables.Lock()
+	defer lastTables.Unlock()
+	if lastTables.f != f || lastTables.syms != f.Symbols || lastTables.cfg != f.Config {
+		lastTables.tabs, lastTables.err = kimage.KernelTables(f)
+		lastTables.f, lastTables.syms, lastTables.cfg = f, f.Symbols, f.Config
+	}
+	return lastTables.tabs, lastTables.err
+}
+
+// NewFtraceInitPatcher builds the arm64 boot patcher of f from its ftrace
+// table (kimage.Tables.Ftrace: the records, each 4 bytes after the NOP that
+// ftrace_init_nop rewrites), or explains why it cannot.
+func NewFtraceInitPatcher(f *kimage.File) (*Patcher, error) {
+	tabs, err := kernelTables(f)
+	if err != nil {
+		return nil, err
+	}
+	if tabs.Ftrace.Name == "" {
+		return nil, fmt.Errorf("%s: %s kernels do not rewrite their ftrace entry NOPs at boot (no arm64 ftrace table)", f.Path, f.Arch.Name)
+	}
+	if !tabs.Ftrace.Known() {
+		return nil, fmt.Errorf("%s: %s", f.Path, tabs.Ftrace.String())
+	}
+	recs := tabs.Ftrace.Addrs.Addrs()
+	words := make([]uint64, 0, len(recs))
+	for _, r := range recs {
+		if r >= 4 {
+			words = append(words, r-4)
+		}
+	}
+	return &Patcher{words: words, from: a64NOP, to: a64MovX9LR}, nil
+}
+
+// CountPatchedWords is the number of words an arm64 Patcher rewrites.
+func CountPatchedWords(p *Patcher) int { return len(p.words) }
 
 // NewReturnPatcher builds a Patcher for f, or explains why it cannot.
 func NewReturnPatcher(f *kimage.File) (*Patcher, error) {
@@ -342,6 +458,9 @@ func ReturnThunk(p *Patcher) uint64 { return p.thunk }
 // Patch rewrites b (the bytes at addr) in place and returns how many sites it
 // patched.
 func (p *Patcher) Patch(addr uint64, b []byte) int {
+	if p.words != nil {
+		return p.patchWords(addr, b)
+	}
 	n := 0
 	i := sort.Search(len(p.returns), func(i int) bool { return p.returns[i] >= addr })
 	for ; i < len(p.returns) && p.returns[i] < addr+uint64(len(b)); i++ {
@@ -357,6 +476,22 @@ func (p *Patcher) Patch(addr uint64, b []byte) int {
 		for k := off + 1; k < off+5; k++ {
 			b[k] = 0xcc
 		}
+		n++
+	}
+	return n
+}
+
+// patchWords rewrites the words of p.words inside b (the bytes at addr) that
+// hold p.from.
+func (p *Patcher) patchWords(addr uint64, b []byte) int {
+	n := 0
+	i := sort.Search(len(p.words), func(i int) bool { return p.words[i] >= addr })
+	for ; i < len(p.words) && p.words[i]+4 <= addr+uint64(len(b)); i++ {
+		off := p.words[i] - addr
+		if binary.LittleEndian.Uint32(b[off:]) != p.from {
+			continue
+		}
+		binary.LittleEndian.PutUint32(b[off:], p.to)
 		n++
 	}
 	return n

@@ -129,6 +129,12 @@ func runAudit(s Streams, o auditOpts, args []string) error {
 		if _, ok, _ := audit.ReturnSites(f); ok {
 			notes = append(notes, "return thunks kept as in the file (--returns thunk); on a CPU without retbleed/SRSO mitigation the kernel patches them to ret at boot: --returns ret")
 		}
+		// Kernels whose ftrace records sit after an entry NOP that
+		// ftrace_init_nop rewrites at boot (arm64): audit the booted bytes.
+		if p, err := audit.NewFtraceInitPatcher(f); err == nil {
+			patch = p
+			notes = append(notes, fmt.Sprintf("boot patching: the first patchable-entry NOP of the %d functions with an ftrace record is `mov x9, x30`, as ftrace_init_nop writes it; CPU-dependent alternatives are not applied (bytes as in the file)", audit.CountPatchedWords(p)))
+		}
 	case "ret":
 		if patch, err = audit.NewReturnPatcher(f); err != nil {
 			return err
