@@ -267,6 +267,9 @@ func (a *asm) aluImm(w bool, op, reg int, imm int32) {
 // cmpMem: cmp reg, [m].
 func (a *asm) cmpMem(w bool, reg int, m mem) { a.mark(); a.op(w, []byte{0x3B}, reg, m) }
 
+// subMem: sub reg, [m].
+func (a *asm) subMem(w bool, reg int, m mem) { a.mark(); a.op(w, []byte{0x2B}, reg, m) }
+
 // cmpMemImm: cmp dword [m], imm32.
 func (a *asm) cmpMemImm(m mem, imm uint32) {
 	a.mark()

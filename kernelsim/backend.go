@@ -220,6 +220,9 @@ type Result struct {
 	Fault   Fault  // valid when Outcome == Faulted
 	Scratch []byte // ScratchSize bytes (nil with Case.NoMemory)
 	Stack   []byte // StackSize bytes (nil with Case.NoMemory)
+	// Vec is the FP/SIMD state where the backend captures it (arm64: v0..v31,
+	// 16 bytes each, then FPSR and FPCR as 32-bit words); nil otherwise.
+	Vec []byte
 }
 
 // Backend executes cases on some machine: the ptrace/runner sandbox on the host
@@ -247,7 +250,8 @@ type Arch struct {
 	RegMask   uint64   // value mask of a register
 	FlagsMask uint64   // flags compared: CF PF AF ZF SF TF DF OF NT AC ID
 	Layout    Layout
-	target    *target // how the hardware sandbox runs this mode
+	target    *target    // how the hardware sandbox runs this mode
+	emu       *emuTarget // how the gdb-stub emulator backend runs it (NewGDB)
 }
 
 // x86 flag bits.
@@ -306,6 +310,8 @@ func ArchFor(m decode.Mode) (*Arch, error) {
 		return X86_64, nil
 	case decode.Mode32:
 		return I386, nil
+	case decode.ModeA64:
+		return ARM64, nil
 	}
 	return nil, fmt.Errorf("kernelsim: no sandbox for mode %v: %w", m, ErrNotSupported)
 }

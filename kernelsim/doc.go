@@ -19,9 +19,7 @@
 // ptrace (PTRACE_TRACEME, PR_SET_PDEATHSIG=SIGKILL, its own process group),
 // lets it map the code, slot, scratch and stack pages from a memfd shared
 // with the tracer, install SA_SIGINFO handlers on an alternate stack and a
-// seccomp filter, checks where it stopped, and detaches. Cases then run in
-// batches through the shared memory (futex hand-off, no ptrace stop per
-// case); faults are caught by the runner's own handlers. ptrace is used again
+// seccomp filter, checks where it stopped, and detaches. ptrace is used again
 // only to say where a runner that stopped making progress hangs before it is
 // killed and restarted. Case code cannot make system calls (seccomp turns
 // them into SIGSYS), and the runner's own memory lies beyond the reach of
@@ -31,8 +29,59 @@
 // case cannot change the outcome of a later one. Vector and x87 registers are
 // not part of the Result.
 //
-// A case that loops is stopped by a watchdog (SIGUSR1 after Sandbox.Watchdog
-// of the sandbox's CPU time without progress) and reported TimedOut.
+// # Batches
+//
+// Cases run in batches of up to 128 through the shared memory, with no
+// ptrace stop and no system call per case: the tracer writes case records
+// (registers, entry, the code and slot images) and the batch's distinct
+// memory images (scratch + stack page; the cases of a fuzz block share three
+// trial states), stores the count and wakes the runner with a futex; the
+// runner runs every case and wakes the tracer when the batch is done. For
+// each case it writes the code and slot images through a read-write alias of
+// the code pages, loads the registers and enters the code (IRET); the return
+// stub jumps back into the runner, which saves registers and flags. The live
+// scratch and stack pages are copied from the image only when they hold
+// another one: after every case the runner compares them with the image word
+// by word, records the changed words (the whole pages when more than 24
+// changed) and puts the image's values back, so the memory a case reads is
+// exactly its image and the tracer rebuilds the final pages from the image
+// and the changed words. A fault is caught by the runner's own SA_SIGINFO
+// handler (SIGSEGV, SIGBUS, SIGILL, SIGTRAP, SIGFPE, SIGSYS) on an alternate
+// stack: it clears AC first (a case may have set it), records signal,
+// si_code, fault address, trap number, error code and all registers from the
+// ucontext, and on x86-64 jumps straight back into the runner's stack and
+// loop: the signals are SA_NODEFER with an empty mask, so no rt_sigreturn is
+// needed and nothing stays blocked (a fault costs one kernel entry, not
+// two). Under an emulator, and on i386, the handler rewrites the ucontext and
+// returns through rt_sigreturn instead. A signal that arrives while no case
+// runs (the watchdog, the case timer) returns through rt_sigreturn; any other
+// signal outside a case is a runner bug and ends the process (exit 99,
+// reported with the runner's PC).
+//
+// A case that loops is stopped by the case timer: an ITIMER_VIRTUAL interval
+// timer on the runner's user CPU time, re-armed at every batch with a third
+// of Sandbox.CaseTimeout (10 ms by default, 60 ms under an emulator; the
+// kernel checks it at its scheduler tick); a case still running at three
+// consecutive ticks ends TimedOut (the ticks before are handled and the case
+// resumed through rt_sigreturn). An endless loop so costs about 10 ms
+// instead of the 200 ms or more of the tracer's watchdog; a finite loop that
+// needs longer (loop $ with a 2^28 count) is TimedOut too unless
+// CaseTimeout allows it (`kboost sim` allows a second, `kboost fuzz` has
+// --case-timeout). The tracer's watchdog (SIGUSR1 after Sandbox.Watchdog of
+// the sandbox's CPU time without progress, then kill and restart) remains
+// for a runner that stops making progress itself, and wakes at once a case
+// that sleeps in a real system call under an emulator (which has no seccomp
+// filter).
+//
+// On this project's 2-core PVM guests a case that completes costs about 1 us
+// in the sandbox and one that faults 6-15 us (exception and signal delivery;
+// the #DB of the length oracle's single steps is the dearest). The fuzz mix,
+// where about half of all executions fault, runs at about 24,000
+// differential checks per CPU-second of tracer and sandbox together
+// (BenchmarkFuzzChecks, MeasureFuzz; FuzzStats.ChecksPerCPUSecond for a
+// `kboost fuzz` run). The tracer and the sandbox take turns, so that is one
+// core's rate; the wall-clock rate (ChecksPerSecond) equals it on an idle
+// machine and is lower when other work shares the cores.
 //
 // i386 cases run in a 32-bit compat-mode process where the kernel allows it.
 // Where it does not (this project's PVM guests refuse 32-bit executables and

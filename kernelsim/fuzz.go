@@ -148,6 +148,9 @@ type Fuzzer struct {
 	hw      []HWLen
 	cases   []Case
 	results []Result
+	// confirmMissed's cases and results (reused: a Result holds 8 KiB)
+	mcases   []Case
+	mresults []Result
 }
 
 // NewFuzzer prepares a fuzz run.
@@ -437,7 +440,7 @@ func (f *Fuzzer) confirmMissed(fc []fcase) error {
 	for k := range f.extra {
 		f.a.RandomTrial(f.rng, &f.extra[k])
 	}
-	cases := make([]Case, 0, 2*missConfirm*len(idx))
+	cases := f.mcases[:0]
 	for _, i := range idx {
 		for k := range f.extra {
 			h, err := fc[i].probe.HitCase(PathBoost, nil, &f.extra[k])
@@ -449,7 +452,11 @@ func (f *Fuzzer) confirmMissed(fc []fcase) error {
 			cases = append(cases, r, h)
 		}
 	}
-	rs := make([]Result, len(cases))
+	f.mcases = cases
+	if len(f.mresults) < len(cases) {
+		f.mresults = append(f.mresults, make([]Result, len(cases)-len(f.mresults))...)
+	}
+	rs := f.mresults[:len(cases)]
 	if err := f.cfg.Backend.Run(cases, rs); err != nil {
 		return err
 	}

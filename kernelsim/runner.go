@@ -14,17 +14,26 @@ import (
 // runner writes those pages through its read-write alias and the tracer never
 // needs ptrace to move data.
 //
-// Protocol: the tracer fills case records, stores their count, increments
-// hGo and wakes it (futex). The runner runs every case: it copies the case's
-// images and memory in, loads all registers and enters the code with IRET
-// (x86-64) or POPF+JMP / IRET (i386); the code ends in the return stub, a
-// "jmp [hDonePtr]" back to the runner, which saves all registers and flags and
-// copies the memory out. Faults arrive in the runner's SA_SIGINFO handler on
-// an alternate stack, which records the signal and the ucontext registers and
-// resumes the runner at the next case. A seccomp filter lets only the runner's
-// own futex/sigreturn/exit calls through; a system call made by case code
-// raises SIGSYS. When the batch is done the runner stores hGo into hDone and
-// wakes it.
+// Protocol: the tracer writes the batch's distinct memory images (scratch
+// page + stack page, 8 KiB each) to the image area, fills case records,
+// stores their count, increments hGo and wakes it (futex). The runner runs
+// every case: it copies the case's code images in, makes the live scratch and
+// stack pages hold the case's memory image (a copy only when they hold
+// another image: they are kept clean between cases), loads all registers and
+// enters the code with IRET (x86-64) or POPF+JMP / IRET (i386); the code ends
+// in the return stub, a "jmp [hDonePtr]" back to the runner, which saves all
+// registers and flags. Faults arrive in the runner's SA_SIGINFO handler on an
+// alternate stack, which records the signal and the ucontext registers and
+// resumes the runner: on x86-64 on the CPU by jumping straight back into the
+// runner (SA_NODEFER, no rt_sigreturn: it would cost as much as the fault),
+// elsewhere through rt_sigreturn with a rewritten context. After every case
+// the runner compares the live pages with the image word by word, records
+// the words that changed (up to maxDirty, else the whole pages) and puts the
+// image's values back. At the start of every batch the runner re-arms its
+// case timer (setitimer, see SIGVTALRM). A seccomp filter lets only the
+// runner's own setitimer/futex/sigreturn/exit calls through; a system call
+// made by case code raises SIGSYS. When the batch is done the runner stores hGo into hDone and wakes
+// it.
 
 // Offsets in the shared memfd.
 const (
@@ -40,7 +49,9 @@ const (
 	offRecs    = 0x17000
 	recStride  = 0x2400
 	maxBatch   = 128
-	dataLen    = offRecs + maxBatch*recStride
+	offImgs    = offRecs + maxBatch*recStride // memory images, imgStride each
+	imgStride  = ScratchSize + StackSize      // scratch page, then stack page
+	dataLen    = offImgs + maxBatch*imgStride
 )
 
 // Header fields (offsets from the header start).
@@ -77,6 +88,23 @@ const (
 	hXSave    = 0x600 // XSAVE area in its init state (legacy 512 + header 64)
 	hLastOrig = 0x5C8 // u32, emulator: offset of the image now in the code page
 	hLastSlot = 0x5CC // u32, emulator: same for the slot page
+	hLiveImg  = 0x1B0 // u64, address of the image the live pages hold (0: unknown)
+	hLiveBase = 0x1B8 // u64, runner address of the live scratch page
+	hItimer   = 0x1C0 // struct itimerval for the case timer
+	hTickIdx  = 0x1E0 // u32, hIdx at the last case-timer tick in a case
+	hTickSeq  = 0x1E4 // u32, hSeen at that tick
+	hTicks    = 0x1E8 // u32, further ticks in that same case
+)
+
+// SIGVTALRM is the case timer's signal: an interval timer on the runner's
+// user CPU time (ITIMER_VIRTUAL with a period of Sandbox.CaseTimeout /
+// (tickLimit+1), re-armed at every batch; the kernel checks it at its
+// scheduler tick, every 4 ms at HZ=250). A case still running at
+// tickLimit+1 consecutive ticks is stopped and reported TimedOut, so an
+// endless loop costs about CaseTimeout, not the tracer's Watchdog.
+const (
+	SIGVTALRM = 26
+	tickLimit = 2
 )
 
 // Record fields.
@@ -87,11 +115,13 @@ const (
 	rOrigOff  = 0x90 // u32
 	rSlotOff  = 0x94 // u32
 	rCFlags   = 0x98 // u32
-	rCurLen   = 0xA0 // bytes copied to hCur
+	rImg      = 0xA0 // u64, runner address of the case's memory image
+	rCurLen   = 0xA8 // bytes copied to hCur
 	rOut      = 0x100
 	rOrigImg  = 0x200
 	rSlotImg  = 0x240
-	rScratch  = 0x400
+	rDirty    = 0x280 // maxDirty entries: u32 offset in the image, u32 0, word
+	rScratch  = 0x400 // the whole scratch page when more than maxDirty words changed
 	rStack    = 0x1400
 	recEnd    = rStack + StackSize
 	oFlags    = 0x80
@@ -102,11 +132,14 @@ const (
 	oAddr     = 0xA8
 	oTrap     = 0xB0
 	oErr      = 0xB8
-	cfSlot    = 1 // copy the slot image
-	cfTrap    = 2 // enter with TF (i386: through IRET)
-	cfNoMem   = 4 // skip scratch and stack
+	oNDirty   = 0xC0 // u32, changed words in rDirty, or dirtyAll
+	cfSlot    = 1    // copy the slot image
+	cfTrap    = 2    // enter with TF (i386: through IRET)
+	cfNoMem   = 4    // skip scratch and stack
 	stSuccess = 0
 	stFault   = 1
+	maxDirty  = (rScratch - rDirty) / 16
+	dirtyAll  = 0xFFFF_FFFF // the pages are in rScratch and rStack
 )
 
 var _ [recStride - recEnd]struct{} // records fit their stride
@@ -121,8 +154,8 @@ type target struct {
 	codeBase   uint64
 	dataBase   uint64
 	// system call numbers
-	nrMmap, nrPrctl, nrGetppid, nrSigaltstack, nrRtSigaction, nrRtSigreturn, nrFutex, nrExitGroup, nrExit int
-	sysArgs                                                                                               []int // argument registers
+	nrMmap, nrPrctl, nrGetppid, nrSigaltstack, nrRtSigaction, nrRtSigreturn, nrFutex, nrExitGroup, nrExit, nrSetitimer int
+	sysArgs                                                                                                            []int // argument registers
 	// signal frame layout
 	ucGregs   int     // offset of the general registers in ucontext
 	gregGPR   [16]int // ucontext index of each GPR (encoding order)
@@ -138,7 +171,7 @@ var target64 = &target{
 	// far from everything case code can reach with a register or disp32
 	codeBase: 0x7e00_0000_0000, dataBase: 0x7e00_0010_0000,
 	nrMmap: 9, nrPrctl: 157, nrGetppid: 110, nrSigaltstack: 131, nrRtSigaction: 13,
-	nrRtSigreturn: 15, nrFutex: 202, nrExitGroup: 231, nrExit: 60,
+	nrRtSigreturn: 15, nrFutex: 202, nrExitGroup: 231, nrExit: 60, nrSetitimer: 38,
 	sysArgs: []int{rDI, rSI, rDX, r10, r8, r9},
 	ucGregs: 40,
 	gregGPR: [16]int{13, 14, 12, 11, 15, 10, 9, 8, 0, 1, 2, 3, 4, 5, 6, 7},
@@ -150,7 +183,7 @@ var target32 = &target{
 	is64: false, elfClass: 1, elfMachine: 3, auditArch: 0x40000003, ptr: 4,
 	codeBase: 0x1000_0000, dataBase: 0x1010_0000,
 	nrMmap: 192, nrPrctl: 172, nrGetppid: 64, nrSigaltstack: 186, nrRtSigaction: 174,
-	nrRtSigreturn: 173, nrFutex: 240, nrExitGroup: 252, nrExit: 1,
+	nrRtSigreturn: 173, nrFutex: 240, nrExitGroup: 252, nrExit: 1, nrSetitimer: 104,
 	sysArgs: []int{rBX, rCX, rDX, rSI, rDI, rBP},
 	ucGregs: 20,
 	gregGPR: [16]int{11, 10, 9, 8, 7, 6, 5, 4},
@@ -179,7 +212,7 @@ func (t *target) ngpr() int {
 func (t *target) hdr(off int) mem { return abs(t.dataBase + offHdr + uint64(off)) }
 
 // signals the runner catches.
-var caughtSignals = []int{SIGILL, SIGTRAP, SIGBUS, SIGFPE, SIGUSR1, SIGSEGV, SIGSYS}
+var caughtSignals = []int{SIGILL, SIGTRAP, SIGBUS, SIGFPE, SIGUSR1, SIGSEGV, SIGSYS, SIGVTALRM}
 
 // runnerCode is a generated runner.
 type runnerCode struct {
@@ -191,6 +224,9 @@ type runnerCode struct {
 	done     uint64
 	int3At   uint64 // address of the set-up breakpoint
 	codeEnd  uint64
+	// jumpOut: the handler leaves by jumping back into the runner instead
+	// of returning through rt_sigreturn (the signals are SA_NODEFER).
+	jumpOut bool
 }
 
 type keep struct{} // a system call argument already in its register
@@ -277,6 +313,8 @@ func (t *target) genRunner(l Layout, base uint64, emu bool) *runnerCode {
 		t.sys(a, t.nrRtSigaction, s, d+hSigact, 0, 8)
 		check(9 + i)
 	}
+	t.sys(a, t.nrSetitimer, 1, d+hItimer, 0) // ITIMER_VIRTUAL
+	check(setupTimer)
 	for _, sr := range []struct{ s, off int }{{sCS, hCS}, {sSS, hSS}, {sDS, hDS}, {sFS, hFS}, {sGS, hGS}} {
 		a.movFromSreg(rAX, sr.s)
 		a.store(w, t.hdr(sr.off), rAX)
@@ -313,6 +351,8 @@ func (t *target) genRunner(l Layout, base uint64, emu bool) *runnerCode {
 	a.bind(have)
 	a.store(false, t.hdr(hSeen), rAX)
 	a.storeImm(false, t.hdr(hIdx), 0)
+	// re-arm the case timer with the tracer's current period
+	t.sys(a, t.nrSetitimer, 1, d+hItimer, 0)
 
 	a.bind(next)
 	a.load(false, rAX, t.hdr(hIdx))
@@ -380,14 +420,17 @@ func (t *target) genRunner(l Layout, base uint64, emu bool) *runnerCode {
 	a.jcc(ccE, noSlot)
 	placeImage(rSlotOff, hLastSlot, slotW, rSlotImg)
 	a.bind(noSlot)
+	// the live scratch and stack pages: a copy of the case's image unless
+	// they hold it already (the runner restores them after every case)
 	noMem := a.newLabel()
 	a.testMemImm(t.hdr(hCur+rCFlags), cfNoMem)
 	a.jcc(ccNE, noMem)
-	a.lea(w, rSI, based(rBX, rScratch))
+	a.load(w, rSI, t.hdr(hCur+rImg))
+	a.cmpMem(w, rSI, t.hdr(hLiveImg))
+	a.jcc(ccE, noMem)
+	a.store(w, t.hdr(hLiveImg), rSI)
 	a.movImm(rDI, d+offScratch)
-	copyN(ScratchSize)
-	a.movImm(rDI, d+offStack)
-	copyN(StackSize)
+	copyN(imgStride)
 	a.bind(noMem)
 	// every case starts with a clean x87/MMX and SSE control state, so
 	// exceptions left pending by an earlier case cannot leak into it
@@ -483,15 +526,73 @@ func (t *target) genRunner(l Layout, base uint64, emu bool) *runnerCode {
 	a.lea(w, rDI, based(rBX, rOut))
 	a.movImm(rSI, d+hOut)
 	copyN(0x100)
-	noMem2 := a.newLabel()
+	// compare the live pages with the image and record the changed words
+	// in the record, then put the image's values back; more than maxDirty:
+	// copy both pages out whole and the image back in
+	noMem2, memDone := a.newLabel(), a.newLabel()
 	a.testMemImm(t.hdr(hCur+rCFlags), cfNoMem)
 	a.jcc(ccNE, noMem2)
-	a.lea(w, rDI, based(rBX, rScratch))
-	a.movImm(rSI, d+offScratch)
-	copyN(ScratchSize)
-	a.movImm(rSI, d+offStack)
-	copyN(StackSize)
+	{
+		cmpLoop, cont, diff, overflow, restore, end := a.newLabel(), a.newLabel(), a.newLabel(), a.newLabel(), a.newLabel(), a.newLabel()
+		a.movImm(rSI, d+offScratch)
+		a.load(w, rDI, t.hdr(hCur+rImg))
+		a.movImm32(rCX, uint32(imgStride/t.ptr))
+		a.lea(w, rDX, based(rBX, rDirty))
+		a.movImm32(rBP, 0)
+		a.bind(cmpLoop)
+		a.load(w, rAX, based(rSI, 0))
+		a.cmpMem(w, rAX, based(rDI, 0))
+		a.jcc(ccNE, diff)
+		a.bind(cont)
+		a.aluImm(w, aluAdd, rSI, int32(t.ptr))
+		a.aluImm(w, aluAdd, rDI, int32(t.ptr))
+		a.aluImm(false, aluSub, rCX, 1)
+		a.jcc(ccNE, cmpLoop)
+		a.jmp(restore)
+		a.bind(diff)
+		a.aluImm(false, aluCmp, rBP, maxDirty)
+		a.jcc(ccAE, overflow)
+		a.store(w, based(rDX, 8), rAX)
+		a.movRR(w, rAX, rSI)
+		a.subMem(w, rAX, t.hdr(hLiveBase))
+		a.store(false, based(rDX, 0), rAX)
+		a.aluImm(w, aluAdd, rDX, 16)
+		a.aluImm(false, aluAdd, rBP, 1)
+		a.jmp(cont)
+		a.bind(overflow)
+		a.lea(w, rDI, based(rBX, rScratch))
+		a.movImm(rSI, d+offScratch)
+		copyN(imgStride)
+		a.load(w, rSI, t.hdr(hCur+rImg))
+		a.movImm(rDI, d+offScratch)
+		copyN(imgStride)
+		a.storeImm(false, based(rBX, rOut+oNDirty), dirtyAll)
+		a.jmp(memDone)
+		// restore the rBP recorded words
+		a.bind(restore)
+		a.store(false, based(rBX, rOut+oNDirty), rBP)
+		a.lea(w, rDX, based(rBX, rDirty))
+		restLoop := a.newLabel()
+		a.bind(restLoop)
+		a.aluImm(false, aluCmp, rBP, 0)
+		a.jcc(ccE, end)
+		a.load(false, rAX, based(rDX, 0))
+		a.movImm(rSI, d+offScratch)
+		a.addRR(w, rSI, rAX)
+		a.load(w, rDI, t.hdr(hCur+rImg))
+		a.addRR(w, rDI, rAX)
+		a.load(w, rAX, based(rDI, 0))
+		a.store(w, based(rSI, 0), rAX)
+		a.aluImm(w, aluAdd, rDX, 16)
+		a.aluImm(false, aluSub, rBP, 1)
+		a.jmp(restLoop)
+		a.bind(end)
+		a.jmp(memDone)
+	}
 	a.bind(noMem2)
+	// the case may have written anything: copy the next image in
+	a.storeImm(w, t.hdr(hLiveImg), 0)
+	a.bind(memDone)
 	if !emu {
 		a.load(false, rDI, t.hdr(hCur+rOrigOff))
 		a.movImm(rCX, origW)
@@ -520,6 +621,12 @@ func (t *target) genRunner(l Layout, base uint64, emu bool) *runnerCode {
 	// --- signal handler: sig in AX, siginfo in CX, ucontext in DX ---
 	handler := a.newLabel()
 	a.bind(handler)
+	jumpOut := t.is64 && !emu
+	if jumpOut {
+		// flags as the runner wants them (the case may have set AC)
+		a.pushImm8(2)
+		a.popf()
+	}
 	if t.is64 {
 		a.movRR(true, rAX, rDI)
 		a.movRR(true, rCX, rSI)
@@ -529,18 +636,46 @@ func (t *target) genRunner(l Layout, base uint64, emu bool) *runnerCode {
 		a.load(false, rDX, based(rSP, 12))
 	}
 	g := func(i int) mem { return based(rDX, int64(t.ucGregs+i*t.ptr)) }
-	inCase, broken := a.newLabel(), a.newLabel()
+	inCase, broken, ignore, record, newTick := a.newLabel(), a.newLabel(), a.newLabel(), a.newLabel(), a.newLabel()
 	a.cmpMemImm(t.hdr(hInCase), 0)
 	a.jcc(ccNE, inCase)
 	a.aluImm(false, aluCmp, rAX, SIGUSR1)
+	a.jcc(ccE, ignore)
+	a.aluImm(false, aluCmp, rAX, SIGVTALRM)
 	a.jcc(ccNE, broken)
-	a.ret() // watchdog outside a case: nothing to do
+	a.bind(ignore)
+	a.ret() // watchdog or case timer outside a case: nothing to do
+	// the case timer in a case: stop the case if it ran at the last
+	// tickLimit ticks too, else count the tick and let the case go on
+	a.bind(newTick)
+	a.load(false, rBX, t.hdr(hIdx))
+	a.store(false, t.hdr(hTickIdx), rBX)
+	a.load(false, rBX, t.hdr(hSeen))
+	a.store(false, t.hdr(hTickSeq), rBX)
+	a.storeImm(false, t.hdr(hTicks), 0)
+	a.ret()
+	sameCase := a.newLabel()
+	a.bind(sameCase)
+	a.cmpMemImm(t.hdr(hTicks), tickLimit-1)
+	a.jcc(ccAE, record)
+	a.incMem(t.hdr(hTicks))
+	a.ret()
 	a.bind(broken)
 	a.store(false, t.hdr(hRFSig), rAX)
 	a.load(w, rBX, g(t.gregIP))
 	a.store(w, t.hdr(hRFIP), rBX)
 	t.sys(a, t.nrExitGroup, 99)
 	a.bind(inCase)
+	a.aluImm(false, aluCmp, rAX, SIGVTALRM)
+	a.jcc(ccNE, record)
+	a.load(false, rBX, t.hdr(hIdx))
+	a.cmpMem(false, rBX, t.hdr(hTickIdx))
+	a.jcc(ccNE, newTick)
+	a.load(false, rBX, t.hdr(hSeen))
+	a.cmpMem(false, rBX, t.hdr(hTickSeq))
+	a.jcc(ccNE, newTick)
+	a.jmp(sameCase)
+	a.bind(record)
 	a.storeImm(false, t.hdr(hInCase), 0)
 	a.store(false, out(oSig), rAX)
 	a.load(false, rBX, based(rCX, 8))
@@ -556,25 +691,34 @@ func (t *target) genRunner(l Layout, base uint64, emu bool) *runnerCode {
 		a.store(w, out(f.off), rBX)
 	}
 	a.storeImm(false, out(oStatus), stFault)
-	// resume the runner at finish, on its own stack, with its own segments
-	a.leaLabel(rBX, finish)
-	a.store(w, g(t.gregIP), rBX)
-	a.movImm(rBX, d+rstackTop)
-	a.store(w, g(t.gregGPR[rSP]), rBX)
-	a.storeImm(w, g(t.gregFlags), 0x202)
-	if t.is64 {
-		// uc_mcontext.cs / .ss are the 16-bit fields at +0 and +6 of greg 18
-		a.load(false, rBX, t.hdr(hCS))
-		a.store16(based(rDX, int64(t.ucGregs+18*8)), rBX)
-		a.load(false, rBX, t.hdr(hSS))
-		a.store16(based(rDX, int64(t.ucGregs+18*8+6)), rBX)
+	if jumpOut {
+		// leave the signal frame behind: back on the runner's stack at
+		// finish (which reloads flags; the next case reloads the data
+		// segments and the x87/SSE state). Nothing is blocked: SA_NODEFER.
+		a.movImm(rSP, d+rstackTop)
+		a.jmp(finish)
 	} else {
-		for _, s := range []struct{ greg, off int }{{g32CS, hCS}, {g32SS, hSS}, {g32DS, hDS}, {g32ES, hDS}, {g32FS, hFS}, {g32GS, hGS}} {
-			a.load(false, rBX, t.hdr(s.off))
-			a.store(false, g(s.greg), rBX)
+		// resume the runner at finish, on its own stack, with its own
+		// segments, through rt_sigreturn
+		a.leaLabel(rBX, finish)
+		a.store(w, g(t.gregIP), rBX)
+		a.movImm(rBX, d+rstackTop)
+		a.store(w, g(t.gregGPR[rSP]), rBX)
+		a.storeImm(w, g(t.gregFlags), 0x202)
+		if t.is64 {
+			// uc_mcontext.cs / .ss are the 16-bit fields at +0 and +6 of greg 18
+			a.load(false, rBX, t.hdr(hCS))
+			a.store16(based(rDX, int64(t.ucGregs+18*8)), rBX)
+			a.load(false, rBX, t.hdr(hSS))
+			a.store16(based(rDX, int64(t.ucGregs+18*8+6)), rBX)
+		} else {
+			for _, s := range []struct{ greg, off int }{{g32CS, hCS}, {g32SS, hSS}, {g32DS, hDS}, {g32ES, hDS}, {g32FS, hFS}, {g32GS, hGS}} {
+				a.load(false, rBX, t.hdr(s.off))
+				a.store(false, g(s.greg), rBX)
+			}
 		}
+		a.ret()
 	}
-	a.ret()
 
 	restorer := a.newLabel()
 	a.bind(restorer)
@@ -594,10 +738,13 @@ func (t *target) genRunner(l Layout, base uint64, emu bool) *runnerCode {
 	rc := &runnerCode{
 		code: code, entry: base, starts: a.starts,
 		handler: a.addr(handler), restorer: a.addr(restorer), done: a.addr(done),
-		int3At: int3At, codeEnd: base + uint64(len(code)),
+		int3At: int3At, codeEnd: base + uint64(len(code)), jumpOut: jumpOut,
 	}
 	return rc
 }
+
+// setupTimer is the set-up step number of setitimer.
+const setupTimer = 19
 
 // sigKILL is the number of SIGKILL.
 const sigKILL = 9

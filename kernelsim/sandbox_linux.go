@@ -32,6 +32,12 @@ type Sandbox struct {
 	// the runner is sent SIGUSR1 (the case is reported TimedOut); after three
 	// such periods without progress the sandbox is killed and restarted.
 	Watchdog time.Duration
+	// CaseTimeout is how much user CPU time one case may take before the
+	// runner's own case timer stops it (reported TimedOut), about: the
+	// kernel checks the timer at its scheduler tick. Zero means 10 ms on
+	// the CPU and 60 ms under an emulator. A change applies from the next
+	// batch on.
+	CaseTimeout time.Duration
 
 	opts  Options
 	emu   string      // path of the user-mode emulator in use, "" on the CPU
@@ -40,6 +46,11 @@ type Sandbox struct {
 	data  []byte      // the shared memfd, mapped in the tracer
 	pid   int
 	seq   uint32
+	// per batch: the distinct memory images and each case's image
+	imgKeys []memKey
+	imgOf   []int
+	// deadCPU is the CPU time of sandbox processes already reaped
+	deadCPU time.Duration
 	// Restarts counts how often the sandbox was restarted after a crash, and
 	// LastCrash says why it last was.
 	Restarts  int
@@ -120,6 +131,13 @@ var setupSteps = map[int]string{
 	1: "mmap of the shared area", 2: "prctl(PR_SET_PDEATHSIG)", 3: "parent check (tracer already gone)",
 	4: "mmap of the code page", 5: "mmap of the slot page", 6: "mmap of the scratch page",
 	7: "mmap of the stack page", 8: "sigaltstack", 20: "prctl(PR_SET_NO_NEW_PRIVS)", 21: "seccomp filter",
+	setupTimer: "setitimer(ITIMER_VIRTUAL)",
+}
+
+func init() {
+	for i, sig := range caughtSignals {
+		setupSteps[9+i] = fmt.Sprintf("rt_sigaction(%s)", signalName(sig))
+	}
 }
 
 // spawn creates the shared memory, starts the runner under ptrace, lets it
@@ -174,7 +192,7 @@ func (s *Sandbox) spawnOnce() error {
 	if s.emu != "" {
 		return s.spawnEmu(mfd)
 	}
-	s.t.initHeader(data, s.rc, os.Getpid())
+	s.t.initHeader(data, s.rc, os.Getpid(), s.caseTimeout())
 
 	null, err := unix.Open("/dev/null", unix.O_RDWR|unix.O_CLOEXEC, 0)
 	if err != nil {
@@ -247,7 +265,7 @@ func (s *Sandbox) spawnOnce() error {
 // them without filtering the emulator itself, so the emulator runs isolated:
 // in new PID, network and IPC namespaces and, when we are root, as nobody.
 func (s *Sandbox) spawnEmu(mfd int) error {
-	s.t.initHeader(s.data, s.rc, 0) // getppid is 0 in a new PID namespace
+	s.t.initHeader(s.data, s.rc, 0, s.caseTimeout()) // getppid is 0 in a new PID namespace
 	null, err := unix.Open("/dev/null", unix.O_RDWR|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return s.setupErr("open /dev/null: %v", err)
@@ -326,13 +344,31 @@ func (s *Sandbox) kill() {
 	unix.Kill(-s.pid, unix.SIGKILL)
 	unix.Kill(s.pid, unix.SIGKILL)
 	var ws unix.WaitStatus
+	var ru unix.Rusage
 	for {
-		_, err := unix.Wait4(s.pid, &ws, unix.WALL, nil)
+		_, err := unix.Wait4(s.pid, &ws, unix.WALL, &ru)
 		if err != unix.EINTR {
 			break
 		}
 	}
+	s.reaped(&ru)
 	s.pid = 0
+}
+
+// caseTimeout is CaseTimeout or its default.
+func (s *Sandbox) caseTimeout() time.Duration {
+	switch {
+	case s.CaseTimeout > 0:
+		return s.CaseTimeout
+	case s.emu != "":
+		return 60 * time.Millisecond
+	}
+	return 10 * time.Millisecond
+}
+
+// reaped adds the CPU time of a reaped sandbox process to deadCPU.
+func (s *Sandbox) reaped(ru *unix.Rusage) {
+	s.deadCPU += time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // Close implements Backend.
@@ -394,6 +430,63 @@ func (s *Sandbox) Run(cases []Case, results []Result) error {
 	return nil
 }
 
+// memKey identifies a case's memory image by the slices that hold it: the
+// cases of a batch usually share a few trial states.
+type memKey struct {
+	scratch, stack *byte
+	ns, nk         int
+}
+
+func memKeyOf(c *Case) memKey {
+	k := memKey{ns: len(c.Scratch), nk: len(c.Stack)}
+	if k.ns > 0 {
+		k.scratch = &c.Scratch[0]
+	}
+	if k.nk > 0 {
+		k.stack = &c.Stack[0]
+	}
+	return k
+}
+
+// writeImages writes the batch's distinct memory images to the image area
+// and notes each case's image in s.imgOf.
+func (s *Sandbox) writeImages(cases []Case) {
+	s.imgKeys = s.imgKeys[:0]
+	s.imgOf = s.imgOf[:0]
+	last := -1
+	for i := range cases {
+		c := &cases[i]
+		if c.NoMemory {
+			s.imgOf = append(s.imgOf, -1)
+			continue
+		}
+		k := memKeyOf(c)
+		j := -1
+		if last >= 0 && s.imgKeys[last] == k {
+			j = last
+		} else {
+			for n, o := range s.imgKeys {
+				if o == k {
+					j = n
+					break
+				}
+			}
+		}
+		if j < 0 {
+			j = len(s.imgKeys)
+			s.imgKeys = append(s.imgKeys, k)
+			img := s.data[offImgs+j*imgStride : offImgs+(j+1)*imgStride]
+			fill(img[copy(img[:ScratchSize], c.Scratch):ScratchSize], 0)
+			fill(img[ScratchSize+copy(img[ScratchSize:], c.Stack):], 0)
+		}
+		last = j
+		s.imgOf = append(s.imgOf, j)
+	}
+	// image addresses are reused from batch to batch: the live pages hold
+	// none of them now
+	binary.LittleEndian.PutUint64(s.data[offHdr+hLiveImg:], 0)
+}
+
 // writeCase fills record i.
 func (s *Sandbox) writeCase(i int, c *Case, flags uint32) {
 	le := binary.LittleEndian
@@ -432,9 +525,8 @@ func (s *Sandbox) writeCase(i int, c *Case, flags uint32) {
 		n := copy(img, c.Slot)
 		fill(img[n:], 0xCC)
 	}
-	if !c.NoMemory {
-		fill(r[rScratch+copy(r[rScratch:rScratch+ScratchSize], c.Scratch):rScratch+ScratchSize], 0)
-		fill(r[rStack+copy(r[rStack:rStack+StackSize], c.Stack):rStack+StackSize], 0)
+	if j := s.imgOf[i]; j >= 0 {
+		le.PutUint64(r[rImg:], s.t.dataBase+offImgs+uint64(j)*imgStride)
 	}
 }
 
@@ -469,16 +561,37 @@ func (s *Sandbox) readResult(i int, c *Case, res *Result) {
 			Trap:      int(int32(le.Uint32(o[oTrap:]))),
 			ErrorCode: le.Uint64(o[oErr:]) & m,
 		}
-		if res.Fault.Signal == SIGUSR1 {
+		if res.Fault.Signal == SIGUSR1 || res.Fault.Signal == SIGVTALRM {
 			res.Outcome = TimedOut
 		}
 	}
-	if c.NoMemory {
+	if c.NoMemory || c.probe {
 		res.Scratch, res.Stack = nil, nil
 		return
 	}
-	res.Scratch = append(res.Scratch[:0], r[rScratch:rScratch+ScratchSize]...)
-	res.Stack = append(res.Stack[:0], r[rStack:rStack+StackSize]...)
+	n := le.Uint32(o[oNDirty:])
+	if n == dirtyAll {
+		res.Scratch = append(res.Scratch[:0], r[rScratch:rScratch+ScratchSize]...)
+		res.Stack = append(res.Stack[:0], r[rStack:rStack+StackSize]...)
+		return
+	}
+	// the image, with the words the case changed
+	img := s.data[offImgs+s.imgOf[i]*imgStride:]
+	res.Scratch = append(res.Scratch[:0], img[:ScratchSize]...)
+	res.Stack = append(res.Stack[:0], img[ScratchSize:imgStride]...)
+	w := s.t.ptr
+	for k := range int(min(n, maxDirty)) {
+		e := r[rDirty+16*k:]
+		off := int(le.Uint32(e))
+		if off < 0 || off+w > imgStride {
+			continue
+		}
+		dst := res.Scratch
+		if off >= ScratchSize {
+			dst, off = res.Stack, off-ScratchSize
+		}
+		copy(dst[off:off+w], e[8:8+w])
+	}
 }
 
 // runBatch runs up to maxBatch cases; it returns how many cases have results
@@ -492,6 +605,8 @@ func (s *Sandbox) runBatch(cases []Case, results []Result, flags uint32) (int, e
 			return 0, err
 		}
 	}
+	s.writeImages(cases)
+	s.t.putItimer(s.data, s.caseTimeout())
 	for i := range cases {
 		s.writeCase(i, &cases[i], flags)
 	}
@@ -515,7 +630,9 @@ func (s *Sandbox) runBatch(cases []Case, results []Result, flags uint32) (int, e
 			continue
 		}
 		var ws unix.WaitStatus
-		if p, _ := unix.Wait4(s.pid, &ws, unix.WNOHANG|unix.WALL, nil); p == s.pid {
+		var ru unix.Rusage
+		if p, _ := unix.Wait4(s.pid, &ws, unix.WNOHANG|unix.WALL, &ru); p == s.pid {
+			s.reaped(&ru)
 			s.pid = 0
 			return s.crashed(cases, results, int(idx), fmt.Sprintf("runner died (%s)", describeWait(ws, s)))
 		}
@@ -527,7 +644,10 @@ func (s *Sandbox) runBatch(cases []Case, results []Result, flags uint32) (int, e
 			cpuMark = cpu
 		}
 		stalled := time.Since(lastProgress) > 50*s.Watchdog // not running at all
-		if cpu-cpuMark < s.Watchdog && !stalled {
+		// Under an emulator case code makes real system calls (no seccomp):
+		// one that sleeps (pause, a wait) uses no CPU time; wake it.
+		asleep := s.emu != "" && atomic.LoadUint32(s.hdr32(hInCase)) == 1 && procState(s.pid) == 'S'
+		if cpu-cpuMark < s.Watchdog && !stalled && !asleep {
 			continue
 		}
 		if kicks >= 3 || stalled {

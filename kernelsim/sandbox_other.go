@@ -11,9 +11,10 @@ import (
 
 // Sandbox is the hardware Backend; it needs linux/amd64.
 type Sandbox struct {
-	Watchdog  time.Duration
-	Restarts  int
-	LastCrash string
+	Watchdog    time.Duration
+	CaseTimeout time.Duration
+	Restarts    int
+	LastCrash   string
 }
 
 var _ Backend = (*Sandbox)(nil)

@@ -2,23 +2,18 @@ package cli
 
 import (
 	"bufio"
-	"debug/elf"
 	"encoding/json"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"sort"
 	"syscall"
 	"time"
 
 	"github.com/kboost/kboost/boost"
 	"github.com/kboost/kboost/decode"
-	"github.com/kboost/kboost/internal/x86gen"
 	"github.com/kboost/kboost/kernelsim"
-	"github.com/kboost/kboost/kimage"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 )
@@ -27,7 +22,7 @@ func newFuzzCmd(s Streams) *cobra.Command {
 	var (
 		archName, policyName, out, tag string
 		n, trials                      int
-		dur                            time.Duration
+		dur, caseTimeout               time.Duration
 		seed                           uint64
 		jsonOut, quiet                 bool
 	)
@@ -50,7 +45,14 @@ bug), policy-divergence (the kernel's emulation or single-step diverges from the
 CPU: a finding about Linux), missed-boost (not boosted, but boosting agreed on
 every trial), length / length-vendor / decoder-rejects. The 66-prefixed near
 branches that AMD CPUs decode with rel16 in 64-bit mode are counted as
-length-vendor, not as decoder errors. Ctrl-C stops and still prints the summary.`,
+length-vendor, not as decoder errors. Ctrl-C stops and still prints the summary.
+
+--arch arm64 (policies linux-6.1-arm64, the default there, and boost-arm64)
+generates A64 words within instruction classes plus mutations of words from a
+cached Debian arm64 vmlinux, and runs them under qemu-aarch64-static (driven
+through its gdb stub): in place versus the hit's slot ([insn, BRK #6] with the
+PC fix-up, or boost-arm64's [insn, B addr+4]) or the kernel's simulation,
+comparing x0..x30, sp, NZCV, PC, v0..v31/FPSR/FPCR, stack and scratch memory.`,
 		Example: `  kboost fuzz -n 100000 --out findings.jsonl
   kboost fuzz --arch i386 --duration 1m --json`,
 		Args: cobra.NoArgs,
@@ -58,6 +60,9 @@ length-vendor, not as decoder errors. Ctrl-C stops and still prints the summary.
 			mode, err := decode.ParseMode(archName)
 			if err != nil {
 				return usagef("--arch: %v", err)
+			}
+			if mode == decode.ModeA64 && !cmd.Flags().Changed("policy") {
+				policyName = "linux-6.1-arm64"
 			}
 			pol, err := boost.Lookup(policyName)
 			if err != nil {
@@ -75,11 +80,6 @@ length-vendor, not as decoder errors. Ctrl-C stops and still prints the summary.
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			sb, err := kernelsim.NewWithOptions(a, kernelsim.Options{Tag: tag})
-			if err != nil {
-				return err
-			}
-			defer sb.Close()
 			var fw *bufio.Writer
 			if out != "" {
 				f, err := os.Create(out)
@@ -90,36 +90,67 @@ length-vendor, not as decoder errors. Ctrl-C stops and still prints the summary.
 				fw = bufio.NewWriter(f)
 				defer fw.Flush()
 			}
-			samples, from := sampleKernelInsts(mode, 200000, seed)
-			gen := newCaseGen(mode, seed, samples)
-			fz := kernelsim.NewFuzzer(kernelsim.FuzzConfig{
-				Backend: sb, Policy: pol, Trials: trials, Seed: seed, Next: gen.next,
-				OnFinding: func(fd *kernelsim.Finding) {
-					if fw != nil {
-						b, _ := json.Marshal(fd)
-						fw.Write(append(b, '\n'))
-					}
-				},
-			})
+			onFinding := func(fd *kernelsim.Finding) {
+				if fw != nil {
+					b, _ := json.Marshal(fd)
+					fw.Write(append(b, '\n'))
+				}
+			}
+			var (
+				sb   fuzzBackend
+				fz   fuzzEngine
+				from string
+			)
+			if mode == decode.ModeA64 {
+				if sb, fz, from, err = newA64Fuzz(pol, trials, seed, tag, onFinding); err != nil {
+					return err
+				}
+			} else {
+				x, err := kernelsim.NewWithOptions(a, kernelsim.Options{Tag: tag})
+				if err != nil {
+					return err
+				}
+				x.CaseTimeout = caseTimeout
+				sb = x
+				var samples [][]byte
+				samples, from = kernelsim.SampleKernelInsts(mode, 200000, seed)
+				gen := kernelsim.NewFuzzSource(mode, seed, samples)
+				fz = kernelsim.NewFuzzer(kernelsim.FuzzConfig{
+					Backend: sb, Policy: pol, Trials: trials, Seed: seed, Next: gen.Next, OnFinding: onFinding,
+				})
+			}
+			defer sb.Close()
 			prog := isTerminal(s.Err)
 			if sb.Emulator() != "" && !jsonOut {
 				fmt.Fprintf(s.Err, "%s runs under %s (no hardware length oracle)\n", a.Name, sb.Emulator())
 			}
 			start, last := time.Now(), time.Now()
+			// checks per CPU-second (tracer and sandbox together: one core's
+			// worth, since they take turns) next to the wall-clock rate
+			cpuRate := func(checks int) string { return "" }
+			if c, ok := sb.(interface{ CPUTime() time.Duration }); ok {
+				cpu0 := c.CPUTime()
+				cpuRate = func(checks int) string {
+					if d := (c.CPUTime() - cpu0).Seconds(); d > 0 {
+						return fmt.Sprintf(", %.0f per CPU-second", float64(checks)/d)
+					}
+					return ""
+				}
+			}
 			const block = 64
 			for {
 				if ctx.Err() != nil {
 					break
 				}
-				if n > 0 && fz.Stats.Cases >= n {
+				if n > 0 && fz.Counts().Cases >= n {
 					break
 				}
 				if dur > 0 && time.Since(start) >= dur {
 					break
 				}
 				k := block
-				if n > 0 && n-fz.Stats.Cases < k {
-					k = n - fz.Stats.Cases
+				if n > 0 && n-fz.Counts().Cases < k {
+					k = n - fz.Counts().Cases
 				}
 				if err := fz.Block(k); err != nil {
 					if ctx.Err() != nil {
@@ -129,16 +160,16 @@ length-vendor, not as decoder errors. Ctrl-C stops and still prints the summary.
 				}
 				if !prog && !quiet && time.Since(last) > 30*time.Second {
 					last = time.Now()
-					st := &fz.Stats
-					fmt.Fprintf(s.Err, "%s: %d cases, %d checks (%.0f/s): unsafe %d, kernel divergences %d, missed %d, length errors %d\n",
-						time.Since(start).Round(time.Second), st.Cases, st.Checks, float64(st.Checks)/time.Since(start).Seconds(), st.UnsafeBoosts, st.PolicyDivergences, st.MissedBoosts, st.LengthErrors)
+					st := fz.Counts()
+					fmt.Fprintf(s.Err, "%s: %d cases, %d checks (%.0f/s%s): unsafe %d, kernel divergences %d, missed %d, length errors %d\n",
+						time.Since(start).Round(time.Second), st.Cases, st.Checks, float64(st.Checks)/time.Since(start).Seconds(), cpuRate(st.Checks), st.UnsafeBoosts, st.PolicyDivergences, st.MissedBoosts, st.LengthErrors)
 				}
 				if prog && time.Since(last) > 500*time.Millisecond {
 					last = time.Now()
-					st := &fz.Stats
+					st := fz.Counts()
 					el := time.Since(start).Seconds()
-					fmt.Fprintf(s.Err, "\r%d cases (%.0f/s), %d checks (%.0f/s): unsafe %d, kernel divergences %d, missed %d, length errors %d  ",
-						st.Cases, float64(st.Cases)/el, st.Checks, float64(st.Checks)/el, st.UnsafeBoosts, st.PolicyDivergences, st.MissedBoosts, st.LengthErrors)
+					fmt.Fprintf(s.Err, "\r%d cases (%.0f/s), %d checks (%.0f/s%s): unsafe %d, kernel divergences %d, missed %d, length errors %d  ",
+						st.Cases, float64(st.Cases)/el, st.Checks, float64(st.Checks)/el, cpuRate(st.Checks), st.UnsafeBoosts, st.PolicyDivergences, st.MissedBoosts, st.LengthErrors)
 				}
 			}
 			if prog {
@@ -162,10 +193,11 @@ length-vendor, not as decoder errors. Ctrl-C stops and still prints the summary.
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&archName, "arch", "x86-64", "instruction set: x86-64 or i386")
-	f.StringVar(&policyName, "policy", "linux-6.1", "kernel policy (see 'kboost policies')")
+	f.StringVar(&archName, "arch", "x86-64", "instruction set: x86-64, i386 or arm64 (arm64 runs under qemu-aarch64-static)")
+	f.StringVar(&policyName, "policy", "linux-6.1", "kernel policy (see 'kboost policies'; arm64: default linux-6.1-arm64)")
 	f.IntVarP(&n, "n", "n", 0, "number of cases")
 	f.DurationVar(&dur, "duration", 0, "run for this long (e.g. 30s, 5m)")
+	f.DurationVar(&caseTimeout, "case-timeout", 0, "x86: user CPU time one execution may take before it counts as timed out (default 10ms; 60ms under qemu)")
 	f.Uint64Var(&seed, "seed", 1, "random seed (the run is deterministic for a seed and sample set)")
 	f.StringVar(&out, "out", "", "write findings to this file as JSON lines")
 	f.BoolVar(&jsonOut, "json", false, "print the final summary as a JSON object")
@@ -218,139 +250,4 @@ func printFuzzSummary(w io.Writer, s *fuzzSummary) {
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
-}
-
-// caseGen mixes x86gen's structured candidates with mutated real
-// instructions.
-type caseGen struct {
-	g       *x86gen.Gen
-	rng     *rand.Rand
-	samples [][]byte
-}
-
-func newCaseGen(m decode.Mode, seed uint64, samples [][]byte) *caseGen {
-	bits := 64
-	if m == decode.Mode32 {
-		bits = 32
-	}
-	return &caseGen{g: x86gen.New(x86gen.Config{Seed: seed, Bits: bits}), rng: rand.New(rand.NewPCG(seed, 0x6d757461)), samples: samples}
-}
-
-func (c *caseGen) next(dst []byte) []byte {
-	if len(c.samples) == 0 || c.rng.IntN(2) == 0 {
-		return c.g.Next(dst)
-	}
-	s := c.samples[c.rng.IntN(len(c.samples))]
-	b := append(dst, s...)
-	switch c.rng.IntN(8) {
-	case 0, 1: // as is
-	case 2: // flip a bit
-		i := c.rng.IntN(len(b))
-		b[i] ^= 1 << c.rng.IntN(8)
-	case 3: // a random byte
-		b[c.rng.IntN(len(b))] = byte(c.rng.Uint32())
-	case 4: // prepend a legacy prefix
-		pf := []byte{0x26, 0x2E, 0x36, 0x3E, 0x64, 0x65, 0x66, 0x67, 0xF0, 0xF2, 0xF3}
-		b = append([]byte{pf[c.rng.IntN(len(pf))]}, b...)
-	case 5: // randomize the bytes after the opcode (ModRM, SIB, displacement, immediate)
-		for i := min(len(b)-1, 1+c.rng.IntN(2)); i < len(b); i++ {
-			b[i] = byte(c.rng.Uint32())
-		}
-	case 6: // drop the first byte
-		if len(b) > 1 {
-			b = b[1:]
-		}
-	case 7: // pad with random tail bytes (the decoder decides the length)
-		for range 4 {
-			b = append(b, byte(c.rng.Uint32()))
-		}
-	}
-	if len(b) > 15 {
-		b = b[:15]
-	}
-	return b
-}
-
-// sampleKernelInsts decodes the executable sections of the cached Debian
-// vmlinux for the mode (else /usr/bin binaries) and returns up to max
-// instructions, evenly sampled.
-func sampleKernelInsts(m decode.Mode, max int, seed uint64) ([][]byte, string) {
-	want := elf.EM_X86_64
-	if m == decode.Mode32 {
-		want = elf.EM_386
-	}
-	var files []string
-	if elfs, _ := filepath.Glob(filepath.Join(kimage.CacheDir(), "vmlinux", "*.elf")); len(elfs) > 0 {
-		for _, p := range elfs {
-			if f, err := elf.Open(p); err == nil {
-				if f.Machine == want {
-					files = append(files, p)
-				}
-				f.Close()
-			}
-		}
-	}
-	if len(files) == 0 {
-		bins, _ := filepath.Glob("/usr/bin/*")
-		sort.Strings(bins)
-		for _, p := range bins {
-			if len(files) >= 20 {
-				break
-			}
-			if f, err := elf.Open(p); err == nil {
-				if f.Machine == elf.EM_X86_64 {
-					files = append(files, p)
-				}
-				f.Close()
-			}
-		}
-	}
-	rng := rand.New(rand.NewPCG(seed, 0x73616d70))
-	var out [][]byte
-	for _, p := range files {
-		f, err := elf.Open(p)
-		if err != nil {
-			continue
-		}
-		for _, sec := range f.Sections {
-			if sec.Flags&elf.SHF_EXECINSTR == 0 || sec.Type != elf.SHT_PROGBITS {
-				continue
-			}
-			data, err := sec.Data()
-			if err != nil {
-				continue
-			}
-			var in decode.Inst
-			// keep about max/len(files) instructions per file
-			keep := float64(max) / float64(len(files)) / float64(len(data)/4+1)
-			for off := 0; off < len(data); {
-				err := decode.DecodeInto(&in, data[off:], m, sec.Addr+uint64(off))
-				l := max1(in.Len)
-				if err == nil && rng.Float64() < keep {
-					out = append(out, append([]byte(nil), data[off:off+l]...))
-				}
-				off += l
-			}
-		}
-		f.Close()
-	}
-	if len(out) > max {
-		rng.Shuffle(len(out), func(i, j int) { out[i], out[j] = out[j], out[i] })
-		out = out[:max]
-	}
-	from := "none (structured generation only)"
-	if len(files) > 0 {
-		from = fmt.Sprintf("%d instructions from %s", len(out), filepath.Base(files[0]))
-		if len(files) > 1 {
-			from += fmt.Sprintf(" and %d more", len(files)-1)
-		}
-	}
-	return out, from
-}
-
-func max1(n int) int {
-	if n < 1 {
-		return 1
-	}
-	return n
 }

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/kboost/kboost/boost"
 	"github.com/kboost/kboost/decode"
@@ -41,15 +42,23 @@ registers marked, and say whether the verdict is confirmed or refuted.
 
 --force boost|single-step|emulate simulates another hit path than the policy's
 ("what if this were boosted?"). The linux-2.6.17-i386 policy replays the lazy
-booster: the first hit single-steps and writes the jmp, later hits run direct.`,
+booster: the first hit single-steps and writes the jmp, later hits run direct.
+
+--arch arm64 takes the instruction's 4 bytes in memory order (policies
+linux-6.1-arm64, the default there, and boost-arm64) and runs it under
+qemu-aarch64-static through its gdb stub.`,
 		Example: `  kboost sim 48 8b 05 10 00 00 00
   kboost sim --force boost e8 00 00 00 00
-  kboost sim --arch i386 --policy linux-2.6.17-i386 89 c8`,
+  kboost sim --arch i386 --policy linux-2.6.17-i386 89 c8
+  kboost sim --arch arm64 --policy boost-arm64 20 00 02 8b`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			mode, err := decode.ParseMode(archName)
 			if err != nil {
 				return usagef("--arch: %v", err)
+			}
+			if mode == decode.ModeA64 && !cmd.Flags().Changed("policy") {
+				policyName = "linux-6.1-arm64"
 			}
 			pol, err := boost.Lookup(policyName)
 			if err != nil {
@@ -107,7 +116,19 @@ booster: the first hit single-steps and writes the jmp, later hits run direct.`,
 				}
 				set[strings.ToLower(k)] = x
 			}
-			rep, err := simulate(code, mode, pol, env, addr, slot, fp, trials, seed, set)
+			simf := simulate
+			if mode == decode.ModeA64 {
+				if !cmd.Flags().Changed("addr") {
+					addr = a64DefaultAddr
+				}
+				if !cmd.Flags().Changed("slot") {
+					slot = a64DefaultSlot
+				}
+				simf = func(code []byte, _ decode.Mode, pol *boost.Policy, env *boost.Env, addr, slot uint64, fp kernelsim.Path, trials int, seed uint64, set map[string]uint64) (*simReport, error) {
+					return simulateA64(code, pol, env, addr, slot, fp, trials, seed, set)
+				}
+			}
+			rep, err := simf(code, mode, pol, env, addr, slot, fp, trials, seed, set)
 			if err != nil {
 				return err
 			}
@@ -121,10 +142,10 @@ booster: the first hit single-steps and writes the jmp, later hits run direct.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&archName, "arch", "x86-64", "instruction set: x86-64 or i386")
-	f.StringVar(&policyName, "policy", "linux-6.1", "kernel policy (see 'kboost policies')")
-	f.StringVar(&addrStr, "addr", "0xffffffff81000000", "probe address (i386: default 0xc1000000)")
-	f.StringVar(&slotStr, "slot", "0xffffffffa0000000", "slot address, in the module area (i386: default 0xf8000000)")
+	f.StringVar(&archName, "arch", "x86-64", "instruction set: x86-64, i386 or arm64 (arm64 runs under qemu-aarch64-static)")
+	f.StringVar(&policyName, "policy", "linux-6.1", "kernel policy (see 'kboost policies'; arm64: default linux-6.1-arm64)")
+	f.StringVar(&addrStr, "addr", "0xffffffff81000000", "probe address (i386: default 0xc1000000, arm64: 0xffff800008010000)")
+	f.StringVar(&slotStr, "slot", "0xffffffffa0000000", "slot address, in the module area (i386: default 0xf8000000, arm64: 0xffff800000800000)")
 	f.StringVar(&force, "force", "", "simulate this hit path instead of the policy's: boost, single-step, emulate")
 	f.IntVar(&trials, "trials", 4, "random register states")
 	f.Uint64Var(&seed, "seed", 1, "random seed for the register states")
@@ -263,6 +284,9 @@ func simulate(code []byte, mode decode.Mode, pol *boost.Policy, env *boost.Env, 
 		return nil, err
 	}
 	defer sb.Close()
+	// a few cases only: let a long loop run until the watchdog (200 ms of
+	// CPU), not the fuzzer's short case limit
+	sb.CaseTimeout = time.Second
 	codeOff := int(addr%kernelsim.PageSize) &^ 0
 	codeOff = min(codeOff, kernelsim.PageSize-kernelsim.ImageSize)
 	slotOff := min(int(slotAddr%kernelsim.PageSize), kernelsim.PageSize-kernelsim.ImageSize)

@@ -1,0 +1,82 @@
+package cli
+
+import (
+	"debug/elf"
+	"encoding/binary"
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+
+	"github.com/kboost/kboost/boost"
+	"github.com/kboost/kboost/kernelsim"
+	"github.com/kboost/kboost/kimage"
+)
+
+// fuzzBackend is what the fuzz command needs from a backend.
+type fuzzBackend interface {
+	kernelsim.Backend
+	Emulator() string
+}
+
+// fuzzEngine is the x86 or the A64 fuzzer.
+type fuzzEngine interface {
+	Block(n int) error
+	Finish() kernelsim.FuzzStats
+	Counts() *kernelsim.FuzzStats
+}
+
+// newA64Fuzz starts the qemu-aarch64 backend and an A64 fuzzer on it,
+// mutating words of the cached Debian arm64 vmlinux when there is one.
+func newA64Fuzz(pol *boost.Policy, trials int, seed uint64, tag string, onFinding func(*kernelsim.Finding)) (fuzzBackend, fuzzEngine, string, error) {
+	g, err := kernelsim.NewGDB(kernelsim.ARM64, kernelsim.Options{Tag: tag})
+	if err != nil {
+		return nil, nil, "", err
+	}
+	samples, from := sampleA64Words(200000, seed)
+	gen := kernelsim.NewA64Gen(seed, samples)
+	fz := kernelsim.NewA64Fuzzer(kernelsim.FuzzConfig{Backend: g, Policy: pol, Trials: trials, Seed: seed, Next: gen.Next, OnFinding: onFinding})
+	return g, fz, from, nil
+}
+
+// sampleA64Words returns up to max instruction words from the executable
+// sections of cached arm64 vmlinux images, evenly sampled.
+func sampleA64Words(max int, seed uint64) ([]uint32, string) {
+	var files []string
+	elfs, _ := filepath.Glob(filepath.Join(kimage.CacheDir(), "vmlinux", "*.elf"))
+	for _, p := range elfs {
+		if f, err := elf.Open(p); err == nil {
+			if f.Machine == elf.EM_AARCH64 {
+				files = append(files, p)
+			}
+			f.Close()
+		}
+	}
+	if len(files) == 0 {
+		return nil, "none (class-directed generation only)"
+	}
+	rng := rand.New(rand.NewPCG(seed, 0x73616d70))
+	var out []uint32
+	for _, p := range files {
+		f, err := elf.Open(p)
+		if err != nil {
+			continue
+		}
+		for _, sec := range f.Sections {
+			if sec.Flags&elf.SHF_EXECINSTR == 0 || sec.Type != elf.SHT_PROGBITS {
+				continue
+			}
+			data, err := sec.Data()
+			if err != nil {
+				continue
+			}
+			keep := float64(max) / float64(len(files)) / float64(len(data)/4+1)
+			for off := 0; off+4 <= len(data); off += 4 {
+				if rng.Float64() < keep {
+					out = append(out, binary.LittleEndian.Uint32(data[off:]))
+				}
+			}
+		}
+		f.Close()
+	}
+	return out, fmt.Sprintf("%d words from %s", len(out), filepath.Base(files[0]))
+}

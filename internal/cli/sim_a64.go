@@ -1,0 +1,167 @@
+package cli
+
+import (
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+
+	"github.com/kboost/kboost/boost"
+	"github.com/kboost/kboost/decode"
+	"github.com/kboost/kboost/kernelsim"
+)
+
+// Default probe and slot addresses for arm64: kernel text and a slot 120 MiB
+// below it (arm64 modules, and so kprobe slots, lie within B's +-128 MiB).
+const (
+	a64DefaultAddr = 0xffff800008010000
+	a64DefaultSlot = 0xffff800000800000
+)
+
+// simulateA64 is simulate for A64: the slot the policy's kernel (or the
+// boost-arm64 model) writes, checked, then the word run in place and through
+// the simulated hit under qemu-aarch64 (kernelsim.GDB).
+func simulateA64(code []byte, pol *boost.Policy, env *boost.Env, addr, slotAddr uint64, force kernelsim.Path, ntrials int, seed uint64, set map[string]uint64) (*simReport, error) {
+	a := kernelsim.ARM64
+	if len(code) < 4 {
+		return nil, usagef("an A64 instruction is 4 bytes (little-endian, as in memory), got %d", len(code))
+	}
+	if addr%4 != 0 || slotAddr%4 != 0 {
+		return nil, usagef("--addr and --slot must be 4-byte aligned for arm64")
+	}
+	w := binary.LittleEndian.Uint32(code)
+	rep := &simReport{Arch: a.Name, Policy: pol.Name, Addr: hexAddr(addr), SlotAddr: hexAddr(slotAddr), MaxInsnSize: pol.MaxInsnSize,
+		Config: "CONFIG_PREEMPTION off"}
+	if env.Config.Preemption {
+		rep.Config = "CONFIG_PREEMPTION on: never boosted"
+	}
+	e := *env
+	e.SlotAddr = slotAddr
+	d := pol.ClassifyBytesEnv(code[:4], decode.ModeA64, addr, &e)
+	var in decode.Inst
+	decode.ARM64.Decode(&in, code[:4], addr)
+	rep.Bytes = hex.EncodeToString(code[:4]) // memory order, as given
+	rep.Asm = decode.Format(&in, nil)
+	rep.Verdict = d.Verdict.String()
+	rep.Errno = d.Errno.String()
+	rep.Rules = d.ReasonIDs()
+	path := kernelsim.PathOf(&d)
+	if force != kernelsim.PathNone {
+		path, rep.Forced = force, true
+	}
+	rep.Path = path.String()
+	if path == kernelsim.PathBoost || path == kernelsim.PathSingleStep {
+		slot, err := kernelsim.BuildSlotA64(w, addr, slotAddr, path)
+		var re *kernelsim.SlotRangeError
+		switch {
+		case errors.As(err, &re):
+			rep.RangeError = fmt.Sprintf("B back from slot %#x to %#x is beyond +-128 MiB", slotAddr+4, addr+4)
+		case err != nil:
+			return nil, err
+		default:
+			rep.SlotHex = hex.EncodeToString(slot)
+			rep.Problems = kernelsim.VerifySlotA64(w, addr, slotAddr, slot)
+			if want := d.SlotBytes(); want != nil && !rep.Forced && !slices.Equal(want, slot) {
+				rep.Problems = append(rep.Problems, fmt.Sprintf("slot model % x differs from boost's slot image % x", slot, want))
+			}
+			for off := 0; off < len(slot); off += 4 {
+				var si decode.Inst
+				decode.ARM64.Decode(&si, slot[off:off+4], slotAddr+uint64(off))
+				sw := binary.LittleEndian.Uint32(slot[off:])
+				line := simSlotLine{Off: off, Bytes: hex.EncodeToString(slot[off : off+4]), Asm: decode.Format(&si, nil)}
+				switch {
+				case off == 0:
+					line.Note = "the probed word, copied verbatim (A64 has no displacement fix-ups)"
+				case sw == kernelsim.A64BRKSS:
+					line.Note = "BRK #6: the single-step trap; the kernel sets PC = addr+4"
+				default:
+					line.Note = fmt.Sprintf("B back to addr+4 = %#x", addr+4)
+					rep.JumpBack = hexAddr(addr + 4)
+				}
+				rep.Slot = append(rep.Slot, line)
+			}
+		}
+	}
+	switch {
+	case path == kernelsim.PathNone:
+		rep.Conclusion = fmt.Sprintf("refused (%s): no hit to simulate; try --force boost", d.Errno)
+		return rep, nil
+	case rep.RangeError != "":
+		rep.Conclusion = "refused: the slot is out of reach of a B back to addr+4"
+		return rep, nil
+	}
+	g, err := kernelsim.NewGDB(a, kernelsim.Options{})
+	if err != nil {
+		return nil, err
+	}
+	defer g.Close()
+	codeOff := min(int(addr%kernelsim.PageSize), kernelsim.PageSize-kernelsim.ImageSize)
+	slotOff := min(int(slotAddr%kernelsim.PageSize), kernelsim.PageSize-kernelsim.ImageSize)
+	p := &kernelsim.A64Probe{Arch: a, Word: w, CodeOffset: codeOff, SlotOffset: slotOff}
+	rep.Sandbox = fmt.Sprintf("code at %#x, slot at %#x, executed by %s through its gdb stub", p.Addr(), p.SlotAddr(), g.Emulator())
+	rng := rand.New(rand.NewPCG(seed, 0x73696d))
+	ts := make([]kernelsim.Trial, max(ntrials, 1))
+	for i := range ts {
+		a.RandomTrialA64(rng, &ts[i])
+		for k, v := range set {
+			if k == "flags" || k == "nzcv" {
+				ts[i].Regs.Flags = v
+				continue
+			}
+			r := slices.Index(a.RegNames, k)
+			if r < 0 {
+				return nil, usagef("--set %s: no register %q on %s (registers: %s, nzcv)", k, k, a.Name, strings.Join(a.RegNames, " "))
+			}
+			if k == "sp" {
+				return nil, usagef("--set sp: the stack pointer is fixed by the sandbox")
+			}
+			ts[i].Regs.GPR[r] = v
+		}
+	}
+	hc, err := kernelsim.CheckHitA64(g, p, path, nil, ts)
+	var ee *kernelsim.EmulateError
+	if errors.As(err, &ee) {
+		rep.Conclusion = ee.Error()
+		return rep, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var ds []kernelsim.Diff
+	for _, h := range hc {
+		rep.Trials = append(rep.Trials, simTrial{HitPath: path.String(), Verdict: h.Diff.Verdict.String(), Diverged: h.Diff.Fields,
+			InPlace: stateOf(a, &h.RefR), Sim: stateOf(a, &h.HitR), regNames: a.RegNames, ref: h.RefR, hit: h.HitR})
+		ds = append(ds, h.Diff)
+	}
+	rep.Conclusion = conclude(rep, path, ds)
+	return rep, nil
+}
+
+// conclude says whether the hits confirm or refute the claim.
+func conclude(rep *simReport, path kernelsim.Path, ds []kernelsim.Diff) string {
+	n := 0
+	for _, d := range ds {
+		if d.Verdict == kernelsim.Equivalent {
+			n++
+		}
+	}
+	claim := rep.Verdict
+	if rep.Verdict != path.String() {
+		claim = fmt.Sprintf("%s (hit path %s)", rep.Verdict, path)
+	}
+	if rep.Forced {
+		claim = fmt.Sprintf("forced %s (policy: %s)", path, rep.Verdict)
+	}
+	switch kernelsim.Summarize(ds) {
+	case kernelsim.Equivalent:
+		return fmt.Sprintf("%s CONFIRMED: the hit matches the in-place run on %d/%d states", claim, n, len(ds))
+	case kernelsim.Diverged:
+		return fmt.Sprintf("%s REFUTED: the hit differs from the in-place run on %d/%d states", claim, len(ds)-n, len(ds))
+	case kernelsim.NotVerifiable:
+		return claim + ": not verifiable in user mode (undefined at EL0, or a system call)"
+	}
+	return claim + ": inconclusive (timeout or emulator crash)"
+}

@@ -1,0 +1,528 @@
+package kernelsim
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/kboost/kboost/boost"
+	"github.com/kboost/kboost/decode"
+)
+
+// A64Fuzzer is the engine of `kboost fuzz --arch arm64`: for each generated
+// word, the policy's verdict against differential execution on an ARM64
+// backend (the probed word in place versus the simulated kprobe hit: the
+// boosted slot [insn, B addr+4], the single-step slot [insn, BRK #6] with the
+// PC fix-up, or the kernel's simulation), over random states. Findings are
+// the same kinds as on x86: unsafe-boost, policy-divergence, missed-boost,
+// slot-model. A divergence counts only when it reproduces from the same
+// state and the in-place run is deterministic. There is no length oracle:
+// every A64 instruction is 4 bytes.
+type A64Fuzzer struct {
+	cfg    FuzzConfig
+	a      *Arch
+	env    boost.Env
+	rng    *rand.Rand
+	seen   map[string]int
+	nondet map[uint32]bool
+	Stats  FuzzStats
+	start  time.Time
+	cpu0   time.Duration
+	trials []Trial
+	extra  []Trial
+	// reused buffers
+	cases   []Case
+	results []Result
+}
+
+// NewA64Fuzzer prepares a fuzz run on an ARM64 backend.
+func NewA64Fuzzer(cfg FuzzConfig) *A64Fuzzer {
+	if cfg.Trials <= 0 {
+		cfg.Trials = 3
+	}
+	f := &A64Fuzzer{cfg: cfg, a: cfg.Backend.Arch(), seen: map[string]int{}, nondet: map[uint32]bool{}, start: time.Now()}
+	if cfg.Env == nil {
+		cfg.Env = SimEnv(cfg.Policy)
+	}
+	f.env = *cfg.Env
+	f.env.SlotAddr = f.a.Layout.Slot + FuzzSlotOffset
+	f.rng = rand.New(rand.NewPCG(cfg.Seed, 0x61363466757a7a))
+	f.Stats.Verdicts = map[string]int{}
+	f.Stats.LengthOracle = "not applicable: A64 instructions are 4 bytes"
+	f.trials = make([]Trial, cfg.Trials)
+	if c, ok := cfg.Backend.(cpuTimer); ok {
+		f.cpu0 = c.CPUTime()
+	}
+	return f
+}
+
+// Counts returns the running counts.
+func (f *A64Fuzzer) Counts() *FuzzStats { return &f.Stats }
+
+// Counts returns the running counts (the x86 engine, for callers that drive
+// either).
+func (f *Fuzzer) Counts() *FuzzStats { return &f.Stats }
+
+type a64case struct {
+	w        uint32
+	inst     decode.Inst
+	dec      boost.Decision
+	path     Path
+	probe    A64Probe
+	refAt    int
+	polAt    int
+	boostAt  int
+	polDiffs []Diff
+	bDiffs   []Diff
+	missCand bool
+}
+
+// Block runs n cases.
+func (f *A64Fuzzer) Block(n int) error {
+	a := f.a
+	addr := a.Layout.Orig + FuzzCodeOffset
+	fc := make([]a64case, 0, n)
+	for range n {
+		b := f.cfg.Next(nil)
+		f.Stats.Cases++
+		if len(b) < 4 {
+			f.Stats.DecodeInvalid++
+			continue
+		}
+		var c a64case
+		c.w = binary.LittleEndian.Uint32(b)
+		if err := decode.ARM64.Decode(&c.inst, b[:4], addr); err != nil && !errors.Is(err, decode.ErrInvalid) {
+			f.Stats.DecodeInvalid++
+			continue
+		} else if err != nil {
+			f.Stats.DecodeInvalid++ // unallocated for package decode; the policy still judges the word
+		}
+		c.dec = f.cfg.Policy.ClassifyBytesEnv(b[:4], decode.ModeA64, addr, &f.env)
+		c.path = PathOf(&c.dec)
+		f.Stats.Verdicts[c.dec.Verdict.String()]++
+		if c.path == PathNone {
+			continue
+		}
+		c.probe = A64Probe{Arch: a, Word: c.w, CodeOffset: FuzzCodeOffset, SlotOffset: FuzzSlotOffset}
+		if c.path == PathBoost || c.path == PathSingleStep {
+			s, err := BuildSlotA64(c.w, addr, c.probe.SlotAddr(), c.path)
+			probs := VerifySlotA64(c.w, addr, c.probe.SlotAddr(), s)
+			if err != nil || len(probs) > 0 || (c.dec.SlotLen > 0 && !slices.Equal(s, c.dec.SlotBytes())) {
+				f.Stats.SlotProblems++
+				f.report(&Finding{Kind: "slot-model", Key: fmt.Sprintf("slot:%08x", c.w), Bytes: a64Hex(c.w), Verdict: c.dec.Verdict.String(),
+					Diverged: append(probs, fmt.Sprintf("model % x, boost % x, %v", s, c.dec.SlotBytes(), err))})
+				continue
+			}
+		}
+		fc = append(fc, c)
+	}
+	for k := range f.trials {
+		a.RandomTrialA64(f.rng, &f.trials[k])
+	}
+	f.cases = f.cases[:0]
+	T := len(f.trials)
+	for i := range fc {
+		c := &fc[i]
+		c.refAt, c.polAt, c.boostAt = len(f.cases), -1, -1
+		for k := range f.trials {
+			f.cases = append(f.cases, c.probe.RefCase(&f.trials[k]))
+		}
+		add := func(path Path) int {
+			at := len(f.cases)
+			for k := range f.trials {
+				h, err := c.probe.HitCase(path, nil, &f.trials[k])
+				if err != nil {
+					f.cases = f.cases[:at]
+					return -1
+				}
+				// the in-place run sees the same slot page (not entered)
+				f.cases[c.refAt+k].Slot, f.cases[c.refAt+k].SlotOffset = h.Slot, h.SlotOffset
+				f.cases = append(f.cases, h)
+			}
+			return at
+		}
+		if c.path != PathBoost {
+			if c.polAt = add(c.path); c.polAt < 0 {
+				f.Stats.Inconclusive++
+			}
+		}
+		// what if boosted: every word but the simulated ones (PC-relative by
+		// construction, never candidates)
+		if c.path != PathEmulate {
+			c.boostAt = add(PathBoost)
+		}
+	}
+	if cap(f.results) < len(f.cases) {
+		f.results = make([]Result, len(f.cases)+len(f.cases)/2)
+	}
+	f.results = f.results[:len(f.cases)]
+	if err := f.cfg.Backend.Run(f.cases, f.results); err != nil {
+		return err
+	}
+	for i := range fc {
+		c := &fc[i]
+		judge := func(at int, path Path) []Diff {
+			if at < 0 {
+				return nil
+			}
+			ds := make([]Diff, T)
+			for k := 0; k < T; k++ {
+				r := &f.results[at+k]
+				c.probe.FixHit(path, r)
+				ds[k] = c.probe.CompareHit(&f.cases[at+k], &f.results[c.refAt+k], r)
+				f.Stats.Checks++
+			}
+			return ds
+		}
+		c.polDiffs = judge(c.polAt, c.path)
+		c.bDiffs = judge(c.boostAt, PathBoost)
+		f.judge(c)
+	}
+	return f.confirmMissed(fc)
+}
+
+func (f *A64Fuzzer) judge(c *a64case) {
+	bd, pd := Summarize(c.bDiffs), Summarize(c.polDiffs)
+	if (bd == Diverged || pd == Diverged) && f.nondeterministic(c) {
+		f.Stats.Nondeterministic++
+		return
+	}
+	if bd == Diverged && !f.reproduces(c, PathBoost, c.bDiffs) {
+		f.Stats.Unreproducible++
+		return
+	}
+	if pd == Diverged && !f.reproduces(c, c.path, c.polDiffs) {
+		f.Stats.Unreproducible++
+		return
+	}
+	switch c.path {
+	case PathBoost:
+		switch bd {
+		case Diverged:
+			if f.divergence("unsafe-boost", c, PathBoost, c.bDiffs) {
+				f.Stats.UnsafeBoosts++
+			} else {
+				f.Stats.Unreproducible++
+			}
+		case NotVerifiable:
+			f.Stats.NotVerifiable++
+		case Inconclusive:
+			f.Stats.Inconclusive++
+		}
+	default:
+		if c.polAt >= 0 {
+			switch pd {
+			case Diverged:
+				if f.divergence("policy-divergence", c, c.path, c.polDiffs) {
+					f.Stats.PolicyDivergences++
+				} else {
+					f.Stats.Unreproducible++
+				}
+			case NotVerifiable:
+				f.Stats.NotVerifiable++
+			case Inconclusive:
+				f.Stats.Inconclusive++
+			}
+		}
+		if c.path == PathSingleStep && c.boostAt >= 0 && bd == Equivalent {
+			c.missCand = true
+		}
+	}
+}
+
+// confirmMissed runs every missed-boost candidate boosted from missConfirm
+// fresh states and reports those that still agree everywhere.
+func (f *A64Fuzzer) confirmMissed(fc []a64case) error {
+	var idx []int
+	for i := range fc {
+		if fc[i].missCand {
+			idx = append(idx, i)
+		}
+	}
+	if len(idx) == 0 {
+		return nil
+	}
+	if len(f.extra) != missConfirm {
+		f.extra = make([]Trial, missConfirm)
+	}
+	for k := range f.extra {
+		f.a.RandomTrialA64(f.rng, &f.extra[k])
+	}
+	cases := make([]Case, 0, 2*missConfirm*len(idx))
+	for _, i := range idx {
+		for k := range f.extra {
+			h, err := fc[i].probe.HitCase(PathBoost, nil, &f.extra[k])
+			if err != nil {
+				return err
+			}
+			r := fc[i].probe.RefCase(&f.extra[k])
+			r.Slot, r.SlotOffset = h.Slot, h.SlotOffset
+			cases = append(cases, r, h)
+		}
+	}
+	rs := make([]Result, len(cases))
+	if err := f.cfg.Backend.Run(cases, rs); err != nil {
+		return err
+	}
+	for j, i := range idx {
+		c := &fc[i]
+		ok := true
+		for k := 0; k < missConfirm; k++ {
+			at := 2 * (j*missConfirm + k)
+			f.Stats.Checks++
+			if c.probe.CompareHit(&cases[at+1], &rs[at], &rs[at+1]).Verdict != Equivalent {
+				ok = false
+			}
+		}
+		if !ok {
+			continue
+		}
+		f.Stats.MissedBoosts++
+		f.report(&Finding{Kind: "missed-boost", Key: "missed:" + a64Key(c), Bytes: a64Hex(c.w), Asm: decode.Format(&c.inst, nil),
+			Verdict: c.dec.Verdict.String(), Path: c.path.String(), Rules: c.dec.ReasonIDs(),
+			Trials: fmt.Sprintf("0/%d diverged when boosted", len(f.trials)+missConfirm)})
+	}
+	return nil
+}
+
+// a64Key groups findings: the deciding rules and the top 11 bits of the word
+// (enough to tell the instruction groups apart).
+func a64Key(c *a64case) string {
+	return fmt.Sprintf("%03x/%s", c.w>>21, strings.Join(c.dec.ReasonIDs(), ","))
+}
+
+func a64Hex(w uint32) string {
+	return fmt.Sprintf("%02x%02x%02x%02x", byte(w), byte(w>>8), byte(w>>16), byte(w>>24))
+}
+
+// divergence reports the first divergence of a group with a minimized
+// reproducer; false when the minimization could not make it diverge again.
+func (f *A64Fuzzer) divergence(kind string, c *a64case, path Path, ds []Diff) bool {
+	key := kind + ":" + a64Key(c)
+	if f.seen[key] > 0 {
+		f.seen[key]++
+		return true
+	}
+	n, first := 0, -1
+	var fields []string
+	for k, d := range ds {
+		if d.Verdict == Diverged {
+			n++
+			if first < 0 {
+				first, fields = k, d.Fields
+			}
+		}
+	}
+	fd := &Finding{Kind: kind, Key: key, Bytes: a64Hex(c.w), Asm: decode.Format(&c.inst, nil),
+		Verdict: c.dec.Verdict.String(), Path: path.String(), Rules: c.dec.ReasonIDs(), Diverged: fields,
+		Trials: fmt.Sprintf("%d/%d diverged", n, len(ds))}
+	fd.Reproducer = f.minimize(c, path, &f.trials[first])
+	if fd.Reproducer == nil {
+		return false
+	}
+	f.report(fd)
+	return true
+}
+
+// minimize zeroes every register (but sp) whose value does not matter to the
+// divergence.
+func (f *A64Fuzzer) minimize(c *a64case, path Path, t0 *Trial) *Reproducer {
+	t := *t0
+	check := func(t *Trial) (Diff, Result, Result, bool) {
+		hc, err := CheckHitA64(f.cfg.Backend, &c.probe, path, nil, []Trial{*t})
+		if err != nil || hc[0].Diff.Verdict != Diverged {
+			return Diff{}, Result{}, Result{}, false
+		}
+		return hc[0].Diff, hc[0].RefR, hc[0].HitR, true
+	}
+	d, ref, hit, ok := check(&t)
+	if !ok {
+		return nil
+	}
+	for r := 0; r < a64RegSP; r++ {
+		if t.Regs.GPR[r] == 0 {
+			continue
+		}
+		t2 := t
+		t2.Regs.GPR[r] = 0
+		if d2, r2, h2, ok := check(&t2); ok {
+			t, d, ref, hit = t2, d2, r2, h2
+		}
+	}
+	rp := &Reproducer{Bytes: a64Hex(c.w), Regs: map[string]string{}, Flags: fmt.Sprintf("%#x", t.Regs.Flags),
+		InPlace: describeA64(&ref), Hit: describeA64(&hit), Diff: d.String()}
+	for r := 0; r <= a64RegSP; r++ {
+		if t.Regs.GPR[r] != 0 {
+			rp.Regs[f.a.RegNames[r]] = fmt.Sprintf("%#x", t.Regs.GPR[r])
+		}
+	}
+	return rp
+}
+
+func describeA64(r *Result) string {
+	s := fmt.Sprintf("%v pc=%#x sp=%#x", r.Outcome, r.Regs.PC, r.Regs.GPR[a64RegSP])
+	if r.Outcome == Faulted {
+		s += " " + r.Fault.String()
+	}
+	return s
+}
+
+func (f *A64Fuzzer) report(fd *Finding) {
+	if f.seen[fd.Key] > 0 {
+		f.seen[fd.Key]++
+		return
+	}
+	f.seen[fd.Key] = 1
+	f.Stats.FindingKeys++
+	fd.Arch, fd.Policy = f.a.Name, f.cfg.Policy.Name
+	if f.cfg.OnFinding != nil {
+		f.cfg.OnFinding(fd)
+	}
+}
+
+// nondeterministic runs the in-place case three times from the first state.
+func (f *A64Fuzzer) nondeterministic(c *a64case) bool {
+	if v, ok := f.nondet[c.w]; ok {
+		return v
+	}
+	t := &f.trials[0]
+	cs := []Case{c.probe.RefCase(t), c.probe.RefCase(t), c.probe.RefCase(t)}
+	rs := make([]Result, 3)
+	v := false
+	if err := f.cfg.Backend.Run(cs, rs); err == nil {
+		v = f.a.Compare(&rs[0], &rs[1], nil).Verdict != Equivalent || f.a.Compare(&rs[1], &rs[2], nil).Verdict != Equivalent
+	}
+	f.nondet[c.w] = v
+	return v
+}
+
+// reproduces reruns the first diverging trial of ds.
+func (f *A64Fuzzer) reproduces(c *a64case, path Path, ds []Diff) bool {
+	for k, d := range ds {
+		if d.Verdict != Diverged {
+			continue
+		}
+		hc, err := CheckHitA64(f.cfg.Backend, &c.probe, path, nil, []Trial{f.trials[k]})
+		return err == nil && hc[0].Diff.Verdict == Diverged
+	}
+	return false
+}
+
+// Finish computes the rates.
+func (f *A64Fuzzer) Finish() FuzzStats {
+	f.Stats.Elapsed = time.Since(f.start).Seconds()
+	if c, ok := f.cfg.Backend.(cpuTimer); ok {
+		f.Stats.CPUSeconds = (c.CPUTime() - f.cpu0).Seconds()
+		if f.Stats.CPUSeconds > 0 {
+			f.Stats.ChecksPerCPUSecond = float64(f.Stats.Checks) / f.Stats.CPUSeconds
+		}
+	}
+	if f.Stats.Elapsed > 0 {
+		f.Stats.ChecksPerSecond = float64(f.Stats.Checks) / f.Stats.Elapsed
+		f.Stats.CasesPerSecond = float64(f.Stats.Cases) / f.Stats.Elapsed
+	}
+	return f.Stats
+}
+
+// A64Gen generates A64 words for the fuzzer: random words within
+// instruction classes (the encoding groups of the Arm ARM's top-level
+// table, and the kprobe-relevant groups: system, hints, exclusives, LSE
+// atomics, literal loads, PAC, MOPS, branches with short offsets), fully
+// random words, and mutations of real kernel words.
+type A64Gen struct {
+	rng     *rand.Rand
+	samples []uint32
+}
+
+// NewA64Gen returns a generator; samples are real instruction words to
+// mutate (may be empty).
+func NewA64Gen(seed uint64, samples []uint32) *A64Gen {
+	return &A64Gen{rng: rand.New(rand.NewPCG(seed, 0x613634676e)), samples: samples}
+}
+
+// a64Classes are (mask, value) pairs: the generated word keeps the masked
+// bits of value and randomizes the others.
+var a64Classes = []struct{ mask, value uint32 }{
+	{0x1C000000, 0x10000000}, // data processing, immediate
+	{0x1C000000, 0x14000000}, // branches, exception generation, system
+	{0x0A000000, 0x08000000}, // loads and stores
+	{0x0E000000, 0x0A000000}, // data processing, register
+	{0x0E000000, 0x0E000000}, // SIMD and floating point
+	{0xFFC00000, 0xD5000000}, // system: MSR/MRS, hints, barriers
+	{0xFFFFF01F, 0xD503201F}, // hints (NOP, PAC, BTI...)
+	{0xFFF00000, 0xD5300000}, // MRS
+	{0x3F000000, 0x08000000}, // exclusives and ordered
+	{0x3F200C00, 0x38200000}, // LSE atomics
+	{0x3F200000, 0x08200000}, // CAS/CASP
+	{0x3B000000, 0x18000000}, // literal loads (LDR, LDRSW, PRFM, SIMD/FP)
+	{0xFFFFF000, 0xDAC10000}, // PAC data processing
+	{0xFE000000, 0xD6000000}, // BR/BLR/RET and their PAC forms, ERET
+	{0x3B200C00, 0x19000400}, // MOPS
+	{0xFF000000, 0x54000000}, // B.cond / BC.cond
+	{0x7C000000, 0x14000000}, // B/BL
+	{0x7E000000, 0x34000000}, // CBZ/CBNZ
+	{0x7E000000, 0x36000000}, // TBZ/TBNZ
+	{0x1F000000, 0x10000000}, // ADR/ADRP
+	{0xFF000000, 0xD4000000}, // exception generation (SVC, BRK, HLT...)
+	{0x3F000000, 0x39000000}, // LDR/STR unsigned offset
+	{0x3B200C00, 0x38200800}, // LDR/STR register offset
+}
+
+// Next appends one 4-byte candidate to dst.
+func (g *A64Gen) Next(dst []byte) []byte {
+	var w uint32
+	switch r := g.rng.IntN(20); {
+	case r < 8 && len(g.samples) > 0:
+		w = g.samples[g.rng.IntN(len(g.samples))]
+		switch g.rng.IntN(6) {
+		case 0, 1: // as is
+		case 2: // flip a bit
+			w ^= 1 << g.rng.IntN(32)
+		case 3: // new register fields
+			for _, sh := range []int{0, 5, 10, 16} {
+				if g.rng.IntN(2) == 0 {
+					w = w&^(31<<sh) | uint32(g.rng.IntN(32))<<sh
+				}
+			}
+		case 4: // new low 22 bits (immediates and registers)
+			w = w&^0x3FFFFF | g.rng.Uint32()&0x3FFFFF
+		case 5: // flip two bits in the opcode part
+			w ^= 1 << (22 + g.rng.IntN(10))
+			w ^= 1 << (22 + g.rng.IntN(10))
+		}
+	case r < 10:
+		w = g.rng.Uint32()
+	default:
+		c := a64Classes[g.rng.IntN(len(a64Classes))]
+		w = c.value&c.mask | g.rng.Uint32()&^c.mask
+	}
+	w = g.shortBranch(w)
+	return binary.LittleEndian.AppendUint32(dst, w)
+}
+
+// shortBranch gives half of the PC-relative branches a short offset, so
+// their targets lie in the code page (or right next to it).
+func (g *A64Gen) shortBranch(w uint32) uint32 {
+	if g.rng.IntN(2) == 0 {
+		return w
+	}
+	off := uint32(g.rng.IntN(64) - 32)
+	if off == 0 {
+		off = 1 // not a branch to itself (it would only time out)
+	}
+	switch {
+	case w&0x7C000000 == 0x14000000: // B/BL imm26
+		return w&^0x3FFFFFF | off&0x3FFFFFF
+	case w&0xFF000000 == 0x54000000, w&0x7E000000 == 0x34000000: // B.cond, CBZ imm19
+		return w&^(0x7FFFF<<5) | (off&0x7FFFF)<<5
+	case w&0x7E000000 == 0x36000000: // TBZ imm14
+		return w&^(0x3FFF<<5) | (off&0x3FFF)<<5
+	case w&0x3B000000 == 0x18000000: // literal loads imm19
+		return w&^(0x7FFFF<<5) | (off&0x7FFFF)<<5
+	}
+	return w
+}
