@@ -114,6 +114,18 @@
 // the in-place run is deterministic, and the memory operand lies in pages the
 // sandbox controls.
 //
+// # ARM64 under QEMU
+//
+// [GDB] is the emulator backend for ARM64: a generated A64 runner under
+// qemu-aarch64-static, started and checked through QEMU's gdb stub (gdbrsp.go);
+// by default it then detaches and takes batches through futexes in a shared
+// memfd, the runner catching faults itself, as the x86 runner does under
+// ptrace; NewGDBMode(GDBAttached) keeps every batch and fault on the stub
+// (same results, about 8x slower). [BuildSlotA64], [A64Probe] and
+// [SimulateA64] model Linux's [insn, BRK #6] slot, the boost-arm64
+// [insn, B addr+4] slot and 6.1's simulation; [A64Fuzzer] is
+// `kboost fuzz --arch arm64`.
+//
 // Everything that starts processes is behind the linux && amd64 build tag;
 // elsewhere the constructors return [ErrNotSupported].
 package kernelsim
