@@ -122,7 +122,7 @@
 // memfd, the runner catching faults itself, as the x86 runner does under
 // ptrace; NewGDBMode(GDBAttached) keeps every batch and fault on the stub
 // (same results, about 8x slower). [BuildSlotA64], [A64Probe] and
-// [SimulateA64] model Linux's [insn, BRK #6] slot, the boost-arm64
+// [Arch.SimulateA64] model Linux's [insn, BRK #6] slot, the boost-arm64
 // [insn, B addr+4] slot and 6.1's simulation; [A64Fuzzer] is
 // `kboost fuzz --arch arm64`.
 //
