@@ -56,13 +56,15 @@ var (
 		DebianMetas: []string{"linux-image-arm64", "linux-image-cloud-arm64", "linux-image-rt-arm64"},
 		Ready:       true,
 	}
-	// ARM boots 32-bit ARM kernels (Debian linux-image-armmp); wired, not yet verified.
+	// ARM boots 32-bit ARM kernels (Debian linux-image-armmp: the zImage, booted
+	// as it is); verified by VerifyARM's oracle test.
 	ARM = &Arch{
 		Name: "arm", GOARCH: "arm", GOARM: "7",
 		QEMU: "qemu-system-arm", AptPackage: "qemu-system-arm",
 		Machine:     []string{"-accel", "tcg", "-M", "virt", "-cpu", "cortex-a15"},
 		Console:     "ttyAMA0",
 		DebianMetas: []string{"linux-image-armmp", "linux-image-armmp-lpae", "linux-image-rt-armmp"},
+		Ready:       true,
 	}
 )
 

@@ -189,11 +189,33 @@ type ARM64Summary struct {
 	AllAgree        int
 }
 
+// fixedView is what the outcome and agreement tables of a fixed-width
+// architecture need: the compared fields, the comparison and the mnemonic of
+// a record's instruction bytes ("" when there are none).
+type fixedView struct {
+	fields   []string
+	compare  func(*guest.VerifyRecord) map[string]bool
+	mnemonic func(hexBytes string) (string, bool)
+}
+
+var arm64View = fixedView{
+	fields:  guest.ARM64Fields,
+	compare: guest.CompareARM64,
+	mnemonic: func(h string) (string, bool) {
+		w, ok := guest.A64Word(h)
+		if !ok {
+			return "", false
+		}
+		return A64Mnemonic(w), true
+	},
+}
+
 // Summarize counts v's records.
-func (v *ARM64Verification) Summarize() ARM64Summary {
+func (v *ARM64Verification) Summarize() ARM64Summary { return summarizeFixed(&v.Report, arm64View) }
+
+func summarizeFixed(rep *guest.ARM64Report, view fixedView) ARM64Summary {
 	s := ARM64Summary{Outcomes: map[string]int{}, MisalignedOutcomes: map[string]int{}, ByMnemonic: map[string]map[string]int{},
 		Agree: map[string]int{}, Disagree: map[string]int{}}
-	rep := &v.Report
 	s.Functions = len(rep.Funcs)
 	refused, traced := map[string]bool{}, map[string]bool{}
 	for _, f := range rep.Funcs {
@@ -212,7 +234,7 @@ func (v *ARM64Verification) Summarize() ARM64Summary {
 		}
 		if rep.Predicted {
 			all := true
-			for f, ok := range guest.CompareARM64(r) {
+			for f, ok := range view.compare(r) {
 				if ok {
 					s.Agree[f]++
 				} else {
@@ -231,8 +253,7 @@ func (v *ARM64Verification) Summarize() ARM64Summary {
 		}
 		s.Boundary++
 		s.Outcomes[o]++
-		if w, ok := guest.A64Word(r.Bytes); ok {
-			mn := A64Mnemonic(w)
+		if mn, ok := view.mnemonic(r.Bytes); ok {
 			if s.ByMnemonic[mn] == nil {
 				s.ByMnemonic[mn] = map[string]int{}
 			}
@@ -262,8 +283,11 @@ func (v *ARM64Verification) Summarize() ARM64Summary {
 // WriteTable prints the kernel's outcome table (per mnemonic) and, when the
 // guest predicted, the agreement table and every disagreement.
 func (v *ARM64Verification) WriteTable(w io.Writer) error {
-	s := v.Summarize()
-	rep := &v.Report
+	return writeFixedTable(w, &v.Report, v.Timing, v.Cached, arm64View)
+}
+
+func writeFixedTable(w io.Writer, rep *guest.ARM64Report, timing Timing, cached string, view fixedView) error {
+	s := summarizeFixed(rep, view)
 	policy := rep.Policy
 	if !rep.Predicted {
 		policy = "none (kernel outcomes only)"
@@ -295,7 +319,7 @@ func (v *ARM64Verification) WriteTable(w io.Writer) error {
 	if rep.Predicted {
 		tw = tabwriter.NewWriter(w, 0, 8, 2, ' ', tabwriter.AlignRight)
 		fmt.Fprintln(tw, "field\tcompared\tagree\tdisagree\t")
-		for _, f := range guest.ARM64Fields {
+		for _, f := range view.fields {
 			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t\n", f, s.Agree[f]+s.Disagree[f], s.Agree[f], s.Disagree[f])
 		}
 		fmt.Fprintf(tw, "all fields\t%d\t%d\t%d\t\n", s.Probes, s.AllAgree, s.Probes-s.AllAgree)
@@ -320,9 +344,9 @@ func (v *ARM64Verification) WriteTable(w io.Writer) error {
 			if r.Round < 0 {
 				continue
 			}
-			for _, ok := range guest.CompareARM64(r) {
+			for _, ok := range view.compare(r) {
 				if !ok {
-					fmt.Fprintf(w, "DISAGREE %s\n", FormatARM64Record(r))
+					fmt.Fprintf(w, "DISAGREE %s\n", formatFixedRecord(r, view))
 					break
 				}
 			}
@@ -332,21 +356,24 @@ func (v *ARM64Verification) WriteTable(w io.Writer) error {
 	for _, k := range sortedKeys(rep.TimingMS) {
 		parts = append(parts, fmt.Sprintf("%s %v", k, time.Duration(rep.TimingMS[k])*time.Millisecond))
 	}
-	if v.Cached != "" {
-		parts = append(parts, "host: cached "+v.Cached)
+	if cached != "" {
+		parts = append(parts, "host: cached "+cached)
 	} else {
-		parts = append(parts, fmt.Sprintf("host: prepare %v boot+steps %v transfer %v total %v", v.Timing.Prepare.Round(time.Millisecond),
-			v.Timing.Boot.Round(time.Millisecond), v.Timing.Transfer.Round(time.Millisecond), v.Timing.Total.Round(time.Millisecond)))
+		parts = append(parts, fmt.Sprintf("host: prepare %v boot+steps %v transfer %v total %v", timing.Prepare.Round(time.Millisecond),
+			timing.Boot.Round(time.Millisecond), timing.Transfer.Round(time.Millisecond), timing.Total.Round(time.Millisecond)))
 	}
 	_, err := fmt.Fprintf(w, "timing: guest %s\n", strings.Join(parts, ", "))
 	return err
 }
 
 // FormatARM64Record is one line describing a probe.
-func FormatARM64Record(r *guest.VerifyRecord) string {
+func FormatARM64Record(r *guest.VerifyRecord) string { return formatFixedRecord(r, arm64View) }
+
+func formatFixedRecord(r *guest.VerifyRecord, view fixedView) string {
 	mn := ""
 	if w, ok := guest.A64Word(r.Bytes); ok {
-		mn = fmt.Sprintf(" %08x(%s)", w, A64Mnemonic(w))
+		m, _ := view.mnemonic(r.Bytes)
+		mn = fmt.Sprintf(" %08x(%s)", w, m)
 	}
 	return fmt.Sprintf("%s+%#x%s verdict=%s rules=%s predicted=%s kernel=%s", r.Func, r.Off, mn, r.Verdict,
 		strings.Join(r.Rules, ","), fmtOutcome(&r.Predicted), fmtOutcome(&r.Kernel))

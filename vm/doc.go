@@ -54,8 +54,8 @@
 //	kbuild/<KbuildKey>/                    the boost kernel: bzImage, vmlinux,
 //	                                       System.map, config, release, build.log
 //	kbuild/<KbuildKey>.lock                flock held while building
-//	verify/<package>-<key>.json            VerifyARM64's kernel record; key hashes the
-//	                                       machine, arguments and record version
+//	verify/<package>-<key>.json            VerifyARM64's and VerifyARM's kernel record;
+//	                                       key hashes the machine, arguments and record version
 //
 // # The boost-capable kernel
 //
@@ -84,19 +84,33 @@
 // (guest.PredictARM64Report); WriteTable prints the outcome table per mnemonic
 // and, with predictions, the agreement table.
 //
+// # 32-bit ARM verification
+//
+// VerifyARM runs the same recorder (guest.ARMProbes, step kboost-verify-arm)
+// on a Debian linux-image-*-armmp package: its zImage boots as it is under
+// qemu-system-arm (-M virt -cpu cortex-a15). Each round's probes are enabled
+// and the recorder waits for the delayed optimizer before reading
+// [OPTIMIZED]. The armmp kernel has no /proc/kcore, so no slot is read and the
+// functions' bytes come from the zImage's Image (kimage.ExtractARMZImage),
+// placed by its mcount calls (ARMImageBase) and checked against
+// available_filter_functions (FillARMImage); the Image also gives the ftrace
+// locations (bl __gnu_mcount_nc) and the jump-label sites
+// (FindARMJumpLabels), which guest.PredictFixedReport hands to the
+// linux-6.1-arm policy. The agreement table compares errno, addr, ftrace,
+// optimized and (when read) slot.
+//
 // # Platforms
 //
 // Booting (Run, DebianKallsyms) needs Linux and returns ErrNotSupported
 // elsewhere; building initramfs archives and decoding console output work
-// everywhere. Guests: AMD64, I386 and ARM64 are verified; ARM is wired
-// (machine, console, GOARCH) but not yet booted by the tests. Building the guest
+// everywhere. Guests: AMD64, I386, ARM64 and ARM (VerifyARM) are verified. Building the guest
 // needs the go command and the kboost module source (the current directory inside
 // it); otherwise set Config.GuestBinary or $KBOOST_GUEST to a prebuilt binary.
 //
 // Needed on Debian: apt-get install qemu-system-x86 cpio (cpio only for tests);
 // for arm64 qemu-system-arm, the arm64 dpkg architecture (dpkg
 // --add-architecture arm64; apt-get update) and, for its oracle test,
-// binutils-aarch64-linux-gnu;
+// binutils-aarch64-linux-gnu; for arm qemu-system-arm;
 // for the boost kernel also linux-source-6.1 bc bison flex libelf-dev libssl-dev
 // gcc make (and xz-utils, perl, binutils, usually present).
 package vm

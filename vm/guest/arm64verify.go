@@ -48,11 +48,30 @@ type ProbeArch struct {
 	SlotSize int
 	// DefaultPolicy is the boost policy that predicts this kernel ("" none).
 	DefaultPolicy string
+	// Step and File are the guest step recording this architecture and its
+	// result entry.
+	Step, File string
+	// SlotMask, when set (Width bytes), is ANDed with the probed instruction
+	// and a slot's first word before SlotMatcher compares them: the kernel
+	// copies a changed instruction (32-bit ARM: condition made AL, registers
+	// renamed). SlotTail, when set, must follow that first word in the slot.
+	SlotMask, SlotTail []byte
+	// NoKcore: the kernel has no /proc/kcore (CONFIG_PROC_KCORE off); function
+	// bytes come from the host (the kernel image) and no slot is read.
+	NoKcore bool
+	// Symbols are core symbols whose addresses the recorder keeps in
+	// ARM64Report.Symbols (the host maps the kernel image with them).
+	Symbols []string
+	// Optprobes: the kernel may jump-optimize probes; the recorder enables
+	// each round and waits for the delayed optimizer before reading
+	// [OPTIMIZED].
+	Optprobes bool
 }
 
 // ARM64Probes is AArch64: 4-byte instructions; a slot is two words, the copied
 // instruction and BRK #6 (MAX_INSN_SIZE 2 since v5.10).
-var ARM64Probes = &ProbeArch{Name: "arm64", Mode: decode.ModeA64, Width: 4, SlotSize: 8, DefaultPolicy: "linux-6.1-arm64"}
+var ARM64Probes = &ProbeArch{Name: "arm64", Mode: decode.ModeA64, Width: 4, SlotSize: 8, DefaultPolicy: "linux-6.1-arm64",
+	Step: ARM64VerifyStep, File: ARM64VerifyFile}
 
 // ARM64VerifyArgs are the step's arguments.
 type ARM64VerifyArgs struct {
@@ -112,6 +131,8 @@ type ARM64Report struct {
 	TextEnd   uint64 `json:"text_end"`
 	InitStart uint64 `json:"init_start,omitempty"`
 	InitEnd   uint64 `json:"init_end,omitempty"`
+	// Symbols are the addresses of ProbeArch.Symbols found in kallsyms.
+	Symbols map[string]uint64 `json:"symbols,omitempty"`
 }
 
 // predictionNote starts the notes PredictARM64Report writes.
@@ -124,7 +145,12 @@ const predictionNote = "prediction:"
 // exception tables. A policy the binary does not have is reported in the
 // notes, and the records stay unpredicted.
 func PredictARM64Report(rep *ARM64Report, policy string, cfg *kimage.KConfig, tables *ARM64Tables) {
-	arch := ARM64Probes
+	PredictFixedReport(rep, ARM64Probes, policy, cfg, tables)
+}
+
+// PredictFixedReport is PredictARM64Report for any fixed-width ProbeArch
+// (policy "" is arch's DefaultPolicy).
+func PredictFixedReport(rep *ARM64Report, arch *ProbeArch, policy string, cfg *kimage.KConfig, tables *ARM64Tables) {
 	if policy == "" {
 		policy = arch.DefaultPolicy
 	}
@@ -171,9 +197,20 @@ func PredictARM64Report(rep *ARM64Report, policy string, cfg *kimage.KConfig, ta
 	if tables != nil {
 		known += fmt.Sprintf(", %d jump-label sites and %d exception-table entries from the Image", len(tables.JumpLabels), len(tables.ExTable))
 		unknown = "BUG sites"
+		if tables.ExTable == nil {
+			known = strings.Replace(known, " and 0 exception-table entries", "", 1)
+			unknown = "exception table (not checked by arm kprobes), BUG sites"
+		}
+		if tables.Ftrace != nil {
+			known += fmt.Sprintf(", %d ftrace locations from the Image", len(tables.Ftrace))
+		}
 	}
-	rep.Notes = append(rep.Notes, fmt.Sprintf("%s known to the policy: %s; not known (no arm64 vmlinux): %s; ftrace sites inferred from the function bytes",
-		predictionNote, known, unknown))
+	ftrace := "ftrace sites inferred from the function bytes"
+	if tables != nil && tables.Ftrace != nil {
+		ftrace = "ftrace sites from the Image"
+	}
+	rep.Notes = append(rep.Notes, fmt.Sprintf("%s known to the policy: %s; not known (no %s vmlinux): %s; %s",
+		predictionNote, known, arch.Name, unknown, ftrace))
 }
 
 // ARM64Fields are the fields CompareARM64 compares, in table order.
@@ -423,7 +460,7 @@ func (m *SlotMatcher) Claim(inst []byte) (addr uint64, b []byte, ok bool) {
 	for pass := 0; pass < 2; pass++ {
 		for i := range m.slot {
 			s := &m.slot[i]
-			if s.claimed || (pass == 0 && !s.changed) || !bytes.HasPrefix(s.b, inst) {
+			if s.claimed || (pass == 0 && !s.changed) || !m.matches(s.b, inst) {
 				continue
 			}
 			s.claimed = true
@@ -431,6 +468,22 @@ func (m *SlotMatcher) Claim(inst []byte) (addr uint64, b []byte, ok bool) {
 		}
 	}
 	return 0, nil, false
+}
+
+func (m *SlotMatcher) matches(slot, inst []byte) bool {
+	mask, tail := m.Arch.SlotMask, m.Arch.SlotTail
+	if len(mask) == 0 {
+		return bytes.HasPrefix(slot, inst)
+	}
+	if len(inst) < len(mask) || len(slot) < len(mask)+len(tail) || !bytes.Equal(slot[len(mask):len(mask)+len(tail)], tail) {
+		return false
+	}
+	for i, k := range mask {
+		if slot[i]&k != inst[i]&k {
+			return false
+		}
+	}
+	return true
 }
 
 // A64Word returns the little-endian instruction word of hex bytes ("" -> 0, false).
@@ -444,9 +497,11 @@ func A64Word(hexBytes string) (uint32, bool) {
 
 // ArchPredictor predicts probes for a ProbeArch with a boost policy.
 type ArchPredictor struct {
-	Policy *boost.Policy
-	Env    *boost.Env
-	au     *boost.Auditor
+	// Optimization predicts [OPTIMIZED] (the arch has optprobes).
+	Optimization bool
+	Policy       *boost.Policy
+	Env          *boost.Env
+	au           *boost.Auditor
 }
 
 // LiveSites is what a running kernel tells without its vmlinux: the kprobes
@@ -464,6 +519,9 @@ func LiveSites(bl []BlacklistEntry, textStart, textEnd, initStart, initEnd uint6
 	}
 	if tables != nil {
 		word := func(addrs []uint64) *boost.SiteTable {
+			if addrs == nil {
+				return nil // not known
+			}
 			spans := make([]boost.Span, len(addrs))
 			for i, a := range addrs {
 				spans[i] = boost.Span{Start: a, End: a + 4}
@@ -471,6 +529,9 @@ func LiveSites(bl []BlacklistEntry, textStart, textEnd, initStart, initEnd uint6
 			return boost.NewSiteTable(spans)
 		}
 		s.JumpLabels, s.ExTableAddrs = word(tables.JumpLabels), word(tables.ExTable)
+		if tables.Ftrace != nil {
+			s.FtraceLocs = boost.NewAddrTable(tables.Ftrace)
+		}
 	}
 	return s
 }
@@ -481,6 +542,9 @@ func LiveSites(bl []BlacklistEntry, textStart, textEnd, initStart, initEnd uint6
 type ARM64Tables struct {
 	JumpLabels []uint64
 	ExTable    []uint64
+	// Ftrace, when not nil, are the ftrace locations (32-bit ARM: the
+	// bl __gnu_mcount_nc calls found in the Image).
+	Ftrace []uint64
 }
 
 // NewArchPredictor looks the policy up and checks that it models arch's
@@ -506,7 +570,7 @@ func NewArchPredictor(arch *ProbeArch, policy string, cfg *kimage.KConfig, sites
 	if sites != nil {
 		env.Sites = sites
 	}
-	return &ArchPredictor{Policy: p, Env: env, au: p.NewAuditor(env)}, nil
+	return &ArchPredictor{Optimization: arch.Optprobes, Policy: p, Env: env, au: p.NewAuditor(env)}, nil
 }
 
 // PredictFunc fills the Predicted outcome, verdict and rules of the records of
@@ -523,7 +587,7 @@ func (ap *ArchPredictor) PredictFunc(fn kimage.Symbol, code []byte, recs []*Veri
 		}
 		r.Verdict = d.Verdict.String()
 		r.Rules = d.ReasonIDs()
-		r.Predicted = predictedOutcome(&d, false)
+		r.Predicted = predictedOutcome(&d, ap.Optimization)
 		if sb := d.SlotBytes(); len(sb) > 0 && r.Predicted.Errno == "" {
 			r.Predicted.Slot = hex.EncodeToString(sb)
 			r.Predicted.SlotAddr = r.Kernel.SlotAddr

@@ -41,6 +41,9 @@ func insnPages() []uint64 {
 
 func readPages(kc *loader.Kcore, addrs []uint64) map[uint64][]byte {
 	m := map[uint64][]byte{}
+	if kc == nil {
+		return m
+	}
 	for _, a := range addrs {
 		if b, err := kc.Read(a, 4096); err == nil {
 			m[a] = b
@@ -55,7 +58,7 @@ func stepVerifyFixed(e *Env, raw json.RawMessage, arch *ProbeArch) error {
 	var args ARM64VerifyArgs
 	if len(raw) > 0 {
 		if err := json.Unmarshal(raw, &args); err != nil {
-			return fmt.Errorf("%s arguments: %w", ARM64VerifyStep, err)
+			return fmt.Errorf("%s arguments: %w", arch.Step, err)
 		}
 	}
 	t0 := time.Now()
@@ -109,12 +112,24 @@ func stepVerifyFixed(e *Env, raw json.RawMessage, arch *ProbeArch) error {
 	bl := ParseBlacklist(blb)
 
 	rep.TextStart, rep.TextEnd, rep.InitStart, rep.InitEnd = textStart, textEnd, initStart, initEnd
-
-	kc, err := loader.OpenKcore()
-	if err != nil {
-		return err
+	for _, n := range arch.Symbols {
+		if a, ok := SymbolAddr(ents, n); ok {
+			if rep.Symbols == nil {
+				rep.Symbols = map[string]uint64{}
+			}
+			rep.Symbols[n] = a
+		}
 	}
-	defer kc.Close()
+
+	var kc *loader.Kcore
+	if !arch.NoKcore {
+		if kc, err = loader.OpenKcore(); err != nil {
+			return err
+		}
+		defer kc.Close()
+	} else {
+		rep.Notes = append(rep.Notes, "no /proc/kcore: function bytes from the host's kernel image, no slots read")
+	}
 	misaligned := args.Misaligned
 	if misaligned == 0 {
 		misaligned = 2
@@ -131,17 +146,22 @@ func stepVerifyFixed(e *Env, raw json.RawMessage, arch *ProbeArch) error {
 				kf.Blacklist = append(kf.Blacklist, b.Symbol)
 			}
 		}
-		code, err := kc.Read(s.Addr, int(s.Size))
-		if err != nil {
-			rep.Notes = append(rep.Notes, fmt.Sprintf("%s: %v (skipped)", s.Name, err))
-			continue
+		var code []byte
+		if kc != nil {
+			if code, err = kc.Read(s.Addr, int(s.Size)); err != nil {
+				rep.Notes = append(rep.Notes, fmt.Sprintf("%s: %v (skipped)", s.Name, err))
+				continue
+			}
+			kf.Bytes = hex.EncodeToString(code)
 		}
-		kf.Bytes = hex.EncodeToString(code)
 		bounds, others := arch.ProbeOffsets(s.Size, misaligned)
 		var fp fnPlan
 		for _, off := range bounds {
-			fp.recs = append(fp.recs, &VerifyRecord{Func: s.Name, Off: off, Boundary: true, Round: -1,
-				Bytes: hex.EncodeToString(code[off : off+arch.Width])})
+			r := &VerifyRecord{Func: s.Name, Off: off, Boundary: true, Round: -1}
+			if code != nil {
+				r.Bytes = hex.EncodeToString(code[off : off+arch.Width])
+			}
+			fp.recs = append(fp.recs, r)
 		}
 		for _, off := range others {
 			fp.recs = append(fp.recs, &VerifyRecord{Func: s.Name, Off: off, Round: -1})
@@ -154,7 +174,7 @@ func stepVerifyFixed(e *Env, raw json.RawMessage, arch *ProbeArch) error {
 		plans = append(plans, fp)
 	}
 	mark("prepare", t0)
-	e.Logf("%s: %d functions, %d with probes planned in %v", ARM64VerifyStep, len(sel), len(plans), time.Since(t0).Round(time.Millisecond))
+	e.Logf("%s: %d functions, %d with probes planned in %v", arch.Step, len(sel), len(plans), time.Since(t0).Round(time.Millisecond))
 
 	if err := clearEvents(dir); err != nil {
 		return err
@@ -233,7 +253,11 @@ func stepVerifyFixed(e *Env, raw json.RawMessage, arch *ProbeArch) error {
 			r.Kernel.Ftrace = le.Has("FTRACE")
 			need = need || (r.Boundary && !r.Kernel.Ftrace)
 		}
-		if need && len(pages) == 0 {
+		if arch.Optprobes && len(ok) > 0 {
+			waitOptimized(e, &rep, dir, ok, byAddr, kc)
+			tick("optimize")
+		}
+		if need && len(pages) == 0 && kc != nil {
 			pages = insnPages()
 			tick("kallsyms")
 		}
@@ -245,7 +269,7 @@ func stepVerifyFixed(e *Env, raw json.RawMessage, arch *ProbeArch) error {
 				continue
 			}
 			inst, _ := hex.DecodeString(r.Bytes)
-			if !r.Boundary {
+			if !r.Boundary && kc != nil {
 				if b, err := kc.Read(r.Kernel.Addr&^(arch.Width-1), int(arch.Width)); err == nil {
 					inst = b
 				}
@@ -260,7 +284,7 @@ func stepVerifyFixed(e *Env, raw json.RawMessage, arch *ProbeArch) error {
 		}
 		tick("clear")
 		if rep.Rounds%10 == 1 || i == len(plans) {
-			e.Logf("%s: round %d: %d/%d functions, %d probes, %d accepted, %v", ARM64VerifyStep, rep.Rounds, i, len(plans), len(round), len(ok), time.Since(t1).Round(time.Millisecond))
+			e.Logf("%s: round %d: %d/%d functions, %d probes, %d accepted, %v", arch.Step, rep.Rounds, i, len(plans), len(round), len(ok), time.Since(t1).Round(time.Millisecond))
 		}
 	}
 	for k, d := range phase {
@@ -293,8 +317,10 @@ func stepVerifyFixed(e *Env, raw json.RawMessage, arch *ProbeArch) error {
 		rep.Notes = append(rep.Notes, "kernel config: "+err.Error())
 	}
 	t2 := time.Now()
-	PredictARM64Report(&rep, args.Policy, cfg, nil)
+	if !arch.NoKcore {
+		PredictFixedReport(&rep, arch, args.Policy, cfg, nil)
+	} // else the host predicts, with the bytes of the kernel image
 	mark("predict", t2)
 	mark("total", t0)
-	return e.PutJSON(ARM64VerifyFile, rep)
+	return e.PutJSON(arch.File, rep)
 }

@@ -1,0 +1,338 @@
+package vm
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/kboost/kboost/decode"
+	"github.com/kboost/kboost/kimage"
+	"github.com/kboost/kboost/vm/guest"
+)
+
+// ARMVerifyConfig is one 32-bit ARM verification run: a Debian armmp kernel
+// package (an ARM-mode kernel) and the functions to probe.
+type ARMVerifyConfig struct {
+	Deb  string // linux-image-*-armmp .deb (kimage.FetchDebianKernel)
+	Args guest.ARM64VerifyArgs
+	// VM settings (Arch, Kernel filled in).
+	VM Config
+	// NoCache boots even when the kernel's record is cached.
+	NoCache bool
+}
+
+// ARMVerification is the outcome of VerifyARM.
+type ARMVerification struct {
+	Report guest.ARM64Report
+	Tables *guest.ARM64Tables // from the Image; nil when not found
+	Timing Timing
+	Cached string // the cache file the report came from, "" when booted
+}
+
+// VerifyARM boots the armhf kernel of vc.Deb (its zImage, as it is) under
+// qemu-system-arm with the kboost-verify-arm step and returns what the kernel
+// did with every probe and kboost's predictions under Args.Policy ("":
+// linux-6.1-arm). Debian's armmp kernel has no /proc/kcore: the functions'
+// bytes come from the zImage's decompressed Image (placed by its mcount
+// calls and checked with the ftrace call sites, see FillARMImage), and no
+// slot is read. The record is cached as VerifyARM64's.
+func VerifyARM(ctx context.Context, vc ARMVerifyConfig) (*ARMVerification, error) {
+	cfg := vc.VM
+	cfg.Arch = ARM
+	dk, err := kimage.ReadDeb(vc.Deb)
+	if err != nil {
+		return nil, err
+	}
+	if !kimage.IsARMZImage(dk.Vmlinuz) {
+		return nil, fmt.Errorf("vm: %s holds no ARM zImage (want a linux-image-*-armmp package)", filepath.Base(vc.Deb))
+	}
+	img, err := kimage.ExtractARMZImage(dk.Vmlinuz)
+	if err != nil {
+		return nil, fmt.Errorf("vm: %s: %w", filepath.Base(vc.Deb), err)
+	}
+	kcfg, err := kimage.ParseKConfig(dk.Config)
+	if err != nil {
+		return nil, fmt.Errorf("vm: config of %s: %w", filepath.Base(vc.Deb), err)
+	}
+	rec := vc.Args
+	rec.Policy = ""
+	raw, err := json.Marshal(rec)
+	if err != nil {
+		return nil, err
+	}
+	machine := strings.Join(append(append(append([]string{}, ARM.Machine...), cfg.QEMUArgs...), cfg.Append...), " ")
+	h := sha256.Sum256([]byte(fmt.Sprintf("%s\n%s\n%d\n%s", filepath.Base(vc.Deb), machine, guest.ARMRecordVersion, raw)))
+	cache := filepath.Join(CacheDir(), "verify", fmt.Sprintf("%s-%s.json", strings.TrimSuffix(filepath.Base(vc.Deb), ".deb"), hex.EncodeToString(h[:])[:16]))
+	v := &ARMVerification{}
+	if b, err := os.ReadFile(cache); err == nil && !vc.NoCache && json.Unmarshal(b, &v.Report) == nil && len(v.Report.Records) > 0 {
+		v.Cached = cache
+	} else {
+		if err := v.boot(ctx, cfg, dk, raw); err != nil {
+			return nil, err
+		}
+		if b, err := json.Marshal(&v.Report); err == nil {
+			_ = writeFileAtomic(cache, b, 0o644)
+		}
+	}
+	tables, err := FillARMImage(img, 0, &v.Report)
+	if err != nil {
+		return nil, err
+	}
+	v.Tables = tables
+	guest.PredictFixedReport(&v.Report, guest.ARMProbes, vc.Args.Policy, kcfg, tables)
+	return v, nil
+}
+
+func (v *ARMVerification) boot(ctx context.Context, cfg Config, dk *kimage.DebKernel, args json.RawMessage) error {
+	dir, err := os.MkdirTemp("", "kboost-verify-arm-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	cfg.Kernel = filepath.Join(dir, "zImage")
+	if err := os.WriteFile(cfg.Kernel, dk.Vmlinuz, 0o644); err != nil {
+		return err
+	}
+	cfg.Files = append(append([]File{}, cfg.Files...), File{Name: "/boot/config-" + dk.Version, Data: dk.Config})
+	if cfg.MemoryMB == 0 {
+		cfg.MemoryMB = 1024
+	}
+	cfg.Append = append(cfg.Append, "rcupdate.rcu_expedited=1")
+	if cfg.Timeout == 0 {
+		cfg.Timeout = 45 * time.Minute
+	}
+	res, err := Run(ctx, cfg, guest.Step{Name: guest.ARMVerifyStep, Args: args})
+	if err != nil {
+		return err
+	}
+	if err := res.Err(); err != nil {
+		return err
+	}
+	b, ok := res.Files[guest.ARMVerifyFile]
+	if !ok {
+		return &ProtocolError{Reason: "no " + guest.ARMVerifyFile + " in the result"}
+	}
+	v.Timing = res.Timing
+	if err := json.Unmarshal(b, &v.Report); err != nil {
+		return &ProtocolError{Reason: guest.ARMVerifyFile + ": " + err.Error()}
+	}
+	if dk.Version != "" && v.Report.Release != dk.Version {
+		return fmt.Errorf("vm: booted %s but the guest says it runs %q", dk.Version, v.Report.Release)
+	}
+	return nil
+}
+
+// armBLTarget returns the target of an A32 BL (condition AL) at addr.
+func armBLTarget(w uint32, addr uint64) (uint64, bool) {
+	if w&0xFF000000 != 0xEB000000 {
+		return 0, false
+	}
+	return uint64(int64(addr) + 8 + int64(int32(w<<8)>>6)), true
+}
+
+// ARMImageBase returns where a 32-bit ARM Image is loaded (_text; Debian
+// armmp: 0xc0208000, TEXT_OFFSET 0x208000 for its MSM platforms), given the
+// address of __gnu_mcount_nc: every traced function calls it, so it is by far
+// the most frequent BL target; BL is PC-relative, so its target at an assumed
+// base is off by exactly the difference.
+func ARMImageBase(img []byte, mcount uint64) (uint64, error) {
+	const assumed = 0xC0000000
+	hist := map[uint64]int{}
+	for off := 0; off+4 <= len(img); off += 4 {
+		if t, ok := armBLTarget(binary.LittleEndian.Uint32(img[off:]), assumed+uint64(off)); ok {
+			hist[t]++
+		}
+	}
+	best, n, second := uint64(0), 0, 0
+	for t, c := range hist {
+		if c > n {
+			best, n, second = t, c, n
+		} else if c > second {
+			second = c
+		}
+	}
+	if n < 16 || n < 2*second {
+		return 0, fmt.Errorf("vm: no dominant BL target in the ARM Image (the mcount calls; %d, next %d)", n, second)
+	}
+	return assumed + mcount - best, nil
+}
+
+// FillARMImage fills the functions' and boundary records' bytes of an ARM
+// record from the kernel Image loaded at textBase (0: ARMImageBase; the
+// report's _text when recorded), and returns the tables the Image gives: the ftrace locations
+// (each bl __gnu_mcount_nc inside a recorded function) and the jump-label
+// sites (FindARMJumpLabels; nil when not found). The Image must map onto the
+// running kernel: every traced function (available_filter_functions) must
+// hold exactly one such call and every untraced one none, for 95% of the
+// functions, else the error says the Image does not match.
+func FillARMImage(img []byte, textBase uint64, rep *guest.ARM64Report) (*guest.ARM64Tables, error) {
+	mcount, ok := rep.Symbols["__gnu_mcount_nc"]
+	if !ok {
+		return nil, fmt.Errorf("vm: the record has no __gnu_mcount_nc address (recorded by an older guest?)")
+	}
+	if a, ok := rep.Symbols["_text"]; ok {
+		textBase = a
+	} else if textBase == 0 {
+		b, err := ARMImageBase(img, mcount)
+		if err != nil {
+			return nil, err
+		}
+		textBase = b
+	}
+	tables := &guest.ARM64Tables{Ftrace: []uint64{}}
+	good, bad := 0, 0
+	var badNames []string
+	for i := range rep.Funcs {
+		f := &rep.Funcs[i]
+		if f.Addr < textBase || f.Addr-textBase+f.Size > uint64(len(img)) {
+			return nil, fmt.Errorf("vm: %s at %#x (+%d) is outside the Image at %#x (%d bytes)", f.Name, f.Addr, f.Size, textBase, len(img))
+		}
+		code := img[f.Addr-textBase : f.Addr-textBase+f.Size]
+		f.Bytes = hex.EncodeToString(code)
+		calls := 0
+		for off := uint64(0); off+4 <= f.Size; off += 4 {
+			if t, ok := armBLTarget(binary.LittleEndian.Uint32(code[off:]), f.Addr+off); ok && t == mcount {
+				calls++
+				tables.Ftrace = append(tables.Ftrace, f.Addr+off)
+			}
+		}
+		if (f.Traced && calls == 1) || (!f.Traced && calls == 0) {
+			good++
+		} else {
+			bad++
+			if len(badNames) < 8 {
+				badNames = append(badNames, fmt.Sprintf("%s(traced=%v,calls=%d)", f.Name, f.Traced, calls))
+			}
+		}
+	}
+	if good == 0 || bad*20 > good+bad {
+		return nil, fmt.Errorf("vm: the Image at %#x does not map onto the running kernel: %d of %d functions disagree with available_filter_functions on their mcount call, e.g. %s",
+			textBase, bad, good+bad, strings.Join(badNames, " "))
+	}
+	if bad > 0 {
+		rep.Notes = append(rep.Notes, fmt.Sprintf("image: %d of %d functions disagree with available_filter_functions on their mcount call: %s", bad, good+bad, strings.Join(badNames, " ")))
+	}
+	byFunc := map[string]string{}
+	for _, f := range rep.Funcs {
+		byFunc[f.Name] = f.Bytes
+	}
+	for i := range rep.Records {
+		r := &rep.Records[i]
+		if !r.Boundary {
+			continue
+		}
+		if b := byFunc[r.Func]; uint64(len(b)) >= 2*(r.Off+4) {
+			r.Bytes = b[2*r.Off : 2*(r.Off+4)]
+		}
+	}
+	sort.Slice(tables.Ftrace, func(i, j int) bool { return tables.Ftrace[i] < tables.Ftrace[j] })
+	if jl, err := FindARMJumpLabels(img, textBase, rep); err == nil {
+		tables.JumpLabels = jl
+	} else {
+		rep.Notes = append(rep.Notes, err.Error())
+	}
+	return tables, nil
+}
+
+// FindARMJumpLabels finds the jump-label table (__jump_table) of a 32-bit ARM
+// Image loaded at textBase by its shape: 12-byte entries of absolute
+// addresses (u32 code, u32 target, u32 key; ARM has no relative jump labels),
+// code and target word-aligned in the core or init text, the code word a NOP
+// (e320f000) or B. The table is the longest run of such entries (at least
+// 64) joined with the runs on the same stride within 64 entries of it (an
+// entry whose code is elsewhere, such as exit text, breaks a run).
+func FindARMJumpLabels(img []byte, textBase uint64, rep *guest.ARM64Report) ([]uint64, error) {
+	le := binary.LittleEndian
+	inText := func(a uint64) bool {
+		return a%4 == 0 && (a >= rep.TextStart && a < rep.TextEnd || a >= rep.InitStart && a < rep.InitEnd) &&
+			a >= textBase && a-textBase+4 <= uint64(len(img))
+	}
+	ok := func(p int) bool {
+		c, t := uint64(le.Uint32(img[p:])), uint64(le.Uint32(img[p+4:]))
+		if !inText(c) || !inText(t) || le.Uint32(img[p+8:]) < uint32(textBase) {
+			return false
+		}
+		w := le.Uint32(img[c-textBase:])
+		return w == 0xE320F000 || w&0xFF000000 == 0xEA000000
+	}
+	runs := longestRuns(len(img), 12, 4, ok)
+	if len(runs) == 0 {
+		return nil, fmt.Errorf("vm: no jump-label table found in the ARM Image")
+	}
+	best := runs[0]
+	for _, r := range runs {
+		if r.n > best.n {
+			best = r
+		}
+	}
+	if best.n < 64 {
+		return nil, fmt.Errorf("vm: no jump-label table found in the ARM Image (longest run %d entries)", best.n)
+	}
+	lo, hi := best.start, best.start+12*best.n
+	for changed := true; changed; {
+		changed = false
+		for _, r := range runs {
+			end := r.start + 12*r.n
+			if (lo-r.start)%12 == 0 && r.start < lo && end >= lo-64*12 {
+				lo, changed = r.start, true
+			}
+			if (r.start-lo)%12 == 0 && r.start >= hi && r.start <= hi+64*12 {
+				hi, changed = end, true
+			}
+		}
+	}
+	var out []uint64
+	for p := lo; p < hi; p += 12 {
+		if ok(p) {
+			out = append(out, uint64(le.Uint32(img[p:])))
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out, nil
+}
+
+// ARMMnemonic names an A32 word for tables: kboost's decoder's mnemonic
+// (as GNU objdump spells it), else "?" and the top byte.
+func ARMMnemonic(w uint32) string {
+	var b [4]byte
+	binary.LittleEndian.PutUint32(b[:], w)
+	in, err := decode.Decode(b[:], decode.ModeA32, 0)
+	if err != nil {
+		return fmt.Sprintf("?%02x", w>>24)
+	}
+	return decode.ARMMnemonic(&in, 0, false)
+}
+
+var armView = fixedView{
+	fields:  guest.ARMFields,
+	compare: guest.CompareARM,
+	mnemonic: func(h string) (string, bool) {
+		w, ok := guest.A64Word(h)
+		if !ok {
+			return "", false
+		}
+		return ARMMnemonic(w), true
+	},
+}
+
+// Summarize counts v's records.
+func (v *ARMVerification) Summarize() ARM64Summary { return summarizeFixed(&v.Report, armView) }
+
+// WriteTable prints the kernel's outcome table per mnemonic and, with
+// predictions, the agreement table (errno, addr, ftrace, optimized, slot) and
+// every disagreement.
+func (v *ARMVerification) WriteTable(w io.Writer) error {
+	return writeFixedTable(w, &v.Report, v.Timing, v.Cached, armView)
+}
+
+// FormatARMRecord is one line describing a probe.
+func FormatARMRecord(r *guest.VerifyRecord) string { return formatFixedRecord(r, armView) }

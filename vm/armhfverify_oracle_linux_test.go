@@ -1,0 +1,136 @@
+//go:build linux
+
+package vm
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/kboost/kboost/kimage"
+	"github.com/kboost/kboost/vm/guest"
+)
+
+// TestOracleARMKallsyms boots Debian's armhf (armmp) kernel once (then uses
+// the cache) and checks its kallsyms dump.
+func TestOracleARMKallsyms(t *testing.T) {
+	oracleGate(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	p, err := DebianKallsyms(ctx, "linux-image-armmp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckKallsyms(b); err != nil {
+		t.Fatal(err)
+	}
+	syms, _ := parseKallsyms(t, b)
+	for _, n := range []string{"_stext", "_etext", "vfs_read", "__gnu_mcount_nc"} {
+		if _, ok := syms[n]; !ok {
+			t.Errorf("kallsyms has no %s", n)
+		}
+	}
+	t.Logf("%s: %d bytes", p, len(b))
+}
+
+// TestOracleVerifyARM boots Debian's armhf (armmp, ARM-mode) kernel and
+// records what its kprobes do at every instruction boundary (and two
+// misaligned offsets) of a sample of functions (KBOOST_VERIFY_SAMPLE,
+// default 300), enabling each round's probes and waiting for the delayed
+// optimizer before reading [OPTIMIZED]. It prints the outcome table per
+// mnemonic and the agreement table with linux-6.1-arm. The kernel's answers
+// are checked against the rules the kernel documents: misaligned offsets,
+// notrace functions (not in available_filter_functions and no mcount call in
+// the Image: an alias such as __se_sys_foo is listed under its other name)
+// and the mcount call (no KPROBES_ON_FTRACE on arm) are refused with EINVAL,
+// nothing is [FTRACE]. Every disagreement with the policy fails the test
+// (KBOOST_ARM_STRICT=0: only printed).
+// KBOOST_NOCACHE=1 boots even when the kernel's record is cached.
+func TestOracleVerifyARM(t *testing.T) {
+	oracleGate(t)
+	n := verifySample()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Minute)
+	defer cancel()
+	deb, err := kimage.FetchDebianKernel(ctx, "linux-image-armmp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	vc := ARMVerifyConfig{Deb: deb, Args: guest.ARM64VerifyArgs{Sample: n, Seed: 1}, NoCache: os.Getenv("KBOOST_NOCACHE") == "1"}
+	v, err := VerifyARM(ctx, vc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := v.WriteTable(&buf); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("\n%s", buf.String())
+	rep := &v.Report
+	s := v.Summarize()
+	if s.Functions < n {
+		t.Errorf("%d functions recorded, want %d", s.Functions, n)
+	}
+	if s.NotRun > 0 {
+		t.Errorf("%d probes not run", s.NotRun)
+	}
+	if rep.Leftover != "" {
+		t.Errorf("kprobes left behind:\n%s", rep.Leftover)
+	}
+	if !rep.Predicted {
+		t.Errorf("no prediction: %v", rep.Notes)
+	}
+	traced := map[string]bool{}
+	addr := map[string]uint64{}
+	for _, f := range rep.Funcs {
+		traced[f.Name], addr[f.Name] = f.Traced, f.Addr
+	}
+	mcount := map[uint64]bool{}
+	if v.Tables != nil {
+		for _, a := range v.Tables.Ftrace {
+			mcount[a] = true
+		}
+	}
+	for _, f := range rep.Funcs {
+		for a := f.Addr; a < f.Addr+f.Size; a += 4 {
+			traced[f.Name] = traced[f.Name] || mcount[a]
+		}
+	}
+	sites, optimized := 0, 0
+	for i := range rep.Records {
+		r := &rep.Records[i]
+		switch {
+		case !r.Boundary && r.Kernel.Errno != "EINVAL":
+			t.Errorf("%s+%#x (misaligned): kernel %+v, want EINVAL", r.Func, r.Off, r.Kernel)
+		case !traced[r.Func] && r.Kernel.Errno != "EINVAL":
+			t.Errorf("%s+%#x (notrace function): kernel %+v, want EINVAL", r.Func, r.Off, r.Kernel)
+		case mcount[addr[r.Func]+r.Off] && r.Kernel.Errno != "EINVAL":
+			t.Errorf("%s+%#x (bl __gnu_mcount_nc): kernel %+v, want EINVAL", r.Func, r.Off, r.Kernel)
+		}
+		if mcount[addr[r.Func]+r.Off] {
+			sites++
+		}
+		if r.Kernel.Ftrace {
+			t.Errorf("%s+%#x: [FTRACE] on arm (no KPROBES_ON_FTRACE)", r.Func, r.Off)
+		}
+		if r.Kernel.Optimized {
+			optimized++
+		}
+	}
+	t.Logf("%d mcount call sites probed; %d probes [OPTIMIZED]", sites, optimized)
+	if sites == 0 {
+		t.Error("no mcount call site among the probes")
+	}
+	if os.Getenv("KBOOST_ARM_STRICT") != "0" {
+		for _, f := range guest.ARMFields {
+			if s.Disagree[f] > 0 {
+				t.Errorf("%s: %d disagreements with %s", f, s.Disagree[f], rep.Policy)
+			}
+		}
+	}
+}
