@@ -312,6 +312,8 @@ func ArchFor(m decode.Mode) (*Arch, error) {
 		return I386, nil
 	case decode.ModeA64:
 		return ARM64, nil
+	case decode.ModeA32:
+		return ARM32, nil
 	}
 	return nil, fmt.Errorf("kernelsim: no sandbox for mode %v: %w", m, ErrNotSupported)
 }

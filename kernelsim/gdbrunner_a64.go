@@ -52,6 +52,9 @@ type emuTarget struct {
 	systemCall func(w uint32) bool
 	// slotFill is the filler word of the slot page (the code page's is 0).
 	slotFill uint32
+	// sysCallAt, when set, replaces the word-by-word systemCall scan of a
+	// code or slot image: the offset of the first system call, or -1.
+	sysCallAt func(img []byte) int
 	// codeFill pads the code image after the return stub (0 when zero).
 	codeFill uint32
 	// spReg, pcReg and regBytes: the stack pointer's Regs.GPR index, the

@@ -459,13 +459,11 @@ func (g *GDB) fill(i int, c *Case, r *Result) (bool, error) {
 	l := g.arch.Layout
 	d := g.rec(i)
 	for _, img := range [][]byte{c.Code, c.Slot} {
-		for j := 0; j+4 <= len(img); j += 4 {
-			if g.t.systemCall(le.Uint32(img[j:])) {
-				*r = Result{Outcome: Faulted, Regs: c.Regs, Fault: Fault{Signal: SIGSYS, Addr: c.CodeAddr(l) + uint64(j), Trap: -1}}
-				r.Regs.PC = c.Entry(l)
-				le.PutUint64(d[emRSkip:], 1)
-				return false, nil
-			}
+		if j := g.sysCallAt(img); j >= 0 {
+			*r = Result{Outcome: Faulted, Regs: c.Regs, Fault: Fault{Signal: SIGSYS, Addr: c.CodeAddr(l) + uint64(j), Trap: -1}}
+			r.Regs.PC = c.Entry(l)
+			le.PutUint64(d[emRSkip:], 1)
+			return false, nil
 		}
 	}
 	le.PutUint64(d[emRSkip:], 0)
@@ -511,6 +509,19 @@ func (g *GDB) fill(i int, c *Case, r *Result) (bool, error) {
 	return true, nil
 }
 
+// sysCallAt is the offset of the first system call in img, or -1.
+func (g *GDB) sysCallAt(img []byte) int {
+	if g.t.sysCallAt != nil {
+		return g.t.sysCallAt(img)
+	}
+	for j := 0; j+4 <= len(img); j += 4 {
+		if g.t.systemCall(binary.LittleEndian.Uint32(img[j:])) {
+			return j
+		}
+	}
+	return -1
+}
+
 // batch runs up to emMaxBatch cases.
 func (g *GDB) batch(cases []Case, results []Result) error {
 	ran := make([]bool, len(cases))
@@ -530,6 +541,9 @@ func (g *GDB) batch(cases []Case, results []Result) error {
 		if crashed < 0 {
 			break
 		}
+		// a case may have overwritten the header (a 32-bit guest reaches it
+		// through register arithmetic): keep the index in the batch
+		crashed = min(crashed, len(cases)-1)
 		// the case at crashed killed or hung the emulator: report it, skip
 		// it and everything before it, and run the rest on a new one
 		results[crashed] = Result{Outcome: Crashed, Regs: cases[crashed].Regs}

@@ -64,6 +64,9 @@ comparing x0..x30, sp, NZCV, PC, v0..v31/FPSR/FPCR, stack and scratch memory.`,
 			if mode == decode.ModeA64 && !cmd.Flags().Changed("policy") {
 				policyName = "linux-6.1-arm64"
 			}
+			if mode == decode.ModeA32 && !cmd.Flags().Changed("policy") {
+				policyName = "linux-6.1-arm"
+			}
 			pol, err := boost.Lookup(policyName)
 			if err != nil {
 				return usagef("--policy: %v (see 'kboost policies')", err)
@@ -103,6 +106,10 @@ comparing x0..x30, sp, NZCV, PC, v0..v31/FPSR/FPCR, stack and scratch memory.`,
 			)
 			if mode == decode.ModeA64 {
 				if sb, fz, from, err = newA64Fuzz(pol, trials, seed, tag, onFinding); err != nil {
+					return err
+				}
+			} else if mode == decode.ModeA32 {
+				if sb, fz, from, err = newA32Fuzz(pol, trials, seed, tag, onFinding); err != nil {
 					return err
 				}
 			} else {
@@ -193,7 +200,7 @@ comparing x0..x30, sp, NZCV, PC, v0..v31/FPSR/FPCR, stack and scratch memory.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&archName, "arch", "x86-64", "instruction set: x86-64, i386 or arm64 (arm64 runs under qemu-aarch64-static)")
+	f.StringVar(&archName, "arch", "x86-64", "instruction set: x86-64, i386, arm64 or arm (arm64 and arm run under qemu-aarch64-static / qemu-arm-static)")
 	f.StringVar(&policyName, "policy", "linux-6.1", "kernel policy (see 'kboost policies'; arm64: default linux-6.1-arm64)")
 	f.IntVarP(&n, "n", "n", 0, "number of cases")
 	f.DurationVar(&dur, "duration", 0, "run for this long (e.g. 30s, 5m)")

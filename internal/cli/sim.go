@@ -46,7 +46,11 @@ booster: the first hit single-steps and writes the jmp, later hits run direct.
 
 --arch arm64 takes the instruction's 4 bytes in memory order (policies
 linux-6.1-arm64, the default there, and boost-arm64) and runs it under
-qemu-aarch64-static through its gdb stub.`,
+qemu-aarch64-static through its gdb stub. --arch arm (policy linux-6.1-arm)
+takes an A32 word in memory order and runs it under qemu-arm-static: the
+kernel's slot (the renamed instruction, mov pc, lr) called with its emulate_*
+handler's register set-up and write-back, or its simulation; --force boost
+runs the word verbatim from a slot with no PC fix-up.`,
 		Example: `  kboost sim 48 8b 05 10 00 00 00
   kboost sim --force boost e8 00 00 00 00
   kboost sim --arch i386 --policy linux-2.6.17-i386 89 c8
@@ -59,6 +63,9 @@ qemu-aarch64-static through its gdb stub.`,
 			}
 			if mode == decode.ModeA64 && !cmd.Flags().Changed("policy") {
 				policyName = "linux-6.1-arm64"
+			}
+			if mode == decode.ModeA32 && !cmd.Flags().Changed("policy") {
+				policyName = "linux-6.1-arm"
 			}
 			pol, err := boost.Lookup(policyName)
 			if err != nil {
@@ -128,6 +135,17 @@ qemu-aarch64-static through its gdb stub.`,
 					return simulateA64(code, pol, env, addr, slot, fp, trials, seed, set)
 				}
 			}
+			if mode == decode.ModeA32 {
+				if !cmd.Flags().Changed("addr") {
+					addr = a32DefaultAddr
+				}
+				if !cmd.Flags().Changed("slot") {
+					slot = a32DefaultSlot
+				}
+				simf = func(code []byte, _ decode.Mode, pol *boost.Policy, env *boost.Env, addr, slot uint64, fp kernelsim.Path, trials int, seed uint64, set map[string]uint64) (*simReport, error) {
+					return simulateA32(code, pol, env, addr, slot, fp, trials, seed, set)
+				}
+			}
 			rep, err := simf(code, mode, pol, env, addr, slot, fp, trials, seed, set)
 			if err != nil {
 				return err
@@ -142,7 +160,7 @@ qemu-aarch64-static through its gdb stub.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&archName, "arch", "x86-64", "instruction set: x86-64, i386 or arm64 (arm64 runs under qemu-aarch64-static)")
+	f.StringVar(&archName, "arch", "x86-64", "instruction set: x86-64, i386, arm64 or arm (arm64 and arm run under qemu-aarch64-static / qemu-arm-static)")
 	f.StringVar(&policyName, "policy", "linux-6.1", "kernel policy (see 'kboost policies'; arm64: default linux-6.1-arm64)")
 	f.StringVar(&addrStr, "addr", "0xffffffff81000000", "probe address (i386: default 0xc1000000, arm64: 0xffff800008010000)")
 	f.StringVar(&slotStr, "slot", "0xffffffffa0000000", "slot address, in the module area (i386: default 0xf8000000, arm64: 0xffff800000800000)")

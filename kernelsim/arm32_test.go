@@ -1,0 +1,262 @@
+//go:build linux
+
+package kernelsim
+
+import (
+	"bufio"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/kboost/kboost/boost"
+	"github.com/kboost/kboost/decode"
+)
+
+func newTestGDB32(t *testing.T, o Options) *GDB {
+	t.Helper()
+	if os.Getenv("KBOOST_ORACLE") == "" {
+		t.Skip("set KBOOST_ORACLE=1 (runs qemu-arm-static)")
+	}
+	g, err := NewGDB(ARM32, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { g.Close() })
+	return g
+}
+
+// TestA32Backend checks the runner against what the architecture says:
+// registers, flags, memory, faults, Thumb entry through an odd address.
+func TestA32Backend(t *testing.T) {
+	g := newTestGDB32(t, Options{})
+	a := ARM32
+	rng := rand.New(rand.NewPCG(3, 3))
+	var tr Trial
+	a.RandomTrialA32(rng, &tr)
+	tr.Regs.GPR[1], tr.Regs.GPR[2] = 0x1234, 0x4321
+	tr.Regs.GPR[3] = 4 // unmapped
+	mk := func(code []byte, regs Regs) Case {
+		return Case{Code: code, CodeOffset: 0x100, Regs: regs, Scratch: tr.Scratch, Stack: tr.Stack}
+	}
+	cases := []Case{
+		mk(a64Bytes(0xe0810002), tr.Regs), // add r0, r1, r2
+		mk(a64Bytes(0xe0910002), tr.Regs), // adds r0, r1, r2 (flags)
+		mk(a64Bytes(0xe5930000), tr.Regs), // ldr r0, [r3]: SIGSEGV at 4
+		mk(a64Bytes(0xe52d1004), tr.Regs), // push {r1}
+		mk(a64Bytes(0xe24f0008), tr.Regs), // adr r0, . (sub r0, pc, #8)
+	}
+	// Thumb: mov r8, r8; adds r0, r1, r2; bx pc (back to ARM state at
+	// addr+8, the A32 return stub); mov r8, r8 -- entered at an odd
+	// address through a slot that jumps there
+	th := Case{Code: []byte{0xc0, 0x46, 0x88, 0x18, 0x78, 0x47, 0xc0, 0x46}, CodeOffset: 0x200, Regs: tr.Regs, Scratch: tr.Scratch, Stack: tr.Stack,
+		Slot: a64Bytes(A32LdrPC, uint32(a.Layout.Orig+0x200+1)), EntrySlot: true}
+	cases = append(cases, th)
+	res := make([]Result, len(cases))
+	if err := g.Run(cases, res); err != nil {
+		t.Fatal(err)
+	}
+	o := a.Layout.Orig + 0x100
+	if r := res[0]; r.Outcome != Completed || r.Regs.GPR[0] != 0x5555 || r.Regs.PC != o+4 || r.Regs.GPR[1] != 0x1234 {
+		t.Errorf("add: %v r0=%#x pc=%#x", r.Outcome, r.Regs.GPR[0], r.Regs.PC)
+	}
+	if r := res[1]; r.Outcome != Completed || r.Regs.GPR[0] != 0x5555 || r.Regs.Flags&0xF0000000 != 0 {
+		t.Errorf("adds: %v r0=%#x flags=%#x (want NZCV clear)", r.Outcome, r.Regs.GPR[0], r.Regs.Flags)
+	}
+	if r := res[2]; r.Outcome != Faulted || r.Fault.Signal != SIGSEGV || r.Fault.Addr != 4 || r.Regs.PC != o {
+		t.Errorf("ldr r0, [r3]: %v %v pc=%#x", r.Outcome, r.Fault, r.Regs.PC)
+	}
+	sp := tr.Regs.GPR[a32RegSP]
+	if r := res[3]; r.Outcome != Completed || r.Regs.GPR[a32RegSP] != sp-4 || r.Stack[sp-4-a.Layout.Stack] != 0x34 {
+		t.Errorf("push: %v sp=%#x", r.Outcome, r.Regs.GPR[a32RegSP])
+	}
+	if r := res[4]; r.Outcome != Completed || r.Regs.GPR[0] != o {
+		t.Errorf("adr r0, .: r0=%#x want %#x", r.Regs.GPR[0], o)
+	}
+	if r := res[5]; r.Outcome != Completed || r.Regs.GPR[0] != 0x5555 || r.Regs.PC != a.Layout.Orig+0x208 {
+		t.Errorf("thumb adds: %v r0=%#x pc=%#x %v", r.Outcome, r.Regs.GPR[0], r.Regs.PC, r.Fault)
+	}
+}
+
+// TestA32Differential checks the kernel's hit (linux-6.1-arm's decision
+// and slot) against the in-place run, with expectations from the
+// architecture.
+func TestA32Differential(t *testing.T) {
+	g := newTestGDB32(t, Options{})
+	a := ARM32
+	pol, err := boost.Lookup("linux-6.1-arm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(5, 5))
+	ts := make([]Trial, 4)
+	for i := range ts {
+		a.RandomTrialA32(rng, &ts[i])
+	}
+	ts[0].Regs.GPR[3] = 8 // a load through r3 faults in one state
+	for _, c := range []struct {
+		w    uint32
+		path Path // PathNone: the policy's
+		want Verdict
+		why  string
+	}{
+		{0xe0810002, PathNone, Equivalent, "add r0, r1, r2 emulated in the slot"},
+		{0xe0810002, PathBoost, Equivalent, "add r0, r1, r2 run verbatim out of line"},
+		{0xe0910002, PathNone, Equivalent, "adds r0, r1, r2: flags written back"},
+		{0x10810002, PathNone, Equivalent, "addne r0, r1, r2: the kernel skips when the condition fails"},
+		{0xe24f0008, PathNone, Equivalent, "adr r0, .: the handler passes PC = addr+8"},
+		{0xe24f0008, PathBoost, Diverged, "adr r0, . from a slot without the PC fix-up"},
+		{0xe59f0004, PathNone, Equivalent, "ldr r0, [pc, #4] emulated with rn = addr+8"},
+		{0xe59f0004, PathBoost, Diverged, "ldr r0, [pc, #4] from a slot reads the slot's neighbour"},
+		{0xe5930000, PathNone, Equivalent, "ldr r0, [r3]: faults alike"},
+		{0xe5a10004, PathNone, Equivalent, "str r0, [r1, #4]!: writeback"},
+		{0xe52d1004, PathNone, Equivalent, "push {r1}"},
+		{0xeb000002, PathNone, Equivalent, "bl .+16 simulated"},
+		{0xeb000002, PathBoost, Diverged, "bl .+16 from a slot: lr and target from the slot"},
+		{0xe0000291, PathNone, Equivalent, "mul r0, r1, r2"},
+		{0xe0a10392, PathNone, Equivalent, "umlal r0, r1, r2, r3"},
+		{0xe6ef0071, PathNone, Equivalent, "uxtb r0, r1"},
+		{0xe1a0c00d, PathNone, Equivalent, "mov ip, sp simulated"},
+		{0xe12fff1e, PathNone, Equivalent, "bx lr simulated"},
+	} {
+		b := a64Bytes(c.w)
+		addr := a.Layout.Orig + FuzzCodeOffset
+		env := pol.DefaultEnv()
+		d := pol.ClassifyBytesEnv(b, decode.ModeA32, addr, env)
+		path := PathOf(&d)
+		if c.path != PathNone {
+			path = c.path
+		}
+		p := &A32Probe{Arch: a, Word: c.w, Action: A32Action(d.ReasonIDs()), CodeOffset: FuzzCodeOffset, SlotOffset: FuzzSlotOffset}
+		hc, err := CheckHitA32(g, p, path, d.SlotBytes(), ts)
+		if err != nil {
+			t.Errorf("%s: %v (%v %v)", c.why, err, d.Verdict, d.ReasonIDs())
+			continue
+		}
+		var ds []Diff
+		for _, h := range hc {
+			ds = append(ds, h.Diff)
+		}
+		if got := Summarize(ds); got != c.want {
+			t.Errorf("%s (%08x, %v, %s): %v, want %v: %v", c.why, c.w, path, p.Action, got, c.want, ds)
+			for _, h := range hc {
+				t.Logf("  ref %v pc=%#x %v / hit %v pc=%#x %v", h.RefR.Outcome, h.RefR.Regs.PC, h.RefR.Fault, h.HitR.Outcome, h.HitR.Regs.PC, h.HitR.Fault)
+			}
+		}
+	}
+}
+
+// TestHelperGDBFuzzLoopA32 is not a test: TestNoStrayEmulatorA32 runs it
+// in a child process, which runs random A32 words under qemu-arm until it
+// is killed.
+func TestHelperGDBFuzzLoopA32(t *testing.T) {
+	tag := os.Getenv("KBOOST_GDB_HELPER_A32")
+	if tag == "" {
+		t.Skip("helper process for TestNoStrayEmulatorA32")
+	}
+	g, err := NewGDB(ARM32, Options{Tag: tag})
+	if err != nil {
+		fmt.Println("ERROR", err)
+		os.Exit(1)
+	}
+	fmt.Println("READY")
+	rng := rand.New(rand.NewPCG(1, 2))
+	cases := make([]Case, 64)
+	res := make([]Result, 64)
+	var tr Trial
+	for {
+		for i := range cases {
+			ARM32.RandomTrialA32(rng, &tr)
+			cases[i] = Case{Code: a64Bytes(rng.Uint32()), CodeOffset: FuzzCodeOffset, Regs: tr.Regs, NoMemory: true}
+		}
+		if err := g.Run(cases, res); err != nil {
+			fmt.Println("ERROR", err)
+			os.Exit(1)
+		}
+	}
+}
+
+// TestNoStrayEmulatorA32 kills a process running the ARM32 backend with
+// SIGKILL mid-run, and closes one normally, and checks that no qemu-arm
+// survives either.
+func TestNoStrayEmulatorA32(t *testing.T) {
+	g := newTestGDB32(t, Options{Tag: fmt.Sprintf("kboost-a32-close-%d", os.Getpid())})
+	if n := len(emuProcs(fmt.Sprintf("kboost-a32-close-%d", os.Getpid()))); n != 1 {
+		t.Fatalf("%d emulator processes, want 1", n)
+	}
+	g.Close()
+	if left := emuProcs(fmt.Sprintf("kboost-a32-close-%d", os.Getpid())); len(left) != 0 {
+		t.Fatalf("emulator survives Close: %q", left)
+	}
+	for round := range 2 {
+		tag := fmt.Sprintf("kboost-stray-a32-%d-%d", os.Getpid(), round)
+		cmd := exec.Command(os.Args[0], "-test.run=^TestHelperGDBFuzzLoopA32$", "-test.v")
+		cmd.Env = append(os.Environ(), "KBOOST_GDB_HELPER_A32="+tag)
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		sc := bufio.NewScanner(out)
+		ready := false
+		for sc.Scan() {
+			if strings.HasPrefix(sc.Text(), "ERROR") {
+				t.Fatal(sc.Text())
+			}
+			if sc.Text() == "READY" {
+				ready = true
+				break
+			}
+		}
+		if !ready {
+			t.Fatal("helper did not start")
+		}
+		go func() {
+			for sc.Scan() {
+			}
+		}()
+		if n := len(emuProcs(tag)); n != 1 {
+			t.Fatalf("round %d: %d emulator processes before the kill, want 1", round, n)
+		}
+		time.Sleep(time.Duration(100+200*round) * time.Millisecond)
+		cmd.Process.Signal(syscall.SIGKILL)
+		cmd.Wait()
+		deadline := time.Now().Add(3 * time.Second)
+		for {
+			left := emuProcs(tag)
+			if len(left) == 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("round %d: emulator processes survive their owner: %q", round, left)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+}
+
+// TestA32Fuzz runs a short fuzz under linux-6.1-arm and checks the engine
+// ran the kernel's hits (checks made, no slot problems).
+func TestA32Fuzz(t *testing.T) {
+	g := newTestGDB32(t, Options{})
+	pol, err := boost.Lookup("linux-6.1-arm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gen := NewA32Gen(1, nil)
+	f := NewA32Fuzzer(FuzzConfig{Backend: g, Policy: pol, Seed: 1, Next: gen.Next})
+	if err := f.Block(300); err != nil {
+		t.Fatal(err)
+	}
+	st := f.Finish()
+	if st.Checks < 200 || st.SlotProblems != 0 {
+		t.Errorf("checks %d, slot problems %d", st.Checks, st.SlotProblems)
+	}
+	t.Logf("%d cases, %d checks, %d kernel divergences, %d not verifiable, %d inconclusive (unmodelled %v)", st.Cases, st.Checks, st.PolicyDivergences, st.NotVerifiable, st.Inconclusive, f.Unmodelled)
+}
