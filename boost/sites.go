@@ -1,6 +1,8 @@
 package boost
 
 import (
+	"cmp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -82,7 +84,10 @@ func NewSiteTable(spans []Span) *SiteTable {
 			t.spans[i].End = t.spans[i].Start + 1
 		}
 	}
-	sort.Slice(t.spans, func(i, j int) bool { return t.spans[i].Start < t.spans[j].Start })
+	// Kernel tables usually come sorted: check before sorting.
+	if !slices.IsSortedFunc(t.spans, func(a, b Span) int { return cmp.Compare(a.Start, b.Start) }) {
+		sort.Slice(t.spans, func(i, j int) bool { return t.spans[i].Start < t.spans[j].Start })
+	}
 	t.maxEnd = make([]uint64, len(t.spans))
 	var m uint64
 	for i, s := range t.spans {

@@ -43,13 +43,24 @@ type SymTab struct {
 // the distance to the next higher address in the same region, and indexes names.
 // It takes ownership of syms.
 func NewSymTab(syms []Symbol) *SymTab {
-	sort.SliceStable(syms, func(i, j int) bool {
-		a, b := &syms[i], &syms[j]
+	less := func(a, b *Symbol) bool {
 		if a.Addr != b.Addr {
 			return a.Addr < b.Addr
 		}
 		return symRank(a) < symRank(b)
-	})
+	}
+	// kallsyms and System.map are nearly sorted already: skip the sort when
+	// they are (a stable sort of sorted input would still cost n log n).
+	sorted := true
+	for i := 1; i < len(syms); i++ {
+		if less(&syms[i], &syms[i-1]) {
+			sorted = false
+			break
+		}
+	}
+	if !sorted {
+		sort.SliceStable(syms, func(i, j int) bool { return less(&syms[i], &syms[j]) })
+	}
 	fillSizes(syms)
 	t := &SymTab{syms: syms}
 	for i := range syms {

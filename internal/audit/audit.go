@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -336,7 +337,9 @@ func mcountLocs(f *kimage.File) ([]uint64, bool) {
 			locs = append(locs, uint64(binary.LittleEndian.Uint32(data[i:])))
 		}
 	}
-	sort.Slice(locs, func(i, j int) bool { return locs[i] < locs[j] })
+	if !slices.IsSorted(locs) {
+		slices.Sort(locs)
+	}
 	return locs, true
 }
 
@@ -357,7 +360,9 @@ func ReturnSites(f *kimage.File) (sites []uint64, ok bool, err error) {
 		rel := int64(int32(binary.LittleEndian.Uint32(data[i:])))
 		sites = append(sites, sec.Addr+uint64(i)+uint64(rel))
 	}
-	sort.Slice(sites, func(i, j int) bool { return sites[i] < sites[j] })
+	if !slices.IsSorted(sites) {
+		slices.Sort(sites)
+	}
 	return sites, true, nil
 }
 
