@@ -23,4 +23,6 @@ fi
 echo "== tests (with oracles)"
 export KBOOST_ORACLE=1
 if [ "$(id -u)" = 0 ]; then export KBOOST_ROOT=1; fi
-go test -timeout 85m ./... 2>&1 | tee /tmp/kboost-test.log
+# -v so that the oracle tests' agreement tables and counts (t.Log) reach the log;
+# the full output, RUN lines included, is kept in /tmp/kboost-test.log.
+go test -v -timeout 85m ./... 2>&1 | tee /tmp/kboost-test.log | grep -v -E '^=== (RUN|PAUSE|CONT|NAME)'
