@@ -92,12 +92,18 @@ func VerifyARM64(ctx context.Context, vc ARM64VerifyConfig) (*ARM64Verification,
 }
 
 func (v *ARM64Verification) boot(ctx context.Context, cfg Config, dk *kimage.DebKernel, args json.RawMessage) error {
-	dir, err := os.MkdirTemp("", "kboost-verify-arm64-")
+	return bootFixed(ctx, cfg, dk, args, "Image", guest.ARM64VerifyStep, guest.ARM64VerifyFile, &v.Report, &v.Timing)
+}
+
+// bootFixed boots dk (its vmlinuz written as kernelFile) with the fixed-width
+// kprobe recorder step and decodes the step's report file into report.
+func bootFixed(ctx context.Context, cfg Config, dk *kimage.DebKernel, args json.RawMessage, kernelFile, step, file string, report *guest.ARM64Report, timing *Timing) error {
+	dir, err := os.MkdirTemp("", step+"-")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	cfg.Kernel = filepath.Join(dir, "Image")
+	cfg.Kernel = filepath.Join(dir, kernelFile)
 	if err := os.WriteFile(cfg.Kernel, dk.Vmlinuz, 0o644); err != nil {
 		return err
 	}
@@ -112,23 +118,23 @@ func (v *ARM64Verification) boot(ctx context.Context, cfg Config, dk *kimage.Deb
 	if cfg.Timeout == 0 {
 		cfg.Timeout = 45 * time.Minute
 	}
-	res, err := Run(ctx, cfg, guest.Step{Name: guest.ARM64VerifyStep, Args: args})
+	res, err := Run(ctx, cfg, guest.Step{Name: step, Args: args})
 	if err != nil {
 		return err
 	}
 	if err := res.Err(); err != nil {
 		return err
 	}
-	b, ok := res.Files[guest.ARM64VerifyFile]
+	b, ok := res.Files[file]
 	if !ok {
-		return &ProtocolError{Reason: "no " + guest.ARM64VerifyFile + " in the result"}
+		return &ProtocolError{Reason: "no " + file + " in the result"}
 	}
-	v.Timing = res.Timing
-	if err := json.Unmarshal(b, &v.Report); err != nil {
-		return &ProtocolError{Reason: guest.ARM64VerifyFile + ": " + err.Error()}
+	*timing = res.Timing
+	if err := json.Unmarshal(b, report); err != nil {
+		return &ProtocolError{Reason: file + ": " + err.Error()}
 	}
-	if dk.Version != "" && v.Report.Release != dk.Version {
-		return fmt.Errorf("vm: booted %s but the guest says it runs %q", dk.Version, v.Report.Release)
+	if dk.Version != "" && report.Release != dk.Version {
+		return fmt.Errorf("vm: booted %s but the guest says it runs %q", dk.Version, report.Release)
 	}
 	return nil
 }

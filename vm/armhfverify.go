@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"time"
 
 	"github.com/kboost/kboost/decode"
 	"github.com/kboost/kboost/kimage"
@@ -93,42 +92,7 @@ func VerifyARM(ctx context.Context, vc ARMVerifyConfig) (*ARMVerification, error
 }
 
 func (v *ARMVerification) boot(ctx context.Context, cfg Config, dk *kimage.DebKernel, args json.RawMessage) error {
-	dir, err := os.MkdirTemp("", "kboost-verify-arm-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(dir)
-	cfg.Kernel = filepath.Join(dir, "zImage")
-	if err := os.WriteFile(cfg.Kernel, dk.Vmlinuz, 0o644); err != nil {
-		return err
-	}
-	cfg.Files = append(append([]File{}, cfg.Files...), File{Name: "/boot/config-" + dk.Version, Data: dk.Config})
-	if cfg.MemoryMB == 0 {
-		cfg.MemoryMB = 1024
-	}
-	cfg.Append = append(cfg.Append, "rcupdate.rcu_expedited=1")
-	if cfg.Timeout == 0 {
-		cfg.Timeout = 45 * time.Minute
-	}
-	res, err := Run(ctx, cfg, guest.Step{Name: guest.ARMVerifyStep, Args: args})
-	if err != nil {
-		return err
-	}
-	if err := res.Err(); err != nil {
-		return err
-	}
-	b, ok := res.Files[guest.ARMVerifyFile]
-	if !ok {
-		return &ProtocolError{Reason: "no " + guest.ARMVerifyFile + " in the result"}
-	}
-	v.Timing = res.Timing
-	if err := json.Unmarshal(b, &v.Report); err != nil {
-		return &ProtocolError{Reason: guest.ARMVerifyFile + ": " + err.Error()}
-	}
-	if dk.Version != "" && v.Report.Release != dk.Version {
-		return fmt.Errorf("vm: booted %s but the guest says it runs %q", dk.Version, v.Report.Release)
-	}
-	return nil
+	return bootFixed(ctx, cfg, dk, args, "zImage", guest.ARMVerifyStep, guest.ARMVerifyFile, &v.Report, &v.Timing)
 }
 
 // armBLTarget returns the target of an A32 BL (condition AL) at addr.
