@@ -259,10 +259,53 @@ func ParseSymbolMap(r io.Reader) (*SymTab, error) {
 	return parseSymbolMap(data)
 }
 
+// parallelMapSize is the size from which a symbol map is parsed in two halves
+// at once (a kernel's kallsyms is ~10 MB and on the audit's serial path).
+var parallelMapSize = 1 << 20
+
 func parseSymbolMap(data []byte) (*SymTab, error) {
-	syms := make([]Symbol, 0, bytes.Count(data, []byte{'\n'})+1)
-	line := 0
-	nonzero := false
+	type part struct {
+		syms    []Symbol
+		nonzero bool
+		err     error
+	}
+	var second chan part
+	if len(data) >= parallelMapSize {
+		if k := bytes.IndexByte(data[len(data)/2:], '\n'); k >= 0 {
+			cut := len(data)/2 + k + 1
+			rest := data[cut:]
+			first := bytes.Count(data[:cut], []byte{'\n'}) + 1 // line number of rest's first line
+			second = make(chan part, 1)
+			go func() {
+				var p part
+				p.syms, p.nonzero, p.err = parseMapLines(rest, first)
+				second <- p
+			}()
+			data = data[:cut]
+		}
+	}
+	syms, nonzero, err := parseMapLines(data, 1)
+	if second != nil {
+		p := <-second
+		if err == nil {
+			err = p.err
+		}
+		syms = append(syms, p.syms...)
+		nonzero = nonzero || p.nonzero
+	}
+	if err != nil {
+		return nil, err
+	}
+	if len(syms) > 0 && !nonzero {
+		return nil, ErrKptrRestrict
+	}
+	return NewSymTab(syms), nil
+}
+
+// parseMapLines parses the lines of data, numbering them from first.
+func parseMapLines(data []byte, first int) (syms []Symbol, nonzero bool, err error) {
+	syms = make([]Symbol, 0, bytes.Count(data, []byte{'\n'})+1)
+	line := first - 1
 	for len(data) > 0 {
 		line++
 		b := data
@@ -272,7 +315,7 @@ func parseSymbolMap(data []byte) (*SymTab, error) {
 			data = nil
 		}
 		if len(b) > 1<<20 {
-			return nil, &FormatError{What: fmt.Sprintf("symbol map line %d", line), Off: -1, Why: "line too long", Err: ErrCorrupt}
+			return nil, false, &FormatError{What: fmt.Sprintf("symbol map line %d", line), Off: -1, Why: "line too long", Err: ErrCorrupt}
 		}
 		b = bytes.TrimRight(b, "\r")
 		if len(bytes.TrimSpace(b)) == 0 {
@@ -280,21 +323,18 @@ func parseSymbolMap(data []byte) (*SymTab, error) {
 		}
 		// Debian's placeholder is a one-line file.
 		if line <= 3 && bytes.Contains(b, []byte("The real System.map is in")) {
-			return nil, ErrPlaceholderMap
+			return nil, false, ErrPlaceholderMap
 		}
 		s, err := parseMapLine(b)
 		if err != nil {
-			return nil, &FormatError{What: fmt.Sprintf("symbol map line %d", line), Off: -1, Why: err.Error(), Err: ErrCorrupt}
+			return nil, false, &FormatError{What: fmt.Sprintf("symbol map line %d", line), Off: -1, Why: err.Error(), Err: ErrCorrupt}
 		}
 		if s.Addr != 0 {
 			nonzero = true
 		}
 		syms = append(syms, s)
 	}
-	if len(syms) > 0 && !nonzero {
-		return nil, ErrKptrRestrict
-	}
-	return NewSymTab(syms), nil
+	return syms, nonzero, nil
 }
 
 // fields splits b at runs of spaces and tabs into at most len(f)+1 fields
