@@ -3,13 +3,9 @@
 package kernelsim
 
 import (
-	"bufio"
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
-	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -185,60 +181,15 @@ func TestHelperGDBFuzzLoopA32(t *testing.T) {
 // survives either.
 func TestNoStrayEmulatorA32(t *testing.T) {
 	g := newTestGDB32(t, Options{Tag: fmt.Sprintf("kboost-a32-close-%d", os.Getpid())})
-	if n := len(emuProcs(fmt.Sprintf("kboost-a32-close-%d", os.Getpid()))); n != 1 {
+	if n := len(taggedProcs(fmt.Sprintf("kboost-a32-close-%d", os.Getpid()))); n != 1 {
 		t.Fatalf("%d emulator processes, want 1", n)
 	}
 	g.Close()
-	if left := emuProcs(fmt.Sprintf("kboost-a32-close-%d", os.Getpid())); len(left) != 0 {
+	if left := taggedProcs(fmt.Sprintf("kboost-a32-close-%d", os.Getpid())); len(left) != 0 {
 		t.Fatalf("emulator survives Close: %q", left)
 	}
-	for round := range 2 {
-		tag := fmt.Sprintf("kboost-stray-a32-%d-%d", os.Getpid(), round)
-		cmd := exec.Command(os.Args[0], "-test.run=^TestHelperGDBFuzzLoopA32$", "-test.v")
-		cmd.Env = append(os.Environ(), "KBOOST_GDB_HELPER_A32="+tag)
-		out, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		sc := bufio.NewScanner(out)
-		ready := false
-		for sc.Scan() {
-			if strings.HasPrefix(sc.Text(), "ERROR") {
-				t.Fatal(sc.Text())
-			}
-			if sc.Text() == "READY" {
-				ready = true
-				break
-			}
-		}
-		if !ready {
-			t.Fatal("helper did not start")
-		}
-		go func() {
-			for sc.Scan() {
-			}
-		}()
-		if n := len(emuProcs(tag)); n != 1 {
-			t.Fatalf("round %d: %d emulator processes before the kill, want 1", round, n)
-		}
-		time.Sleep(time.Duration(100+200*round) * time.Millisecond)
-		cmd.Process.Signal(syscall.SIGKILL)
-		cmd.Wait()
-		deadline := time.Now().Add(3 * time.Second)
-		for {
-			left := emuProcs(tag)
-			if len(left) == 0 {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("round %d: emulator processes survive their owner: %q", round, left)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-	}
+	killHelperRounds(t, 2, "TestHelperGDBFuzzLoopA32", "KBOOST_GDB_HELPER_A32", "kboost-stray-a32", 1, "emulator",
+		func(round int) time.Duration { return time.Duration(100+200*round) * time.Millisecond })
 }
 
 // TestA32Fuzz runs a short fuzz under linux-6.1-arm and checks the engine

@@ -44,8 +44,8 @@ func TestHelperGDBFuzzLoop(t *testing.T) {
 	}
 }
 
-// emuProcs lists live (non-zombie) processes whose command line holds tag.
-func emuProcs(tag string) []string {
+// taggedProcs lists live (non-zombie) processes whose command line holds tag.
+func taggedProcs(tag string) []string {
 	var found []string
 	ents, _ := filepath.Glob("/proc/[0-9]*/cmdline")
 	for _, e := range ents {
@@ -66,16 +66,16 @@ func emuProcs(tag string) []string {
 	return found
 }
 
-// TestNoStrayEmulator kills a process running the ARM64 emulator backend
-// with SIGKILL at random moments and checks that no qemu survives it.
-func TestNoStrayEmulator(t *testing.T) {
-	if os.Getenv("KBOOST_ORACLE") == "" {
-		t.Skip("set KBOOST_ORACLE=1 (runs qemu-aarch64-static)")
-	}
-	for round := range 3 {
-		tag := fmt.Sprintf("kboost-stray-gdb-%d-%d", os.Getpid(), round)
-		cmd := exec.Command(os.Args[0], "-test.run=^TestHelperGDBFuzzLoop$", "-test.v")
-		cmd.Env = append(os.Environ(), "KBOOST_GDB_HELPER="+tag)
+// killHelperRounds starts the test helper run (a -test.run pattern of this
+// binary) with envVar set to a fresh tag, waits for its READY line and for want
+// tagged processes (what: "sandbox", "emulator"), SIGKILLs it after pause(round)
+// and fails unless every tagged process is gone within 3 s; rounds times.
+func killHelperRounds(t *testing.T, rounds int, helper, envVar, tagPrefix string, want int, what string, pause func(round int) time.Duration) {
+	t.Helper()
+	for round := range rounds {
+		tag := fmt.Sprintf("%s-%d-%d", tagPrefix, os.Getpid(), round)
+		cmd := exec.Command(os.Args[0], "-test.run=^"+helper+"$", "-test.v")
+		cmd.Env = append(os.Environ(), envVar+"="+tag)
 		out, err := cmd.StdoutPipe()
 		if err != nil {
 			t.Fatal(err)
@@ -101,22 +101,32 @@ func TestNoStrayEmulator(t *testing.T) {
 			for sc.Scan() {
 			}
 		}()
-		if n := len(emuProcs(tag)); n != 1 {
-			t.Fatalf("round %d: %d emulator processes before the kill, want 1", round, n)
+		if n := len(taggedProcs(tag)); n != want {
+			t.Fatalf("round %d: %d %s processes before the kill, want %d", round, n, what, want)
 		}
-		time.Sleep(time.Duration(50+150*round) * time.Millisecond)
+		time.Sleep(pause(round))
 		cmd.Process.Signal(syscall.SIGKILL)
 		cmd.Wait()
 		deadline := time.Now().Add(3 * time.Second)
 		for {
-			left := emuProcs(tag)
+			left := taggedProcs(tag)
 			if len(left) == 0 {
 				break
 			}
 			if time.Now().After(deadline) {
-				t.Fatalf("round %d: emulator processes survive their owner: %q", round, left)
+				t.Fatalf("round %d: %s processes survive their owner: %q", round, what, left)
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
 	}
+}
+
+// TestNoStrayEmulator kills a process running the ARM64 emulator backend
+// with SIGKILL at random moments and checks that no qemu survives it.
+func TestNoStrayEmulator(t *testing.T) {
+	if os.Getenv("KBOOST_ORACLE") == "" {
+		t.Skip("set KBOOST_ORACLE=1 (runs qemu-aarch64-static)")
+	}
+	killHelperRounds(t, 3, "TestHelperGDBFuzzLoop", "KBOOST_GDB_HELPER", "kboost-stray-gdb", 1, "emulator",
+		func(round int) time.Duration { return time.Duration(50+150*round) * time.Millisecond })
 }

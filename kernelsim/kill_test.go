@@ -3,14 +3,9 @@
 package kernelsim
 
 import (
-	"bufio"
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -52,79 +47,12 @@ func TestHelperFuzzLoop(t *testing.T) {
 	}
 }
 
-// taggedProcs lists live (non-zombie) processes whose command line holds tag.
-func taggedProcs(tag string) []string {
-	var found []string
-	ents, _ := filepath.Glob("/proc/[0-9]*/cmdline")
-	for _, e := range ents {
-		b, err := os.ReadFile(e)
-		if err != nil || !strings.Contains(string(b), tag) {
-			continue
-		}
-		st, err := os.ReadFile(filepath.Join(filepath.Dir(e), "stat"))
-		if err != nil {
-			continue
-		}
-		s := string(st)
-		if i := strings.LastIndexByte(s, ')'); i >= 0 && i+2 < len(s) && s[i+2] == 'Z' {
-			continue
-		}
-		found = append(found, filepath.Base(filepath.Dir(e))+": "+strings.ReplaceAll(string(b), "\x00", " "))
-	}
-	return found
-}
-
 // TestNoStraySandbox kills a fuzzing process with SIGKILL at random moments
 // and checks that none of its sandbox processes survive.
 func TestNoStraySandbox(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts subprocesses")
 	}
-	for round := range 3 {
-		tag := fmt.Sprintf("kboost-stray-test-%d-%d", os.Getpid(), round)
-		cmd := exec.Command(os.Args[0], "-test.run=^TestHelperFuzzLoop$", "-test.v")
-		cmd.Env = append(os.Environ(), "KBOOST_SANDBOX_HELPER="+tag)
-		out, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		sc := bufio.NewScanner(out)
-		ready := false
-		for sc.Scan() {
-			if strings.HasPrefix(sc.Text(), "ERROR") {
-				t.Fatal(sc.Text())
-			}
-			if sc.Text() == "READY" {
-				ready = true
-				break
-			}
-		}
-		if !ready {
-			t.Fatal("helper did not start")
-		}
-		go func() {
-			for sc.Scan() {
-			}
-		}()
-		if n := len(taggedProcs(tag)); n != 2 {
-			t.Fatalf("round %d: %d sandbox processes before the kill, want 2", round, n)
-		}
-		time.Sleep(time.Duration(50+100*round) * time.Millisecond)
-		cmd.Process.Signal(syscall.SIGKILL)
-		cmd.Wait()
-		deadline := time.Now().Add(3 * time.Second)
-		for {
-			left := taggedProcs(tag)
-			if len(left) == 0 {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("round %d: sandbox processes survive their tracer: %q", round, left)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-	}
+	killHelperRounds(t, 3, "TestHelperFuzzLoop", "KBOOST_SANDBOX_HELPER", "kboost-stray-test", 2, "sandbox",
+		func(round int) time.Duration { return time.Duration(50+100*round) * time.Millisecond })
 }
