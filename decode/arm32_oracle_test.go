@@ -29,14 +29,12 @@ package decode_test
 // words disagree otherwise (see fuzzBudget).
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"debug/elf"
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"math/rand"
 	"os"
 	"os/exec"
@@ -47,6 +45,7 @@ import (
 	"testing"
 
 	"github.com/kboost/kboost/decode"
+	"github.com/kboost/kboost/internal/objdump"
 	"github.com/kboost/kboost/kimage"
 	"github.com/kboost/kboost/opcodes"
 )
@@ -129,41 +128,13 @@ func parseARM32Line(line string, r *arm32Rec) bool {
 // runObjdumpARM32 runs objdump with args and calls fn for every instruction
 // line.
 func runObjdumpARM32(ctx context.Context, args []string, fn func(r *arm32Rec) error) error {
-	cmd := exec.CommandContext(ctx, arm32Objdump, args...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		return err
-	}
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("%v (install binutils-arm-linux-gnueabi)", err)
-	}
-	br := bufio.NewReaderSize(out, 1<<20)
 	var rec arm32Rec
-	var ferr error
-	for {
-		line, err := br.ReadString('\n')
-		if len(line) > 0 && ferr == nil {
-			if parseARM32Line(strings.TrimRight(line, "\r\n"), &rec) {
-				ferr = fn(&rec)
-			}
+	return objdump.RunLines(ctx, objdump.Config{Objdump: arm32Objdump}, args, func(line []byte) error {
+		if parseARM32Line(string(line), &rec) {
+			return fn(&rec)
 		}
-		if err != nil {
-			if err != io.EOF {
-				ferr = err
-			}
-			break
-		}
-	}
-	werr := cmd.Wait()
-	if ferr != nil {
-		return ferr
-	}
-	if werr != nil {
-		return fmt.Errorf("%s: %v: %s", arm32Objdump, werr, stderr.String())
-	}
-	return nil
+		return nil
+	})
 }
 
 // rawArgs are objdump's arguments for raw code in file at vma.

@@ -21,7 +21,6 @@ package decode_test
 // the counts per class are printed. The test fails on any other mismatch.
 
 import (
-	"bufio"
 	"bytes"
 	"compress/gzip"
 	"context"
@@ -86,43 +85,13 @@ func runObjdumpA64(ctx context.Context, code []byte, vma uint64, fn func(r *a64R
 	}
 	f.Close()
 	cfg := objdump.Config{Objdump: a64Objdump, Machine: decode.ARM64.ObjdumpArg, VMA: vma}
-	cmd := exec.CommandContext(ctx, a64Objdump, cfg.Args(f.Name(), true)...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		return err
-	}
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("%v (install binutils-aarch64-linux-gnu)", err)
-	}
-	br := bufio.NewReaderSize(out, 1<<20)
 	var rec a64Rec
-	var ferr error
-	for {
-		line, err := br.ReadSlice('\n')
-		if len(line) > 0 && ferr == nil {
-			if parseA64Line(bytes.TrimRight(line, "\r\n"), &rec) {
-				ferr = fn(&rec)
-			}
+	return objdump.RunLines(ctx, cfg, cfg.Args(f.Name(), true), func(line []byte) error {
+		if parseA64Line(line, &rec) {
+			return fn(&rec)
 		}
-		if err != nil {
-			if err != io.EOF && !errors.Is(err, bufio.ErrBufferFull) {
-				ferr = err
-			}
-			if err == io.EOF {
-				break
-			}
-		}
-	}
-	werr := cmd.Wait()
-	if ferr != nil {
-		return ferr
-	}
-	if werr != nil {
-		return fmt.Errorf("%s: %v: %s", a64Objdump, werr, stderr.String())
-	}
-	return nil
+		return nil
+	})
 }
 
 // parseA64Line parses "  addr:\twwwwwwww \ttext".

@@ -1,10 +1,12 @@
 package objdump
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"strings"
@@ -89,6 +91,38 @@ func RunBytes(ctx context.Context, code []byte, cfg Config, fn func(*Record) err
 }
 
 func run(ctx context.Context, args []string, cfg Config, fn func(*Record) error) error {
+	return runCmd(ctx, args, cfg, func(out io.Reader) error {
+		sc := NewScanner(out)
+		for sc.Scan() {
+			if err := fn(sc.Record()); err != nil {
+				return err
+			}
+		}
+		return sc.Err()
+	})
+}
+
+// RunLines runs cfg.Objdump with args and calls fn with every output line
+// (without its newline; valid only during the call), for output the Scanner
+// does not parse, such as ARM's one-word column. An error from fn stops
+// objdump and is returned.
+func RunLines(ctx context.Context, cfg Config, args []string, fn func(line []byte) error) error {
+	return runCmd(ctx, args, cfg, func(out io.Reader) error {
+		sc := bufio.NewScanner(out)
+		sc.Buffer(make([]byte, 0, 1<<16), 1<<20)
+		for sc.Scan() {
+			if err := fn(bytes.TrimRight(sc.Bytes(), "\r")); err != nil {
+				return err
+			}
+		}
+		return sc.Err()
+	})
+}
+
+// runCmd starts objdump and hands its output to consume; when consume fails,
+// objdump is stopped (its exit status no longer matters) and the error
+// returned.
+func runCmd(ctx context.Context, args []string, cfg Config, consume func(io.Reader) error) error {
 	prog := cfg.Objdump
 	if prog == "" {
 		prog = "objdump"
@@ -104,32 +138,16 @@ func run(ctx context.Context, args []string, cfg Config, fn func(*Record) error)
 		return err
 	}
 	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("%w: %v (install GNU binutils: apt-get install binutils)", ErrObjdump, err)
+		return fmt.Errorf("%w: %v (install GNU binutils: apt-get install binutils, or binutils-aarch64-linux-gnu / binutils-arm-linux-gnueabi for the ARM objdumps)", ErrObjdump, err)
 	}
-	sc := NewScanner(out)
-	var fnErr error
-	for sc.Scan() {
-		if fnErr = fn(sc.Record()); fnErr != nil {
-			break
-		}
-	}
-	if fnErr != nil {
-		// Stop objdump; its exit status no longer matters.
+	if err := consume(out); err != nil {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
-		return fnErr
+		return err
 	}
-	scanErr := sc.Err()
-	if scanErr != nil {
-		_ = cmd.Process.Kill()
-	}
-	waitErr := cmd.Wait()
-	if scanErr != nil {
-		return scanErr
-	}
-	if waitErr != nil {
+	if err := cmd.Wait(); err != nil {
 		return fmt.Errorf("%w: %s %s: %v: %s", ErrObjdump, prog, strings.Join(args, " "),
-			waitErr, strings.TrimSpace(stderr.String()))
+			err, strings.TrimSpace(stderr.String()))
 	}
 	return nil
 }
