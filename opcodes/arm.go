@@ -21,6 +21,7 @@ type ArmOp struct {
 	Branch Branch   // control-transfer kind (BranchNone for none)
 	Cond   ArmCond  // extra condition on operand fields (aliases); ArmCondNone for none
 	Line   int      // line of the spec file that defined it
+	File   string   // that spec file's base name (arm64.spec, or a file it includes)
 }
 
 // Unallocated reports whether the op is a carve-out of unallocated encodings.

@@ -6,7 +6,8 @@ import (
 	"fmt"
 	"go/format"
 	"io"
-	"sort"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 )
@@ -22,8 +23,12 @@ type Line struct {
 	Flags   []string // Go identifiers of opcodes.Arm* flag constants
 	Branch  string   // Go identifier of the opcodes.Branch* constant
 	Cond    string   // Go identifier of the opcodes.ArmCond* constant
-	Num     int      // line number
+	Num     int      // line number in File
+	File    string   // base name of the spec file the line is in (an included file's own name)
 }
+
+// Pos is the line's position, "file:line".
+func (l Line) Pos() string { return fmt.Sprintf("%s:%d", l.File, l.Num) }
 
 // Spec is a parsed spec file.
 type Spec struct {
@@ -71,9 +76,45 @@ var condIdents = map[string]string{
 	"movz": "ArmCondMovz", "movn": "ArmCondMovn", "orrmov": "ArmCondOrrMov", "badmask": "ArmCondBadMask", "oddpair": "ArmCondOddPair", "rt=rt2": "ArmCondRtEqRt2", "wboverlap": "ArmCondWBOverlap", "mopsregs": "ArmCondMOPSRegs",
 }
 
-// Parse reads a spec file; file names it in messages.
+// Parse reads a spec file; file names it in messages. A spec read this way
+// cannot include other files: use ParseFile for that.
 func Parse(r io.Reader, file string) (*Spec, error) {
 	s := &Spec{File: file, KeyShift: 25, KeyBits: 4}
+	if err := parseInto(s, r, file, nil, 0); err != nil {
+		return nil, err
+	}
+	return finish(s)
+}
+
+// ParseFile reads the spec file at path, and the files it includes (their
+// names are relative to path's directory).
+func ParseFile(path string) (*Spec, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	s := &Spec{File: filepath.Base(path), KeyShift: 25, KeyBits: 4}
+	open := func(name string) (io.ReadCloser, error) { return os.Open(filepath.Join(filepath.Dir(path), name)) }
+	if err := parseInto(s, f, s.File, open, 0); err != nil {
+		return nil, err
+	}
+	return finish(s)
+}
+
+func finish(s *Spec) (*Spec, error) {
+	if s.ISA == "" {
+		return nil, &ParseError{File: s.File, Line: 1, Msg: "no `isa` directive"}
+	}
+	return s, nil
+}
+
+// maxIncludeDepth bounds nested includes (and so include cycles).
+const maxIncludeDepth = 4
+
+// parseInto appends the lines of r (named file) to s; open opens an included
+// file, nil when includes are not possible.
+func parseInto(s *Spec, r io.Reader, file string, open func(string) (io.ReadCloser, error), depth int) error {
 	sc := bufio.NewScanner(r)
 	n := 0
 	for sc.Scan() {
@@ -94,41 +135,63 @@ func Parse(r io.Reader, file string) (*Spec, error) {
 			switch f[0] {
 			case "isa":
 				if len(f) != 2 || isas[f[1]] == "" {
-					return nil, bad("want `isa a64|a32|t32`")
+					return bad("want `isa a64|a32|t32`")
 				}
 				s.ISA = f[1]
 			case "index":
 				if len(f) != 3 {
-					return nil, bad("want `index SHIFT BITS`")
+					return bad("want `index SHIFT BITS`")
 				}
 				sh, err1 := strconv.Atoi(f[1])
 				nb, err2 := strconv.Atoi(f[2])
 				if err1 != nil || err2 != nil || sh < 0 || nb < 1 || nb > 12 || sh+nb > 32 {
-					return nil, bad("bad index %q %q: SHIFT+BITS <= 32, 1 <= BITS <= 12", f[1], f[2])
+					return bad("bad index %q %q: SHIFT+BITS <= 32, 1 <= BITS <= 12", f[1], f[2])
 				}
 				s.KeyShift, s.KeyBits = uint(sh), uint(nb)
+			case "include":
+				if len(f) != 2 {
+					return bad("want `include FILE`")
+				}
+				if open == nil {
+					return bad("include %s: this spec is read without a directory (use ParseFile)", f[1])
+				}
+				if depth >= maxIncludeDepth {
+					return bad("include %s: includes nested more than %d deep (a cycle?)", f[1], maxIncludeDepth)
+				}
+				if s.ISA == "" {
+					return bad("include before the `isa` directive")
+				}
+				rc, err := open(f[1])
+				if err != nil {
+					return bad("include: %v", err)
+				}
+				err = parseInto(s, rc, filepath.Base(f[1]), open, depth+1)
+				rc.Close()
+				if err != nil {
+					return err
+				}
 			default:
-				return nil, bad("unknown directive %q (want isa or index) or missing '|' separators", f[0])
+				return bad("unknown directive %q (want isa, index or include) or missing '|' separators", f[0])
 			}
 			continue
 		}
 		if s.ISA == "" {
-			return nil, bad("encoding before the `isa` directive")
+			return bad("encoding before the `isa` directive")
 		}
 		parts := strings.Split(text, "|")
 		if len(parts) != 4 {
-			return nil, bad("want PATTERN | NAME | CLASS | FLAGS, got %d fields", len(parts))
+			return bad("want PATTERN | NAME | CLASS | FLAGS, got %d fields", len(parts))
 		}
 		for i := range parts {
 			parts[i] = strings.TrimSpace(parts[i])
 		}
-		l := Line{Pattern: parts[0], Name: parts[1], Num: n}
+		l := Line{Pattern: parts[0], Name: parts[1], Num: n, File: file}
 		mask, val, width, err := parsePattern(parts[0])
 		if err != nil {
-			return nil, bad("%v", err)
+			return bad("%v", err)
 		}
 		if width != 32 && !(width == 16 && s.ISA == "t32") {
-			return nil, bad("pattern has %d positions, want 32", width)
+			return bad("pattern has %d positions, want 32", width)
 		}
 		if width == 16 {
 			// A T16 encoding is the word 0000:hw; fixing the upper halfword
@@ -138,47 +201,41 @@ func Parse(r io.Reader, file string) (*Spec, error) {
 		}
 		l.Mask, l.Value, l.Width = mask, val, width
 		if l.Name == "" || strings.ContainsAny(l.Name, " \t\"\\") {
-			return nil, bad("bad mnemonic %q", l.Name)
+			return bad("bad mnemonic %q", l.Name)
 		}
 		c, ok := classIdents[parts[2]]
 		if !ok {
-			return nil, bad("unknown class %q", parts[2])
+			return bad("unknown class %q", parts[2])
 		}
 		l.Class = c
 		if (l.Name == "-") != (c == "ArmUnallocated") {
-			return nil, bad("name \"-\" goes with class unallocated and only with it")
+			return bad("name \"-\" goes with class unallocated and only with it")
 		}
 		for _, fl := range strings.FieldsFunc(parts[3], func(r rune) bool { return r == ' ' || r == ',' || r == '\t' }) {
 			switch {
 			case strings.HasPrefix(fl, "branch="):
 				b, ok := branchIdents[fl[len("branch="):]]
 				if !ok {
-					return nil, bad("unknown branch kind %q", fl)
+					return bad("unknown branch kind %q", fl)
 				}
 				l.Branch = b
 			case strings.HasPrefix(fl, "if="):
 				c, ok := condIdents[fl[len("if="):]]
 				if !ok {
-					return nil, bad("unknown condition %q", fl)
+					return bad("unknown condition %q", fl)
 				}
 				l.Cond = c
 			default:
 				id, ok := flagIdents[fl]
 				if !ok {
-					return nil, bad("unknown flag %q", fl)
+					return bad("unknown flag %q", fl)
 				}
 				l.Flags = append(l.Flags, id)
 			}
 		}
 		s.Lines = append(s.Lines, l)
 	}
-	if err := sc.Err(); err != nil {
-		return nil, err
-	}
-	if s.ISA == "" {
-		return nil, &ParseError{File: file, Line: n, Msg: "no `isa` directive"}
-	}
-	return s, nil
+	return sc.Err()
 }
 
 // parsePattern turns "sf:1 00 10001 0 x  imm12:12 Rn:5 Rd=11111" into a mask and
@@ -272,7 +329,7 @@ func Generate(s *Spec, cmdline string) ([]byte, error) {
 		if cond == "" {
 			cond = "ArmCondNone"
 		}
-		fmt.Fprintf(&b, "\t{%q, %#08x, %#08x, %s, %s, %s, %s, %d},\n", l.Name, l.Mask, l.Value, l.Class, flags, br, cond, l.Num)
+		fmt.Fprintf(&b, "\t{%q, %#08x, %#08x, %s, %s, %s, %s, %d, %q},\n", l.Name, l.Mask, l.Value, l.Class, flags, br, cond, l.Num, l.File)
 	}
 	b.WriteString("}\n\n")
 	nkeys := 1 << s.KeyBits
@@ -309,11 +366,11 @@ func Generate(s *Spec, cmdline string) ([]byte, error) {
 }
 
 // Shadowed returns, for every line that can never match because earlier lines
-// without conditions cover all of its words, the line numbers of the pair. It
-// checks pairs only (a line covered by a union of several earlier lines is not
-// reported).
-func Shadowed(s *Spec) [][2]int {
-	var out [][2]int
+// without conditions cover all of its words, the pair (covering line, covered
+// line). It checks pairs only (a line covered by a union of several earlier
+// lines is not reported).
+func Shadowed(s *Spec) [][2]Line {
+	var out [][2]Line
 	for j, lj := range s.Lines {
 		for _, li := range s.Lines[:j] {
 			if li.Cond != "" {
@@ -321,12 +378,11 @@ func Shadowed(s *Spec) [][2]int {
 			}
 			// li covers lj when li's fixed bits are fixed the same way in lj.
 			if li.Mask&lj.Mask == li.Mask && lj.Value&li.Mask == li.Value {
-				out = append(out, [2]int{li.Num, lj.Num})
+				out = append(out, [2]Line{li, lj})
 				break
 			}
 		}
 	}
-	sort.Slice(out, func(a, b int) bool { return out[a][1] < out[b][1] })
 	return out
 }
 

@@ -1,6 +1,8 @@
 package armspec
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -64,4 +66,40 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("accepted spec does not generate: %v", err)
 		}
 	})
+}
+
+// TestParseFileInclude checks that included lines keep their own file and
+// line, sit where the include directive is, and that bad includes fail.
+func TestParseFileInclude(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, src string) {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("main.spec", "isa a64\n0 00101 imm26:26 | b | branch | pcrel branch=jmp\ninclude part.spec\n1 00101 imm26:26 | bl | branch | pcrel branch=call\n")
+	write("part.spec", "# part\n\n11010110 01011111 000000 Rn:5 00000 | ret | branch | branch=ret\n")
+	s, err := ParseFile(filepath.Join(dir, "main.spec"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, l := range s.Lines {
+		got = append(got, l.Name+"@"+l.Pos())
+	}
+	want := "b@main.spec:2 ret@part.spec:3 bl@main.spec:4"
+	if strings.Join(got, " ") != want {
+		t.Errorf("lines %v, want %s", got, want)
+	}
+	write("loop.spec", "isa a64\ninclude loop.spec\n")
+	write("missing.spec", "isa a64\ninclude nosuch.spec\n")
+	write("early.spec", "include part.spec\nisa a64\n")
+	for _, name := range []string{"loop.spec", "missing.spec", "early.spec"} {
+		if _, err := ParseFile(filepath.Join(dir, name)); err == nil {
+			t.Errorf("ParseFile(%s): no error", name)
+		}
+	}
+	if _, err := Parse(strings.NewReader("isa a64\ninclude part.spec\n"), "r.spec"); err == nil {
+		t.Error("Parse with include: no error (a reader has no directory)")
+	}
 }

@@ -10,6 +10,7 @@
 //
 //	isa a64            instruction set: a64, a32 or t32 (width 32; t32 also 16)
 //	index 21 8         lookup key: KeyBits bits of the word starting at bit KeyShift
+//	include sve.spec   the lines of another file (relative to this one) go here
 //
 // The generated index lists, for every key value, the lines that can match a
 // word with that key, in file order; a bucket of more than a dozen lines is

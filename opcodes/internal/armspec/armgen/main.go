@@ -8,7 +8,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"path/filepath"
 
 	"github.com/kboost/kboost/opcodes/internal/armspec"
 )
@@ -24,12 +23,7 @@ func main() {
 }
 
 func run(in, out string) error {
-	f, err := os.Open(in)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	s, err := armspec.Parse(f, filepath.Base(in))
+	s, err := armspec.ParseFile(in)
 	if err != nil {
 		return err
 	}
