@@ -2,7 +2,6 @@ package kernelref
 
 import (
 	_ "embed"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,6 +17,8 @@ import (
 
 //go:embed csrc/krefa32.c
 var krefA32C []byte
+
+var a32Source = sourceSet{keyTag: "a32|", dirTag: "a32src-", members: sourceMembersA32, anchor: a32CoreC}
 
 var sourceMembersA32 = []string{
 	"Makefile",
@@ -99,43 +100,17 @@ func (b *BuildA32) Bin(thumb bool) string {
 // PrepareA32 extracts arch/arm/probes (once per tarball) and builds both
 // oracles (once per tarball and harness version) under CacheDir/kernelref.
 func PrepareA32(opts Options) (*BuildA32, error) {
-	opts, err := opts.withDefaults()
+	src, err := prepareSource(opts, a32Source)
 	if err != nil {
 		return nil, err
 	}
-	st, err := os.Stat(opts.Tarball)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", opts.Tarball, ErrNoSource)
-	}
-	srcKey := shortHash(fmt.Sprintf("a32|%s|%d|%d", opts.Tarball, st.Size(), st.ModTime().UnixNano()))
-	root := filepath.Join(opts.CacheDir, "kernelref")
-	srcDir := filepath.Join(root, "a32src-"+srcKey)
-	if err := ensureDir(srcDir, func(tmp string) error { return extractMembers(opts.Tarball, tmp, sourceMembersA32) }); err != nil {
-		return nil, err
-	}
-	m, _ := filepath.Glob(filepath.Join(srcDir, "*", a32CoreC))
-	if len(m) != 1 {
-		return nil, fmt.Errorf("%s: want one kernel tree with %s, found %d", srcDir, a32CoreC, len(m))
-	}
-	tree := strings.TrimSuffix(m[0], string(filepath.Separator)+filepath.FromSlash(a32CoreC))
-	version, err := kernelVersion(filepath.Join(tree, "Makefile"))
-	if err != nil {
-		return nil, err
-	}
-	var fp strings.Builder
-	for _, thumb := range []bool{false, true} {
-		for _, g := range a32Generated(thumb) {
-			fp.WriteString(g.name)
-			for _, p := range g.pieces {
-				fmt.Fprintf(&fp, "|%s %d %s %s", p.file, p.kind, p.name, p.end)
-			}
-		}
-	}
-	dir := filepath.Join(root, "a32build-"+srcKey+"-"+shortHash(string(krefA32C)+fp.String()+strings.Join(a32EmptyHeaders, ",")))
+	tree := src.tree
+	fp := fingerprint(a32Generated(false)) + fingerprint(a32Generated(true))
+	dir := filepath.Join(src.root, "a32build-"+src.key+"-"+shortHash(string(krefA32C)+fp+strings.Join(a32EmptyHeaders, ",")))
 	if err := ensureDir(dir, func(tmp string) error { return buildA32(tree, tmp) }); err != nil {
 		return nil, err
 	}
-	return &BuildA32{Dir: dir, Version: version, Tarball: opts.Tarball}, nil
+	return &BuildA32{Dir: dir, Version: src.version, Tarball: src.tarball}, nil
 }
 
 func buildA32(tree, dir string) error {
@@ -168,39 +143,13 @@ func buildA32(tree, dir string) error {
 		if err := os.MkdirAll(sub, 0o755); err != nil {
 			return err
 		}
-		if err := generateFixed(tree, sub, a32Generated(thumb)); err != nil {
+		if err := generateFiles(tree, sub, a32Generated(thumb)); err != nil {
 			return err
 		}
 		if err := run(dir, nil, "gcc", "-O2", "-Wall", "-Werror=implicit-function-declaration",
 			"-Werror=incompatible-pointer-types", "-Wno-unused-function", "-Wno-unused-variable",
 			"-Wno-unused-but-set-variable", def, "-I", sub, "-I", inc, "-I", filepath.Join(tree, "arch/arm"),
 			"-o", filepath.Join(dir, bin), filepath.Join(dir, "krefa32.c")); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// generateFixed is generateFiles applying each piece's fix.
-func generateFixed(tree, dir string, gens []genFile) error {
-	for _, g := range gens {
-		var out strings.Builder
-		out.WriteString("/* Cut from the kernel tree by kboost/internal/kernelref at build time. */\n")
-		for _, p := range g.pieces {
-			b, err := os.ReadFile(filepath.Join(tree, p.file))
-			if err != nil {
-				return err
-			}
-			text, err := p.cut(string(b))
-			if err != nil {
-				return fmt.Errorf("%s: %w", p.file, err)
-			}
-			if p.fix != nil {
-				text = p.fix(text)
-			}
-			fmt.Fprintf(&out, "\n/* %s: %s */\n%s", p.file, p.name, text)
-		}
-		if err := os.WriteFile(filepath.Join(dir, g.name), []byte(out.String()), 0o644); err != nil {
 			return err
 		}
 	}

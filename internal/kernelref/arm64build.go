@@ -2,10 +2,8 @@ package kernelref
 
 import (
 	_ "embed"
-	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 )
 
 // The arm64 oracle: the kernel's arm64 kprobes/uprobes decision code (insn.h
@@ -18,6 +16,8 @@ import (
 var krefA64C []byte
 
 // sourceMembersA64 are the kernel files the arm64 oracle needs.
+var a64Source = sourceSet{keyTag: "a64|", dirTag: "a64src-", members: sourceMembersA64, anchor: a64DecodeC}
+
 var sourceMembersA64 = []string{
 	"Makefile",
 	"arch/arm64/include/asm/insn.h",
@@ -85,11 +85,6 @@ var generatedA64 = []genFile{
 	}},
 }
 
-type genFile struct {
-	name   string
-	pieces []piece
-}
-
 // BuildA64 is a built arm64 oracle.
 type BuildA64 struct {
 	Dir     string // holds krefa64 and the generated sources
@@ -104,79 +99,16 @@ func (b *BuildA64) Bin() string { return filepath.Join(b.Dir, "krefa64") }
 // oracle (once per tarball and harness version), caching both under
 // CacheDir/kernelref.
 func PrepareA64(opts Options) (*BuildA64, error) {
-	opts, err := opts.withDefaults()
+	src, err := prepareSource(opts, a64Source)
 	if err != nil {
 		return nil, err
 	}
-	st, err := os.Stat(opts.Tarball)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", opts.Tarball, ErrNoSource)
-	}
-	srcKey := shortHash(fmt.Sprintf("a64|%s|%d|%d", opts.Tarball, st.Size(), st.ModTime().UnixNano()))
-	root := filepath.Join(opts.CacheDir, "kernelref")
-	srcDir := filepath.Join(root, "a64src-"+srcKey)
-	if err := ensureDir(srcDir, func(tmp string) error { return extractMembers(opts.Tarball, tmp, sourceMembersA64) }); err != nil {
-		return nil, err
-	}
-	m, _ := filepath.Glob(filepath.Join(srcDir, "*", a64DecodeC))
-	if len(m) != 1 {
-		return nil, fmt.Errorf("%s: want one kernel tree with %s, found %d", srcDir, a64DecodeC, len(m))
-	}
-	tree := strings.TrimSuffix(m[0], string(filepath.Separator)+filepath.FromSlash(a64DecodeC))
-	version, err := kernelVersion(filepath.Join(tree, "Makefile"))
-	if err != nil {
-		return nil, err
-	}
-	var fp strings.Builder
-	for _, g := range generatedA64 {
-		fp.WriteString(g.name)
-		for _, p := range g.pieces {
-			fmt.Fprintf(&fp, "|%s %d %s %s", p.file, p.kind, p.name, p.end)
-		}
-	}
-	dir := filepath.Join(root, "a64build-"+srcKey+"-"+shortHash(string(krefA64C)+fp.String()))
+	tree := src.tree
+	dir := filepath.Join(src.root, "a64build-"+src.key+"-"+shortHash(string(krefA64C)+fingerprint(generatedA64)))
 	if err := ensureDir(dir, func(tmp string) error { return buildA64(tree, tmp) }); err != nil {
 		return nil, err
 	}
-	return &BuildA64{Dir: dir, Version: version, Tarball: opts.Tarball}, nil
-}
-
-// extractMembers unpacks members (under whatever top directory the archive has).
-func extractMembers(tarball, dir string, members []string) error {
-	args := []string{"-xJf", tarball, "-C", dir, "--wildcards"}
-	for _, m := range members {
-		args = append(args, "*/"+m)
-	}
-	return run(dir, nil, "tar", args...)
-}
-
-// generateFiles writes the cut-out files of gens into dir.
-func generateFiles(tree, dir string, gens []genFile) error {
-	cache := map[string]string{}
-	for _, g := range gens {
-		var out strings.Builder
-		out.WriteString("/* Cut from the kernel tree by kboost/internal/kernelref at build time. */\n")
-		for _, p := range g.pieces {
-			src, ok := cache[p.file]
-			if !ok {
-				b, err := os.ReadFile(filepath.Join(tree, p.file))
-				if err != nil {
-					return err
-				}
-				src = string(b)
-				cache[p.file] = src
-			}
-			text, err := p.cut(src)
-			if err != nil {
-				return fmt.Errorf("%s: %w", p.file, err)
-			}
-			fmt.Fprintf(&out, "\n/* %s: %s */\n%s", p.file, p.name, text)
-		}
-		if err := os.WriteFile(filepath.Join(dir, g.name), []byte(out.String()), 0o644); err != nil {
-			return err
-		}
-	}
-	return nil
+	return &BuildA64{Dir: dir, Version: src.version, Tarball: src.tarball}, nil
 }
 
 func buildA64(tree, dir string) error {

@@ -66,28 +66,11 @@ type Build struct {
 // Prepare extracts the needed kernel files (once per tarball) and builds the
 // oracle programs (once per tarball and harness version), caching both.
 func Prepare(opts Options) (*Build, error) {
-	opts, err := opts.withDefaults()
+	src, err := prepareSource(opts, x86Source)
 	if err != nil {
 		return nil, err
 	}
-	st, err := os.Stat(opts.Tarball)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", opts.Tarball, ErrNoSource)
-	}
-	srcKey := shortHash(fmt.Sprintf("%s|%d|%d", opts.Tarball, st.Size(), st.ModTime().UnixNano()))
-	root := filepath.Join(opts.CacheDir, "kernelref")
-	srcDir := filepath.Join(root, "src-"+srcKey)
-	if err := ensureDir(srcDir, func(tmp string) error { return extract(opts.Tarball, tmp) }); err != nil {
-		return nil, err
-	}
-	tree, err := treeRoot(srcDir)
-	if err != nil {
-		return nil, err
-	}
-	version, err := kernelVersion(filepath.Join(tree, "Makefile"))
-	if err != nil {
-		return nil, err
-	}
+	tree, version, srcKey, root := src.tree, src.version, src.key, src.root
 	buildKey := shortHash(srcKey + "|" + string(krefC) + "|" + specFingerprint())
 	dir := filepath.Join(root, "build-"+srcKey+"-"+buildKey)
 	if err := ensureDir(dir, func(tmp string) error { return build(tree, tmp) }); err != nil {
@@ -100,7 +83,67 @@ func Prepare(opts Options) (*Build, error) {
 			os.RemoveAll(o)
 		}
 	}
-	return &Build{Dir: dir, Version: version, Tarball: opts.Tarball}, nil
+	return &Build{Dir: dir, Version: version, Tarball: src.tarball}, nil
+}
+
+// sourceSet names the part of the kernel tarball one oracle needs.
+type sourceSet struct {
+	keyTag  string   // prefix of the cache key ("" for x86, kept for existing caches)
+	dirTag  string   // prefix of the extraction directory under CacheDir/kernelref
+	members []string // paths below the tree's top directory; a trailing "/" takes a directory
+	anchor  string   // a member whose presence locates the tree
+}
+
+var x86Source = sourceSet{keyTag: "", dirTag: "src-", members: sourceMembers, anchor: "arch/x86/kernel/kprobes/core.c"}
+
+// source is an extracted kernel tree.
+type source struct {
+	tree    string // top directory of the kernel tree
+	version string // from its Makefile
+	key     string // cache key of the tarball (name, size, mtime)
+	root    string // CacheDir/kernelref
+	tarball string
+}
+
+// prepareSource extracts set's members of opts.Tarball once per tarball
+// into the cache and returns the tree.
+func prepareSource(opts Options, set sourceSet) (*source, error) {
+	opts, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	st, err := os.Stat(opts.Tarball)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", opts.Tarball, ErrNoSource)
+	}
+	key := shortHash(fmt.Sprintf("%s%s|%d|%d", set.keyTag, opts.Tarball, st.Size(), st.ModTime().UnixNano()))
+	root := filepath.Join(opts.CacheDir, "kernelref")
+	srcDir := filepath.Join(root, set.dirTag+key)
+	if err := ensureDir(srcDir, func(tmp string) error { return extractMembers(opts.Tarball, tmp, set.members) }); err != nil {
+		return nil, err
+	}
+	m, _ := filepath.Glob(filepath.Join(srcDir, "*", filepath.FromSlash(set.anchor)))
+	if len(m) != 1 {
+		return nil, fmt.Errorf("%s: want one kernel tree with %s, found %d", srcDir, set.anchor, len(m))
+	}
+	tree := strings.TrimSuffix(m[0], string(filepath.Separator)+filepath.FromSlash(set.anchor))
+	version, err := kernelVersion(filepath.Join(tree, "Makefile"))
+	if err != nil {
+		return nil, err
+	}
+	return &source{tree: tree, version: version, key: key, root: root, tarball: opts.Tarball}, nil
+}
+
+// fingerprint describes how gens cut the tree, for build cache keys.
+func fingerprint(gens []genFile) string {
+	var b strings.Builder
+	for _, g := range gens {
+		b.WriteString(g.name)
+		for _, p := range g.pieces {
+			fmt.Fprintf(&b, "|%s %d %s %s %d %v %v", p.file, p.kind, p.name, p.end, p.nth, p.fix != nil, p.optional)
+		}
+	}
+	return b.String()
 }
 
 func shortHash(s string) string {
@@ -109,15 +152,7 @@ func shortHash(s string) string {
 }
 
 func specFingerprint() string {
-	var b strings.Builder
-	for _, g := range generated {
-		b.WriteString(g.name)
-		for _, p := range g.pieces {
-			fmt.Fprintf(&b, "|%s %d %s %s %d %v %v", p.file, p.kind, p.name, p.end, p.nth, p.fix != nil, p.optional)
-		}
-	}
-	b.WriteString(strings.Join(sourceMembers, ","))
-	return b.String()
+	return fingerprint(generated) + strings.Join(sourceMembers, ",")
 }
 
 // ensureDir creates dir by running fill on a temporary sibling and renaming it,
@@ -160,10 +195,11 @@ func run(dir string, stdout *os.File, name string, args ...string) error {
 	return nil
 }
 
-// extract unpacks sourceMembers (under whatever top directory the archive has).
-func extract(tarball, dir string) error {
+// extractMembers unpacks members (under whatever top directory the archive
+// has); a member ending in "/" is a directory.
+func extractMembers(tarball, dir string, members []string) error {
 	args := []string{"-xJf", tarball, "-C", dir, "--wildcards"}
-	for _, m := range sourceMembers {
+	for _, m := range members {
 		if strings.HasSuffix(m, "/") {
 			args = append(args, "*/"+m+"*")
 		} else {
@@ -171,14 +207,6 @@ func extract(tarball, dir string) error {
 		}
 	}
 	return run(dir, nil, "tar", args...)
-}
-
-func treeRoot(srcDir string) (string, error) {
-	m, _ := filepath.Glob(filepath.Join(srcDir, "*", "arch", "x86", "kernel", "kprobes", "core.c"))
-	if len(m) != 1 {
-		return "", fmt.Errorf("%s: want one kernel tree with arch/x86/kernel/kprobes/core.c, found %d", srcDir, len(m))
-	}
-	return filepath.Dir(filepath.Dir(filepath.Dir(filepath.Dir(filepath.Dir(m[0]))))), nil
 }
 
 var makeVar = regexp.MustCompile(`(?m)^(VERSION|PATCHLEVEL|SUBLEVEL|EXTRAVERSION) = ?(.*)$`)
@@ -240,9 +268,13 @@ func syncLines(path string) ([]string, error) {
 }
 
 // Generate writes the ex_*.{c,h} files cut from the kernel tree into dir.
-func Generate(tree, dir string) error {
+func Generate(tree, dir string) error { return generateFiles(tree, dir, generated) }
+
+// generateFiles writes the cut-out files of gens into dir: each piece cut
+// from its kernel file, fixed by its fix, or noted as absent when optional.
+func generateFiles(tree, dir string, gens []genFile) error {
 	cache := map[string]string{}
-	for _, g := range generated {
+	for _, g := range gens {
 		var out strings.Builder
 		out.WriteString("/* Cut from the kernel tree by kboost/internal/kernelref at build time. */\n")
 		for _, p := range g.pieces {

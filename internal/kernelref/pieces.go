@@ -40,12 +40,15 @@ const (
 	uprobesC = "arch/x86/kernel/uprobes.c"
 )
 
+// genFile is one source file the oracle build cuts from the kernel tree.
+type genFile struct {
+	name   string  // file name in the build directory
+	pieces []piece // what goes into it, in order
+}
+
 // generated lists, per output file, the constructs cut from the kernel tree.
 // Order matters: C needs declarations before use.
-var generated = []struct {
-	name   string
-	pieces []piece
-}{
+var generated = []genFile{
 	{"ex_defines.h", []piece{
 		{file: "arch/x86/include/asm/text-patching.h", kind: kindLines,
 			name: `^#define\s+(INT3|JMP32|CALL)_INSN_(SIZE|OPCODE)\s`},
