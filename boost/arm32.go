@@ -257,9 +257,28 @@ func (pr *probe) readA32(dst *decode.Inst, b []byte, addr uint64, mode decode.Mo
 	}
 }
 
-// a32AddressSafe runs register_kprobe's generic checks for the ARM policies
-// (no KPROBES_ON_FTRACE on arm: an ftrace location is refused).
-func a32AddressSafe(c *cls) bool {
+// a32Address is register_kprobe's generic part for the ARM policies (no
+// KPROBES_ON_FTRACE on arm: an ftrace location is refused).
+var a32Address = addressRules{
+	notraceUnknown: "no ftrace table: assumed traceable",
+	ftraceReject:   "ftrace location (the bl __gnu_mcount_nc call): arm has no KPROBES_ON_FTRACE: EINVAL",
+	ftracePass:     "not an ftrace location",
+}
+
+// addressRules are the per-architecture details of register_kprobe's
+// generic checks on the ARM architectures, which have no KPROBES_ON_FTRACE.
+type addressRules struct {
+	notraceUnknown string // detail when no ftrace table says whether the function is notrace
+	ftraceReject   string // detail of the refusal at an ftrace location
+	ftracePass     string // detail when the address is no ftrace location
+	cfiPrefix      bool   // the CFI type-hash prefix before a function is refused (not text)
+}
+
+// addressSafe runs register_kprobe's generic checks before
+// arch_prepare_kprobe (trace_kprobe's notrace check, check_ftrace_location,
+// check_kprobe_address_safe) for an ARM policy; false when one rejected the
+// probe.
+func addressSafe(c *cls, r *addressRules) bool {
 	pr, env := c.pr, c.env
 	cfg := env.Config
 	a := pr.addr
@@ -269,25 +288,35 @@ func a32AddressSafe(c *cls) bool {
 			c.reject(rNotrace, EINVAL, "")
 			return false
 		case -1:
-			c.step(rNotrace, Unknown, "no ftrace table: assumed traceable")
+			c.step(rNotrace, Unknown, r.notraceUnknown)
 		default:
 			c.step(rNotrace, Pass, "the function has an ftrace location")
 		}
 	}
 	switch pr.ftrace {
 	case 1:
-		c.reject(rFtraceNoKOF, EINVAL, "ftrace location (the bl __gnu_mcount_nc call): arm has no KPROBES_ON_FTRACE: EINVAL")
+		c.reject(rFtraceNoKOF, EINVAL, r.ftraceReject)
 		return false
 	case 0:
-		c.step(rFtraceLoc, Pass, "not an ftrace location")
+		c.step(rFtraceLoc, Pass, r.ftracePass)
 	default:
 		c.step(rFtraceLoc, Unknown, "no ftrace table: assumed not an ftrace location")
 	}
-	sites := env.Sites
-	if sites == nil {
+	if sites := env.Sites; sites == nil {
 		c.step(rBlAny, Unknown, "no site tables: text, blacklist, jump-label, static-call and BUG sites assumed absent")
-		return true
+	} else if !sitesAllow(c, sites, a) {
+		return false
 	}
+	if r.cfiPrefix && pr.inFunc && hasCFIPrefix(pr.fnName) {
+		c.reject(rCFI, EINVAL, "")
+		return false
+	}
+	return true
+}
+
+// sitesAllow runs check_kprobe_address_safe's table lookups: kernel text,
+// init text, the blacklist, jump-label, static-call and BUG sites.
+func sitesAllow(c *cls, sites Sites, a uint64) bool {
 	if hit, known := sites.Text(a); known && !hit {
 		if ih, ik := sites.InitText(a); ik && ih {
 			c.reject(rInitText, EINVAL, "")
@@ -319,7 +348,7 @@ func a32AddressSafe(c *cls) bool {
 // ARM 6.1 and, for the ARM-mode kernel, optprobe eligibility.
 func classifyA32(c *cls, thumb bool) {
 	pr, env, d := c.pr, c.env, c.d
-	if !a32AddressSafe(c) {
+	if !addressSafe(c, &a32Address) {
 		return
 	}
 	if thumb {

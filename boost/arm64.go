@@ -138,78 +138,20 @@ func a64StepRule(why a64StepWhy) *rule {
 	return rA64Steppable
 }
 
-// a64AddressSafe runs the generic register_kprobe checks before
-// arch_prepare_kprobe (trace_kprobe notrace, check_ftrace_location,
-// check_kprobe_address_safe); false when one rejected the probe.
-func a64AddressSafe(c *cls) bool {
-	pr, env := c.pr, c.env
-	cfg := env.Config
-	a := pr.addr
-	if cfg.DynamicFtrace && !cfg.KprobeEventsOnNotrace && !cfg.DirectRegister {
-		switch pr.notrace {
-		case 1:
-			c.reject(rNotrace, EINVAL, "")
-			return false
-		case -1:
-			c.step(rNotrace, Unknown, "no ftrace table (and Env.InferNotrace off or no function context): assumed traceable")
-		default:
-			c.step(rNotrace, Pass, "the function has an ftrace location")
-		}
-	}
-	switch pr.ftrace {
-	case 1:
-		// arm64 6.1 does not select HAVE_KPROBES_ON_FTRACE.
-		c.reject(rFtraceNoKOF, EINVAL, "ftrace location (the patched BL of the -fpatchable-function-entry site): arm64 6.1 has no KPROBES_ON_FTRACE: EINVAL")
-		return false
-	case 0:
-		c.step(rFtraceLoc, Pass, "not an ftrace location (ftrace_location(addr) != addr)")
-	default:
-		c.step(rFtraceLoc, Unknown, "no ftrace table: assumed not an ftrace location")
-	}
-	sites := env.Sites
-	if sites == nil {
-		c.step(rBlAny, Unknown, "no site tables: text, blacklist, jump-label, static-call and BUG sites assumed absent")
-	} else {
-		if hit, known := sites.Text(a); known && !hit {
-			if ih, ik := sites.InitText(a); ik && ih {
-				c.reject(rInitText, EINVAL, "")
-			} else {
-				c.reject(rNotText, EINVAL, "")
-			}
-			return false
-		}
-		if hit, known := sites.InitText(a); known && hit {
-			c.reject(rInitText, EINVAL, "")
-			return false
-		}
-		kind, hit, known := sites.Blacklisted(a)
-		switch {
-		case hit:
-			c.reject(blacklistRule(kind), EINVAL, "")
-			return false
-		case known:
-			c.step(rBlAny, Pass, "not blacklisted")
-		default:
-			c.step(rBlAny, Unknown, "no blacklist table: assumed not blacklisted")
-		}
-		if rejectSite(c, sites.JumpLabel, Span{a, a + 1}, rJumpLbl) ||
-			rejectSite(c, sites.StaticCall, Span{a, a + 1}, rStatCall) ||
-			rejectSite(c, func(s Span) (bool, bool) { return sites.Bug(s.Start) }, Span{a, a + 1}, rBug) {
-			return false
-		}
-	}
-	if pr.inFunc && hasCFIPrefix(pr.fnName) {
-		c.reject(rCFI, EINVAL, "")
-		return false
-	}
-	return true
+// a64Address is register_kprobe's generic part on arm64 6.1 (no
+// KPROBES_ON_FTRACE; CFI type-hash prefixes are not text).
+var a64Address = addressRules{
+	notraceUnknown: "no ftrace table (and Env.InferNotrace off or no function context): assumed traceable",
+	ftraceReject:   "ftrace location (the patched BL of the -fpatchable-function-entry site): arm64 6.1 has no KPROBES_ON_FTRACE: EINVAL",
+	ftracePass:     "not an ftrace location (ftrace_location(addr) != addr)",
+	cfiPrefix:      true,
 }
 
 // classifyA64Kprobe follows register_kprobe() on arm64 6.1 and, for the boost
 // model, decides boosting after the kernel's own decode.
 func classifyA64Kprobe(c *cls, boostModel bool) {
 	pr, env, d := c.pr, c.env, c.d
-	if !a64AddressSafe(c) {
+	if !addressSafe(c, &a64Address) {
 		return
 	}
 	// arch_prepare_kprobe.
