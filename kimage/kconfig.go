@@ -98,7 +98,7 @@ func ParseKConfig(b []byte) (*KConfig, error) {
 		name, val, ok := strings.Cut(s, "=")
 		if !ok || !strings.HasPrefix(name, "CONFIG_") || !validConfigName(name) {
 			return nil, &FormatError{What: fmt.Sprintf("kernel config line %d", line), Off: -1, Err: ErrCorrupt,
-				Why: fmt.Sprintf("want CONFIG_NAME=value or a comment, got %q", truncate([]byte(s)))}
+				Why: fmt.Sprintf("want CONFIG_NAME=value or a comment, got %q", truncate(s))}
 		}
 		if len(val) >= 2 && val[0] == '"' && val[len(val)-1] == '"' {
 			val = unquoteConfig(val[1 : len(val)-1])
