@@ -173,18 +173,8 @@ func a64Operands(inst *Inst, name string, symname func(uint64) (string, uint64))
 		return " " + a64Reg(rt, true, false) + ", #" + strconv.FormatInt(sext(w>>5&63, 6), 10)
 	case name == "addvl" || name == "addpl":
 		return " " + a64Reg(rt, true, true) + ", " + a64Reg(rs, true, true) + ", #" + strconv.FormatInt(sext(w>>5&63, 6), 10)
-	case op.Class == opcodes.ArmSME && name == "zero":
-		if w&0xFF == 0xFF {
-			return " {za}"
-		}
-		return " {0x" + strconv.FormatUint(uint64(w&0xFF), 16) + "}"
-	case op.Class == opcodes.ArmSME && (name == "ldr" || name == "str"):
-		off := strconv.Itoa(int(w & 15))
-		s := " za[w" + strconv.Itoa(int(12+w>>13&3)) + ", " + off + "], [" + a64Reg(rn, true, true)
-		if w&15 != 0 {
-			s += ", #" + off + ", mul vl"
-		}
-		return s + "]"
+	case op.Class == opcodes.ArmSME: // arm64_format_sme.go
+		return a64SMEOperands(inst, name)
 	case name == "udf":
 		return " #" + strconv.FormatUint(uint64(w&0xFFFF), 10)
 	case op.Class == opcodes.ArmException && name != "tcancel" && !strings.HasPrefix(name, "dcps"):

@@ -243,14 +243,19 @@ func (tl *a64Tally) report(t *testing.T) {
 
 // allowedMismatchA64 explains the disagreements kboost accepts, by class:
 //
-//   - "sve-sme": SVE and SME encodings (op0 0010, and 0000 with bit 31 set).
-//     kboost classifies the space (ArmSVE, ArmSME, spec lines with the group
-//     flag) but does not model the individual SVE/SME encodings: their names
-//     and the unallocated holes inside the space are objdump's alone.
+//   - the SME space (op0 0000 with bit 31 set): the classes of
+//     allowedMismatchSME (arm64_sme_oracle_test.go).
+//   - "sve": SVE encodings (op0 0010). kboost classifies the space (ArmSVE,
+//     a spec line with the group flag) but does not model each SVE
+//     encoding: their names and the unallocated holes inside the space are
+//     objdump's alone.
 func allowedMismatchA64(w uint32, inst *decode.Inst, ours, theirs string) string {
 	op0 := w >> 25 & 15
-	if op0 == 2 || op0 == 0 && w>>31 == 1 {
-		return "sve-sme"
+	if op0 == 0 && w>>31 == 1 {
+		return allowedMismatchSME(w, ours, theirs)
+	}
+	if op0 == 2 {
+		return "sve"
 	}
 	return ""
 }
