@@ -23,6 +23,10 @@ var (
 	rA64ExTable = newRule("arm64.extable", a64Kpol, a64KprobesC+" arch_prepare_kprobe() search_exception_tables()",
 		"the address has an exception-table entry: EINVAL")
 
+	// Boot-time code patching (the offline audit's note on the bytes).
+	_ = newRule("arm64.alternative", a64All, "arch/arm64/kernel/alternative.c __apply_alternatives()",
+		"the instruction is inside a CPU alternative site: the kernel rewrites it at boot when the CPU has the site's capability (kboost audit --cpu-caps chooses the CPU)")
+
 	// arm_kprobe_decode_insn / arm_probe_decode_insn / aarch64_insn_is_steppable
 	rA64SimLDR = newRule("arm64.simulate.ldr_literal", a64Kpol, a64DecodeC+" arm_kprobe_decode_insn(); "+a64SimC+" simulate_ldr_literal()",
 		"LDR (literal) to a general register (0xBF000000/0x18000000): simulated, no slot (kprobes only)")

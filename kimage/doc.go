@@ -57,6 +57,13 @@
 // Tables.Ftrace holds the ftrace records, Tables.Refused the ranges arm64's
 // kprobe blacklist holds. See arm64tables.go.
 //
+// ARM64Alternatives reads an arm64 Image's CPU alternatives (struct alt_instr
+// entries, found by the __alt_instructions symbols or through the alt_region
+// that __apply_alternatives_multi_stop addresses) and numbers cpucaps by the
+// Image's own capability descriptors (A64CapNames; the numbering differs
+// between 6.1 stable releases); Apply patches bytes as __apply_alternatives
+// does, branch and ADRP fix-ups included. See arm64alt.go.
+//
 // KernelTables reads, for x86-64 and i386 kernels with the Linux 6.1 layouts,
 // the exception table, BUG/WARN sites, jump-label and static-call sites,
 // alternatives, the NOKPROBE_SYMBOL blacklist and the text ranges that kprobes

@@ -381,6 +381,7 @@ type Patcher struct {
 
 	words    []uint64 // sorted addresses of 4-byte words to rewrite (arm64)
 	from, to uint32   // the word expected there and its replacement
+	alt      *a64Alt  // arm64 CPU alternatives (SetCPUCaps)
 }
 
 // a64MovX9LR is `mov x9, x30` (ORR X9, XZR, X30), what ftrace_init_nop writes.
@@ -463,8 +464,8 @@ func ReturnThunk(p *Patcher) uint64 { return p.thunk }
 // Patch rewrites b (the bytes at addr) in place and returns how many sites it
 // patched.
 func (p *Patcher) Patch(addr uint64, b []byte) int {
-	if p.words != nil {
-		return p.patchWords(addr, b)
+	if p.words != nil || p.alt != nil {
+		return p.patchWords(addr, b) + countApplied(p.applyAlternatives(addr, b))
 	}
 	n := 0
 	i := sort.Search(len(p.returns), func(i int) bool { return p.returns[i] >= addr })
@@ -595,9 +596,19 @@ func auditOne(f *kimage.File, au *boost.Auditor, r Request, patch *Patcher) (*bo
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", r.Sym.Name, err)
 	}
+	var alts []kimage.A64AltSite
 	if patch != nil {
 		b = append([]byte(nil), b...)
-		patch.Patch(r.Sym.Addr, b)
+		if patch.alt != nil {
+			patch.patchWords(r.Sym.Addr, b)
+			alts = patch.applyAlternatives(r.Sym.Addr, b)
+		} else {
+			patch.Patch(r.Sym.Addr, b)
+		}
 	}
-	return au.Audit(boost.Func{Name: r.Sym.Name, Addr: r.Sym.Addr, Size: size, Bytes: b})
+	a, err := au.Audit(boost.Func{Name: r.Sym.Name, Addr: r.Sym.Addr, Size: size, Bytes: b})
+	if err == nil && len(alts) > 0 {
+		patch.markAlternatives(a, alts)
+	}
+	return a, err
 }

@@ -9,5 +9,8 @@
 // then inferred from function entries only when no ftrace table was found.
 // A Patcher rewrites code the way the kernel does at boot before it is
 // audited: return thunks on x86 (NewReturnPatcher), the first patchable-entry
-// NOP of every traced function on arm64 (NewFtraceInitPatcher).
+// NOP of every traced function on arm64 (NewFtraceInitPatcher), and the arm64
+// CPU alternatives of a chosen set of cpucaps (Patcher.SetCPUCaps); every
+// boundary inside an alternative site then carries the reason
+// RuleA64Alternative naming its cpucap, applied or not.
 package audit

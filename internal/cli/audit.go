@@ -30,6 +30,7 @@ type auditOpts struct {
 	preempt    string
 	post       bool
 	returns    string
+	cpuCaps    string
 }
 
 func newAuditCmd(s Streams) *cobra.Command {
@@ -62,6 +63,7 @@ Without FILE kboost audits its embedded demo program (kernel-style code).`,
 	fl.StringVar(&o.preempt, "preemption", "", "override CONFIG_PREEMPTION: y or n")
 	fl.BoolVar(&o.post, "post-handler", false, "the probe has a post_handler (never boosted nor optimized)")
 	fl.StringVar(&o.returns, "returns", "thunk", "return thunks at run time: 'thunk' (bytes as in the file: the CPU needs the\nretbleed/SRSO return thunk) or 'ret' (apply_returns() patched each\n`jmp __x86_return_thunk` to `ret; int3`: CPUs without that mitigation)")
+	fl.StringVar(&o.cpuCaps, "cpu-caps", "none", "arm64 Image: the cpucaps (arch/arm64/tools/cpucaps names, comma-separated, e.g.\nWORKAROUND_DEVICE_LOAD_ACQUIRE,HAS_LSE_ATOMICS) whose CPU alternatives the kernel\napplied at boot; 'none' applies only ALWAYS_BOOT/ALWAYS_SYSTEM, which every CPU has")
 	return cmd
 }
 
@@ -133,7 +135,14 @@ func runAudit(s Streams, o auditOpts, args []string) error {
 		// ftrace_init_nop rewrites at boot (arm64): audit the booted bytes.
 		if p, err := audit.NewFtraceInitPatcher(f); err == nil {
 			patch = p
-			notes = append(notes, fmt.Sprintf("boot patching: the first patchable-entry NOP of the %d functions with an ftrace record is `mov x9, x30`, as ftrace_init_nop writes it; CPU-dependent alternatives are not applied (bytes as in the file)", audit.CountPatchedWords(p)))
+			notes = append(notes, fmt.Sprintf("boot patching: the first patchable-entry NOP of the %d functions with an ftrace record is `mov x9, x30`, as ftrace_init_nop writes it", audit.CountPatchedWords(p)))
+			if n, err := p.SetCPUCaps(f, o.cpuCaps); err == nil {
+				notes = append(notes, n)
+			} else if !strings.EqualFold(strings.TrimSpace(o.cpuCaps), "none") {
+				return err
+			} else {
+				notes = append(notes, "CPU alternatives not applied (bytes as in the file): "+err.Error())
+			}
 		}
 	case "ret":
 		if patch, err = audit.NewReturnPatcher(f); err != nil {
@@ -141,6 +150,9 @@ func runAudit(s Streams, o auditOpts, args []string) error {
 		}
 	default:
 		return usagef("--returns %q: want thunk or ret", o.returns)
+	}
+	if !strings.EqualFold(strings.TrimSpace(o.cpuCaps), "none") && audit.CountAlternatives(patch) == 0 {
+		return usagef("--cpu-caps: %s has no arm64 CPU alternatives to apply (an arm64 Image with --symbols kallsyms, and --returns thunk)", f.Path)
 	}
 	w := bufio.NewWriterSize(s.Out, 1<<16)
 	defer w.Flush()
@@ -334,6 +346,9 @@ func appendRecord(buf []byte, a *boost.FuncAudit, off uint64, e *boost.Entry, d 
 		why = strings.Join(ruleIDs(d.Reasons), " > ")
 		if t := d.Reasons[n-1].Text; t != "" {
 			why += ": " + t
+		}
+		if n > 1 && d.Reasons[0].Rule == audit.RuleA64Alternative {
+			why += " [" + d.Reasons[0].Text + "]" // the bytes depend on the CPU
 		}
 	}
 	return fmt.Appendf(buf, "  +%-5s %-30s %-34s %-18s %s\n", "0x"+strconv.FormatUint(off, 16), string(appendHexBytes(nil, raw)), text, v, why)

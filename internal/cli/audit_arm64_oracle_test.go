@@ -3,9 +3,12 @@ package cli
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -20,10 +23,12 @@ import (
 )
 
 // arm64OracleFixture is Debian's arm64 kernel package, its kallsyms (from a
-// nokaslr boot) and the kernel's recorded kprobe decisions for 300 functions.
+// nokaslr boot), the kernel's recorded kprobe decisions for 300 functions and
+// the kernel log of a boot on the same QEMU machine.
 type arm64OracleFixture struct {
 	deb, kallsyms string
 	rep           *guest.ARM64Report
+	dmesg         []byte
 }
 
 func arm64Oracle(t *testing.T) arm64OracleFixture {
@@ -54,7 +59,122 @@ func arm64Oracle(t *testing.T) arm64OracleFixture {
 	if v.Cached != "" {
 		t.Logf("kernel records: %s", v.Cached)
 	}
-	return arm64OracleFixture{deb: deb, kallsyms: ks, rep: &v.Report}
+	dmesg, err := arm64BootLog(ctx, t, deb, vc.VM.QEMUArgs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return arm64OracleFixture{deb: deb, kallsyms: ks, rep: &v.Report, dmesg: dmesg}
+}
+
+// arm64BootLog is the kernel log (dmesg) of deb's kernel booted on the QEMU
+// machine of the verification record (vm.ARM64's machine plus qemuArgs),
+// cached under $KBOOST_CACHE/verify beside the record.
+func arm64BootLog(ctx context.Context, t *testing.T, deb string, qemuArgs []string) ([]byte, error) {
+	machine := strings.Join(append(append([]string{}, vm.ARM64.Machine...), qemuArgs...), " ")
+	h := sha256.Sum256([]byte(filepath.Base(deb) + "\n" + machine))
+	cache := filepath.Join(vm.CacheDir(), "verify", fmt.Sprintf("%s-dmesg-%s.txt", strings.TrimSuffix(filepath.Base(deb), ".deb"), hex.EncodeToString(h[:8])))
+	if b, err := os.ReadFile(cache); err == nil && len(b) > 0 {
+		t.Logf("boot log: %s", cache)
+		return b, nil
+	}
+	dk, err := kimage.ReadDeb(deb)
+	if err != nil {
+		return nil, err
+	}
+	dir := t.TempDir()
+	cfg := vm.Config{Arch: vm.ARM64, Kernel: filepath.Join(dir, "Image"), QEMUArgs: qemuArgs, MemoryMB: 1024, Timeout: 10 * time.Minute}
+	if err := os.WriteFile(cfg.Kernel, dk.Vmlinuz, 0o644); err != nil {
+		return nil, err
+	}
+	res, err := vm.Run(ctx, cfg, guest.Step{Name: "dmesg"})
+	if err != nil {
+		return nil, fmt.Errorf("booting %s for its kernel log: %w", filepath.Base(deb), err)
+	}
+	if err := res.Err(); err != nil {
+		return nil, err
+	}
+	b := res.Files["dmesg.txt"]
+	if !bytes.Contains(b, []byte("alternatives")) {
+		return nil, fmt.Errorf("the boot log of %s does not mention alternatives:\n%s", filepath.Base(deb), b)
+	}
+	if err := os.MkdirAll(filepath.Dir(cache), 0o755); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(cache, b, 0o644); err != nil {
+		return nil, err
+	}
+	t.Logf("boot log: booted %s, kept in %s", filepath.Base(deb), cache)
+	return b, nil
+}
+
+// bootLogCaps reads the cpucaps a kernel reports at boot ("CPU features:
+// detected: DESC") and numbers them the way the kernel itself does: the
+// Image's capability descriptors (struct arm64_cpu_capabilities in
+// arm64_features[] and arm64_errata[]) hold a pointer to DESC, relocated
+// through .rela.dyn (R_AARCH64_RELATIVE, addend = DESC's address), and the
+// u16 capability 8 bytes after it. Descriptions with no such descriptor are
+// returned in unmapped. stext is _stext in kallsyms of a nokaslr boot.
+func bootLogCaps(img []byte, stext uint64, dmesg []byte) (caps map[uint16]string, unmapped []string, err error) {
+	info, err := kimage.ParseARM64Image(img)
+	if err != nil {
+		return nil, nil, err
+	}
+	base := stext - info.StextOff // Image byte 0 is _text
+	const marker = "CPU features: detected: "
+	var descs []string
+	for _, line := range strings.Split(string(dmesg), "\n") {
+		if i := strings.Index(line, marker); i >= 0 {
+			descs = append(descs, strings.TrimSpace(line[i+len(marker):]))
+		}
+	}
+	// Image offsets of each description (NUL-terminated, possibly the tail
+	// of a longer string after the linker merged them).
+	want := map[uint64]int{} // Image offset -> desc index
+	for i, d := range descs {
+		pat := append([]byte(d), 0)
+		for o := 0; ; {
+			k := bytes.Index(img[o:], pat)
+			if k < 0 {
+				break
+			}
+			want[uint64(o+k)] = i
+			o += k + 1
+		}
+	}
+	caps = map[uint16]string{}
+	found := make([]bool, len(descs))
+	type rela struct{ off, addend uint64 }
+	var relas []rela
+	for o := 0; o+24 <= len(img); o += 8 {
+		if binary.LittleEndian.Uint64(img[o+8:]) != 1027 || img[o+7] != 0xff || img[o+6] != 0xff {
+			continue
+		}
+		relas = append(relas, rela{binary.LittleEndian.Uint64(img[o:]), binary.LittleEndian.Uint64(img[o+16:])})
+	}
+	if len(relas) < 1000 {
+		return nil, nil, fmt.Errorf("only %d R_AARCH64_RELATIVE entries found in the Image", len(relas))
+	}
+	for _, r := range relas {
+		if r.addend < base {
+			continue
+		}
+		i, ok := want[r.addend-base]
+		if !ok {
+			continue
+		}
+		o := r.off - base + 8
+		if o+2 > uint64(len(img)) {
+			continue
+		}
+		caps[binary.LittleEndian.Uint16(img[o:])] = descs[i]
+		found[i] = true
+	}
+	for i, d := range descs {
+		if !found[i] {
+			unmapped = append(unmapped, d)
+		}
+	}
+	return caps, unmapped, nil
 }
 
 // TestOracleAuditARM64Tables checks the tables kimage locates in the Debian
@@ -196,18 +316,17 @@ func (ty *a64Tally) table() string {
 }
 
 // TestOracleAuditARM64 audits Debian's arm64 kernel offline, as `kboost audit
-// linux-image-*-arm64.deb --symbols kallsyms --policy linux-6.1-arm64` does
-// (site tables located in the Image, ftrace entry NOPs patched as at boot),
-// and compares every decision with what the booted kernel did at that probe
-// (accept or errno, [FTRACE], probed address, slot contents).
+// linux-image-*-arm64.deb --symbols kallsyms --policy linux-6.1-arm64
+// --cpu-caps CAPS` does (site tables located in the Image, ftrace entry NOPs
+// patched as at boot, CPU alternatives applied for CAPS), and compares every
+// decision with what the booted kernel did at that probe (accept or errno,
+// [FTRACE], probed address, slot contents), and the audited bytes with the
+// booted ones (read from /proc/kcore by the recorder).
 //
-// The Image's bytes are not quite the booted kernel's: CPU-dependent
-// alternatives rewrite some instructions at boot (on QEMU's Cortex-A57,
-// erratum 832075 turns readl's LDR into LDAR). Two comparisons are strict:
-// every probe of a function whose audited bytes equal the booted ones, and
-// every probe when the booted bytes (read from /proc/kcore by the recorder)
-// are audited with the tables kboost found in the Image. The probes of
-// alternative-patched functions, audited from the Image, are reported.
+// CAPS are the cpucaps the booted kernel reported in its log ("CPU features:
+// detected: ..."), numbered through the Image's own capability descriptors
+// (bootLogCaps), not typed in. A second comparison audits the booted bytes
+// with the tables kboost found in the Image.
 func TestOracleAuditARM64(t *testing.T) {
 	fx := arm64Oracle(t)
 	rep := fx.rep
@@ -241,13 +360,51 @@ func TestOracleAuditARM64(t *testing.T) {
 	for _, fn := range rep.Funcs {
 		kfn[fn.Name] = fn
 	}
+
+	// The booted CPU's capabilities, from its own boot log.
+	dk, err := kimage.ReadDeb(fx.deb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stext, ok := f.Symbols.ByName("_stext")
+	if !ok {
+		t.Fatal("no _stext in kallsyms")
+	}
+	bootCaps, unmapped, err := bootLogCaps(dk.Vmlinuz, stext.Addr, fx.dmesg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(bootCaps) == 0 {
+		t.Fatalf("the boot log reports no CPU feature the Image describes:\n%s", fx.dmesg)
+	}
+	tab, err := kimage.ARM64Alternatives(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var capNames []string
+	for c, desc := range bootCaps {
+		n := tab.Caps.Name(kimage.A64Cap(c))
+		capNames = append(capNames, n)
+		t.Logf("boot log: detected %q = cpucap %d %s", desc, c, n)
+	}
+	for _, d := range unmapped {
+		t.Logf("boot log: detected %q: no capability descriptor in the Image points at it (not an alternatives cpucap)", d)
+	}
+	sort.Strings(capNames)
+
 	patch, err := audit.NewFtraceInitPatcher(f)
 	if err != nil {
 		t.Fatal(err)
 	}
+	note, err := patch.SetCPUCaps(f, strings.Join(capNames, ","))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Log("note:", note)
 	var mu sync.Mutex
-	same, patched := newA64Tally(), newA64Tally()
-	var patchedFuncs []string
+	ty := newA64Tally()
+	var differ []string
+	marked, sites := 0, 0
 	newHandler := func() audit.Handler {
 		return func(res *audit.Result) ([]byte, error) {
 			if res.Err != nil {
@@ -264,10 +421,28 @@ func TestOracleAuditARM64(t *testing.T) {
 			}
 			mu.Lock()
 			defer mu.Unlock()
-			ty := same
-			if !bytes.Equal(kb, a.Func.Bytes[:a.Func.Size]) {
-				ty = patched
-				patchedFuncs = append(patchedFuncs, a.Func.Name)
+			if ab := a.Func.Bytes[:a.Func.Size]; !bytes.Equal(kb, ab) {
+				for o := 0; o+4 <= len(kb); o += 4 {
+					if !bytes.Equal(kb[o:o+4], ab[o:o+4]) {
+						differ = append(differ, fmt.Sprintf("%s+%#x: audited %x, booted %x", a.Func.Name, o, ab[o:o+4], kb[o:o+4]))
+						break
+					}
+				}
+			}
+			// Every boundary inside an alternative site names its cpucap first.
+			for _, s := range tab.Sites(a.Func.Addr, a.Func.Size) {
+				sites++
+				for _, e := range a.Entries {
+					at := a.Func.Addr + e.Off
+					if at < s.Orig || at >= s.Orig+uint64(s.OrigLen) {
+						continue
+					}
+					want := "arm64 alternative: cpucap " + tab.Caps.Name(s.Cap)
+					if rs := e.Decision.Reasons; len(rs) == 0 || rs[0].Rule != audit.RuleA64Alternative || !strings.HasPrefix(rs[0].Text, want) {
+						return nil, fmt.Errorf("%s+%#x: inside the alternative site of %s, reasons %v lack %q", a.Func.Name, e.Off, tab.Caps.Name(s.Cap), e.Decision.Reasons, want)
+					}
+					marked++
+				}
 			}
 			return nil, ty.compare(a, byFunc[a.Func.Name])
 		}
@@ -275,21 +450,50 @@ func TestOracleAuditARM64(t *testing.T) {
 	if err := audit.Run(f, pol, env, reqs, patch, newHandler, func([]byte) error { return nil }); err != nil {
 		t.Fatal(err)
 	}
-	sort.Strings(patchedFuncs)
-	t.Logf("offline audit of the Image vs kernel %s:\nfunctions whose audited bytes are the booted ones (%d): %sfunctions patched by CPU alternatives at boot (%d: %s): %s",
-		rep.Release, len(reqs)-len(patchedFuncs), same.table(), len(patchedFuncs), strings.Join(patchedFuncs, " "), patched.table())
-	for i, l := range patched.lines {
-		if i < 20 {
-			t.Log("alternatives:", l)
-		}
+	sort.Strings(differ)
+	t.Logf("offline audit of the Image with cpucaps %s vs kernel %s: %d functions, %d with bytes unlike the booted ones; %d alternative sites, %d boundaries marked\n%s",
+		strings.Join(capNames, ","), rep.Release, len(reqs), len(differ), sites, marked, ty.table())
+	for _, d := range differ {
+		t.Error("bytes differ:", d)
 	}
-	for i, l := range same.lines {
+	for i, l := range ty.lines {
 		if i < 50 {
 			t.Error(l)
 		}
 	}
-	if len(reqs) < 300 || same.probes+patched.probes < 10000 {
-		t.Errorf("only %d functions, %d probes compared", len(reqs), same.probes+patched.probes)
+	if len(reqs) < 300 || ty.probes < 10000 || ty.all != ty.probes {
+		t.Errorf("%d functions, %d probes compared, %d agree on every field", len(reqs), ty.probes, ty.all)
+	}
+	if sites == 0 || marked == 0 {
+		t.Errorf("no alternative site met in %d functions", len(reqs))
+	}
+
+	// The same Image with no optional cpucaps ("--cpu-caps none"): the
+	// functions the booted CPU's alternatives rewrote differ from the booted
+	// bytes, so the caps above did the work.
+	plain, err := audit.NewFtraceInitPatcher(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := plain.SetCPUCaps(f, "none"); err != nil {
+		t.Fatal(err)
+	}
+	var byCaps []string
+	for _, req := range reqs {
+		b, err := f.ReadAt(req.Sym.Addr, int(req.Sym.Size))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b = append([]byte(nil), b...)
+		plain.Patch(req.Sym.Addr, b)
+		if kb, _ := hex.DecodeString(kfn[req.Sym.Name].Bytes); !bytes.Equal(kb, b) {
+			byCaps = append(byCaps, req.Sym.Name)
+		}
+	}
+	sort.Strings(byCaps)
+	t.Logf("with --cpu-caps none, %d functions differ from the booted bytes: %s", len(byCaps), strings.Join(byCaps, " "))
+	if len(byCaps) == 0 {
+		t.Error("no function depends on the booted CPU's cpucaps: the comparison above proves nothing about alternatives")
 	}
 
 	// The booted bytes with the Image's tables: every probe.
