@@ -316,7 +316,7 @@ func itMnemonic(w uint32) string {
 // prints them without one.
 var notInIT = map[string]bool{"bkpt": true, "hlt": true, "cbz": true, "cbnz": true, "setend": true,
 	"cpsie": true, "cpsid": true, "cpsie.w": true, "cpsid.w": true, "cps": true, "setpan": true,
-	"ssbb": true, "pssbb": true, "sb": true, "csdb": true, "dfb": true,
+	"ssbb": true, "pssbb": true, "sb": true, "csdb": true, "esb": true, "vins.f16": true,
 	"crc32b": true, "crc32h": true, "crc32w": true, "crc32cb": true, "crc32ch": true, "crc32cw": true}
 
 // ARMMnemonic returns the mnemonic of an A32 or Thumb instruction as GNU

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -279,4 +280,82 @@ func FuzzDecodeT32(f *testing.F) {
 			off += inst.Len
 		}
 	})
+}
+
+// thumbSIMDHeader opens opcodes/spec/thumb-simd.spec; the rest of the file is
+// derived from arm-simd.spec by thumbSIMDSpec.
+const thumbSIMDHeader = `# Advanced SIMD and floating-point (VFP) lines of the T32 table, included by
+# thumb.spec. GENERATED from arm-simd.spec by decode.TestThumbSIMDSpecFresh
+# (KBOOST_UPDATE_SPEC=1 go test ./decode -run ThumbSIMDSpecFresh): edit
+# arm-simd.spec, not this file. The T32 encodings are the A32 ones with the
+# top byte changed: Advanced SIMD data processing 1111001U -> 111U1111,
+# element and structure loads/stores 11110100 -> 11111001, floating point
+# cond -> 1110; the 1111 11xx space is the same in both. The comments are
+# those of arm-simd.spec, with A32 bit layouts.
+`
+
+// thumbSIMDSpec derives thumb-simd.spec from the text of arm-simd.spec: the
+// header comment (up to the first blank line) is replaced, other comments
+// and blank lines are kept, and each encoding line gets its T32 top byte.
+func thumbSIMDSpec(arm string) (string, error) {
+	var b strings.Builder
+	b.WriteString(thumbSIMDHeader)
+	lines := strings.Split(strings.TrimSuffix(arm, "\n"), "\n")
+	i := 0
+	for i < len(lines) && strings.HasPrefix(lines[i], "#") {
+		i++
+	}
+	for n, l := range lines[i:] {
+		if l == "" || strings.HasPrefix(l, "#") {
+			b.WriteString(l + "\n")
+			continue
+		}
+		pat, rest, ok := strings.Cut(l, "|")
+		f := strings.Fields(pat)
+		if !ok || len(f) == 0 {
+			return "", fmt.Errorf("arm-simd.spec:%d: not an encoding line: %q", i+n+1, l)
+		}
+		switch t := f[0]; {
+		case t == "cond:4":
+			f[0] = "1110"
+		case len(t) == 8 && strings.HasPrefix(t, "1111001"):
+			f[0] = "111" + t[7:] + "1111"
+		case t == "11110100":
+			f[0] = "11111001"
+		case len(t) == 8 && strings.HasPrefix(t, "111111"):
+			// coprocessor space 1111 11xx: the same encoding in T32
+		default:
+			return "", fmt.Errorf("arm-simd.spec:%d: top byte %q has no T32 counterpart (want cond:4, 1111001U, 11110100 or 111111xx)", i+n+1, t)
+		}
+		p := strings.Join(f, " ")
+		fmt.Fprintf(&b, "%-*s |%s\n", max(len(pat)-1, len(p)), p, rest)
+	}
+	return b.String(), nil
+}
+
+// TestThumbSIMDSpecFresh fails when opcodes/spec/thumb-simd.spec is not what
+// thumbSIMDSpec derives from opcodes/spec/arm-simd.spec; with
+// KBOOST_UPDATE_SPEC=1 it rewrites the file (then run `go generate ./opcodes`).
+func TestThumbSIMDSpecFresh(t *testing.T) {
+	arm, err := os.ReadFile("../opcodes/spec/arm-simd.spec")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := thumbSIMDSpec(string(arm))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const path = "../opcodes/spec/thumb-simd.spec"
+	if os.Getenv("KBOOST_UPDATE_SPEC") == "1" {
+		if err := os.WriteFile(path, []byte(want), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != want {
+		t.Errorf("%s is stale: run `KBOOST_UPDATE_SPEC=1 go test ./decode -run ThumbSIMDSpecFresh` and `go generate ./opcodes`", path)
+	}
 }
