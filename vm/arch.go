@@ -22,6 +22,11 @@ type Arch struct {
 	DebianMetas []string
 	// Ready is false for architectures whose boot is wired but not yet verified.
 	Ready bool
+	// WalkTTB, when set, translates a kernel virtual address with the
+	// first-level translation table at physical address ttb, reading
+	// physical memory with readPhys (host reads of guest memory,
+	// Config.HostMemory, for requests that name a table).
+	WalkTTB func(readPhys func(pa uint64, n int) ([]byte, error), ttb, va uint64) (uint64, error)
 }
 
 func (a *Arch) String() string { return a.Name }
@@ -65,6 +70,7 @@ var (
 		Console:     "ttyAMA0",
 		DebianMetas: []string{"linux-image-armmp", "linux-image-armmp-lpae", "linux-image-rt-armmp"},
 		Ready:       true,
+		WalkTTB:     ARMShortWalk,
 	}
 )
 
@@ -99,4 +105,59 @@ func ArchForDebianMeta(meta string) (*Arch, error) {
 		}
 	}
 	return nil, fmt.Errorf("%w: no guest architecture for Debian package %q (want e.g. linux-image-amd64 or linux-image-686)", ErrUnknownArch, meta)
+}
+
+// TranslationError reports a virtual address a page-table walk found unmapped.
+type TranslationError struct {
+	VA, Entry uint64 // the address, and the descriptor that faulted
+	Level     int
+}
+
+func (e *TranslationError) Error() string {
+	return fmt.Sprintf("vm: %#x is not mapped (level-%d descriptor %#x)", e.VA, e.Level, e.Entry)
+}
+
+// ARMShortWalk translates va with an ARMv7 short-descriptor translation
+// table (the non-LPAE format Linux uses; TTBCR.N = 0, so one 16 KiB
+// first-level table covers the whole address space) at physical address
+// ttb: a first-level entry maps a 1 MiB section, a 16 MiB supersection or
+// points to a second-level table of 4 KiB small and 64 KiB large pages.
+func ARMShortWalk(readPhys func(pa uint64, n int) ([]byte, error), ttb, va uint64) (uint64, error) {
+	if va > 0xFFFFFFFF {
+		return 0, &TranslationError{VA: va, Level: 1}
+	}
+	word := func(pa uint64) (uint64, error) {
+		b, err := readPhys(pa, 4)
+		if err != nil {
+			return 0, err
+		}
+		if len(b) != 4 {
+			return 0, fmt.Errorf("vm: reading a descriptor at %#x: %d bytes", pa, len(b))
+		}
+		return uint64(b[0]) | uint64(b[1])<<8 | uint64(b[2])<<16 | uint64(b[3])<<24, nil
+	}
+	l1, err := word(ttb&^0x3FFF + (va>>20)*4)
+	if err != nil {
+		return 0, err
+	}
+	switch l1 & 3 {
+	case 1: // second-level table
+		l2, err := word(l1&0xFFFFFC00 + (va>>12&0xFF)*4)
+		if err != nil {
+			return 0, err
+		}
+		switch {
+		case l2&2 != 0: // small page
+			return l2&0xFFFFF000 | va&0xFFF, nil
+		case l2&3 == 1: // large page
+			return l2&0xFFFF0000 | va&0xFFFF, nil
+		}
+		return 0, &TranslationError{VA: va, Entry: l2, Level: 2}
+	case 2:
+		if l1&(1<<18) != 0 { // supersection (extended address bits ignored)
+			return l1&0xFF000000 | va&0xFFFFFF, nil
+		}
+		return l1&0xFFF00000 | va&0xFFFFF, nil
+	}
+	return 0, &TranslationError{VA: va, Entry: l1, Level: 1}
 }

@@ -82,8 +82,11 @@ func VerifyARM64(ctx context.Context, vc ARM64VerifyConfig) (*ARM64Verification,
 			_ = writeFileAtomic(cache, b, 0o644)
 		}
 	}
-	tables, err := FindARM64Tables(dk.Vmlinuz, &v.Report)
+	tables, err := ARM64ImageTables(ctx, vc.Deb, dk, Config{Timeout: vc.VM.Timeout}, &v.Report)
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
 		v.Report.Notes = append(v.Report.Notes, err.Error())
 		tables = nil
 	}
@@ -130,6 +133,12 @@ func bootFixed(ctx context.Context, cfg Config, dk *kimage.DebKernel, args json.
 		return &ProtocolError{Reason: "no " + file + " in the result"}
 	}
 	*timing = res.Timing
+	if hm := res.HostMem; hm.Requests > 0 {
+		defer func() {
+			report.Notes = append(report.Notes, fmt.Sprintf("host memory: %d reads (%d failed), %d bytes, %v reading",
+				hm.Requests, hm.Errors, hm.Bytes, hm.Time.Round(time.Millisecond)))
+		}()
+	}
 	if err := json.Unmarshal(b, report); err != nil {
 		return &ProtocolError{Reason: file + ": " + err.Error()}
 	}

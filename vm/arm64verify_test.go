@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/hex"
+	"fmt"
 	"strings"
 	"testing"
 
+	"github.com/kboost/kboost/kimage"
 	"github.com/kboost/kboost/vm/guest"
 )
 
@@ -83,73 +85,59 @@ func TestARM64Summary(t *testing.T) {
 	}
 }
 
-// synthImage builds an Image-shaped buffer: text at 0x10000 (NOPs and a few
-// RETs), a jump table and an exception table of n entries each pointing into
-// it, and the matching record.
-func synthImage(n int) ([]byte, *guest.ARM64Report) {
+// synthImage builds an Image-shaped buffer loaded at base: text at 0x10000
+// (distinct ADD immediates), and the matching record of one function.
+func synthImage() ([]byte, uint64, *guest.ARM64Report) {
 	const base = 0xffff800008000000
 	const text, textLen = 0x10000, 0x4000
 	img := make([]byte, 0x20000)
-	le := binary.LittleEndian
 	for i := text; i < text+textLen; i += 4 {
-		le.PutUint32(img[i:], 0xD503201F) // NOP
-	}
-	jt, et := 0x18000, 0x1C000
-	for k := 0; k < n; k++ {
-		p := jt + 16*k
-		code, target := text+8*k, text+8*k+4
-		le.PutUint32(img[p:], uint32(int32(code-p)))
-		le.PutUint32(img[p+4:], uint32(int32(target-(p+4))))
-		le.PutUint64(img[p+8:], uint64(0x1F000-(p+8)))
-		q := et + 12*k
-		insn, fixup := text+16*k, text+textLen-4
-		le.PutUint32(img[q:], uint32(int32(insn-q)))
-		le.PutUint32(img[q+4:], uint32(int32(fixup-(q+4))))
-		le.PutUint16(img[q+8:], 3) // EX_TYPE_UACCESS_ERR_ZERO
+		binary.LittleEndian.PutUint32(img[i:], 0x91000000|uint32(i-text)<<8) // add x0, x0, #n
 	}
 	rep := &guest.ARM64Report{TextStart: base + text, TextEnd: base + text + textLen}
 	rep.Funcs = []guest.KernelFunc{{Name: "f", Addr: base + text, Size: 64, Bytes: hex.EncodeToString(img[text : text+64])}}
-	return img, rep
+	return img, base, rep
 }
 
-func TestFindARM64Tables(t *testing.T) {
-	img, rep := synthImage(100)
-	tb, err := FindARM64Tables(img, rep)
+func TestCheckImageMatches(t *testing.T) {
+	img, base, rep := synthImage()
+	if err := CheckImageMatches(img, base, rep); err != nil {
+		t.Fatal(err)
+	}
+	// One word in 16 patched at boot: still the same kernel.
+	rep.Funcs[0].Bytes = "00000000" + rep.Funcs[0].Bytes[8:]
+	if err := CheckImageMatches(img, base, rep); err != nil {
+		t.Errorf("one patched word: %v", err)
+	}
+	// Another base, or other bytes: not this kernel.
+	if err := CheckImageMatches(img, base+4, rep); err == nil {
+		t.Error("an Image at the wrong base was accepted")
+	}
+	rep.Funcs[0].Bytes = strings.Repeat("00", 64)
+	if err := CheckImageMatches(img, base, rep); err == nil {
+		t.Error("an Image not matching the record was accepted")
+	}
+	// A function beyond the Image, or with no bytes: nothing to check.
+	rep.Funcs[0].Addr = base + 0x40000
+	if err := CheckImageMatches(img, base, rep); err == nil {
+		t.Error("a record with nothing to compare was accepted")
+	}
+}
+
+func TestTablesForPrediction(t *testing.T) {
+	tabs := &kimage.Tables{
+		JumpLabel: kimage.Table{Name: "jump-label sites", Source: kimage.SourceCode, Addrs: kimage.NewAddrSet([]uint64{8, 4})},
+		ExTable:   kimage.Table{Name: "exception table", Source: kimage.SourceCode, Addrs: kimage.NewAddrSet([]uint64{12})},
+	}
+	got, err := tablesForPrediction(tabs)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(tb.JumpLabels) != 100 || len(tb.ExTable) != 100 {
-		t.Fatalf("%d jump labels, %d extable entries, want 100 each", len(tb.JumpLabels), len(tb.ExTable))
+	if fmt.Sprint(got.JumpLabels, got.ExTable, got.Ftrace == nil) != "[4 8] [12] true" {
+		t.Errorf("tables %+v", got)
 	}
-	if tb.JumpLabels[1]-tb.JumpLabels[0] != 8 || tb.JumpLabels[0] != rep.TextStart || tb.ExTable[2] != rep.TextStart+32 {
-		t.Errorf("addresses %#x %#x", tb.JumpLabels[:2], tb.ExTable[:3])
+	tabs.ExTable = kimage.Table{Name: "exception table", Note: "no anchor"}
+	if _, err := tablesForPrediction(tabs); err == nil || !strings.Contains(err.Error(), "no anchor") {
+		t.Errorf("a missing table: %v", err)
 	}
-	// A record whose bytes are not the Image's: no tables.
-	rep.Funcs[0].Bytes = strings.Repeat("00", 64)
-	if _, err := FindARM64Tables(img, rep); err == nil {
-		t.Error("an Image not matching the record was used")
-	}
-	// Too few entries: no tables.
-	img, rep = synthImage(10)
-	if _, err := FindARM64Tables(img, rep); err == nil {
-		t.Error("10-entry tables accepted")
-	}
-}
-
-func FuzzFindARM64Tables(f *testing.F) {
-	img, _ := synthImage(70)
-	f.Add(img[0x18000:0x19000], uint16(0))
-	f.Fuzz(func(t *testing.T, tail []byte, start uint16) {
-		img, rep := synthImage(70)
-		copy(img[0x18000+int(start)%0x4000:], tail)
-		tb, err := FindARM64Tables(img, rep)
-		if err != nil {
-			return
-		}
-		for _, a := range append(append([]uint64{}, tb.JumpLabels...), tb.ExTable...) {
-			if a < rep.TextStart || a >= rep.TextEnd || a%4 != 0 {
-				t.Fatalf("address %#x outside the text", a)
-			}
-		}
-	})
 }

@@ -1,6 +1,7 @@
 package vm
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
@@ -42,11 +43,15 @@ type ARMVerification struct {
 // did with every probe and kboost's predictions under Args.Policy ("":
 // linux-6.1-arm). Debian's armmp kernel has no /proc/kcore: the functions'
 // bytes come from the zImage's decompressed Image (placed by its mcount
-// calls and checked with the ftrace call sites, see FillARMImage), and no
-// slot is read. The record is cached as VerifyARM64's.
+// calls and checked with the ftrace call sites, see FillARMImage), and the
+// host reads the kprobe slot pages after each round through QEMU's monitor
+// (Config.HostMemory) while the guest waits. The record is cached as
+// VerifyARM64's.
 func VerifyARM(ctx context.Context, vc ARMVerifyConfig) (*ARMVerification, error) {
 	cfg := vc.VM
 	cfg.Arch = ARM
+	// No /proc/kcore: the host reads the slot pages for the guest.
+	cfg.HostMemory = true
 	dk, err := kimage.ReadDeb(vc.Deb)
 	if err != nil {
 		return nil, err
@@ -87,6 +92,11 @@ func VerifyARM(ctx context.Context, vc ARMVerifyConfig) (*ARMVerification, error
 		return nil, err
 	}
 	v.Tables = tables
+	// The slots the host read for the guest, matched now that the records
+	// have their instruction bytes.
+	if err := guest.MatchRecordedSlots(&v.Report, guest.ARMProbes); err != nil {
+		return nil, fmt.Errorf("vm: %s: %w", filepath.Base(vc.Deb), err)
+	}
 	guest.PredictFixedReport(&v.Report, guest.ARMProbes, vc.Args.Policy, kcfg, tables)
 	return v, nil
 }
@@ -132,7 +142,9 @@ func ARMImageBase(img []byte, mcount uint64) (uint64, error) {
 
 // FillARMImage fills the functions' and boundary records' bytes of an ARM
 // record from the kernel Image loaded at textBase (0: ARMImageBase; the
-// report's _text when recorded), and returns the tables the Image gives: the ftrace locations
+// report's _text when recorded) where the record has none (bytes the guest
+// read from the running kernel are kept, and the words the kernel patched
+// at boot counted in a note), and returns the tables the Image gives: the ftrace locations
 // (each bl __gnu_mcount_nc inside a recorded function) and the jump-label
 // sites (FindARMJumpLabels; nil when not found). The Image must map onto the
 // running kernel: every traced function (available_filter_functions) must
@@ -154,6 +166,7 @@ func FillARMImage(img []byte, textBase uint64, rep *guest.ARM64Report) (*guest.A
 	}
 	tables := &guest.ARM64Tables{Ftrace: []uint64{}}
 	good, bad := 0, 0
+	words, patched := 0, 0
 	var badNames []string
 	for i := range rep.Funcs {
 		f := &rep.Funcs[i]
@@ -161,7 +174,20 @@ func FillARMImage(img []byte, textBase uint64, rep *guest.ARM64Report) (*guest.A
 			return nil, fmt.Errorf("vm: %s at %#x (+%d) is outside the Image at %#x (%d bytes)", f.Name, f.Addr, f.Size, textBase, len(img))
 		}
 		code := img[f.Addr-textBase : f.Addr-textBase+f.Size]
-		f.Bytes = hex.EncodeToString(code)
+		if uint64(len(f.Bytes)) == 2*f.Size {
+			// The running kernel's bytes, recorded: count the words the
+			// kernel patched at boot (ftrace sites, phys-to-virt stubs).
+			if run, err := hex.DecodeString(f.Bytes); err == nil {
+				for off := 0; off+4 <= len(run); off += 4 {
+					words++
+					if !bytes.Equal(run[off:off+4], code[off:off+4]) {
+						patched++
+					}
+				}
+			}
+		} else {
+			f.Bytes = hex.EncodeToString(code)
+		}
 		calls := 0
 		for off := uint64(0); off+4 <= f.Size; off += 4 {
 			if t, ok := armBLTarget(binary.LittleEndian.Uint32(code[off:]), f.Addr+off); ok && t == mcount {
@@ -185,13 +211,16 @@ func FillARMImage(img []byte, textBase uint64, rep *guest.ARM64Report) (*guest.A
 	if bad > 0 {
 		rep.Notes = append(rep.Notes, fmt.Sprintf("image: %d of %d functions disagree with available_filter_functions on their mcount call: %s", bad, good+bad, strings.Join(badNames, " ")))
 	}
+	if words > 0 {
+		rep.Notes = append(rep.Notes, fmt.Sprintf("image: the running kernel's bytes (recorded) differ from the Image's in %d of %d words (patched at boot: ftrace call sites, phys-to-virt stubs)", patched, words))
+	}
 	byFunc := map[string]string{}
 	for _, f := range rep.Funcs {
 		byFunc[f.Name] = f.Bytes
 	}
 	for i := range rep.Records {
 		r := &rep.Records[i]
-		if !r.Boundary {
+		if !r.Boundary || r.Bytes != "" {
 			continue
 		}
 		if b := byFunc[r.Func]; uint64(len(b)) >= 2*(r.Off+4) {
@@ -288,15 +317,58 @@ var armView = fixedView{
 	},
 }
 
+// armViewOf is armView for a record: slots compared on both sides when the
+// slot pages were read, else only where the kernel's slot is known.
+func armViewOf(rep *guest.ARM64Report) fixedView {
+	v := armView
+	if !rep.SlotsRead {
+		v.compare = guest.CompareARMNoSlots
+	}
+	return v
+}
+
+// Compare is the comparison that applies to v's records (guest.CompareARM,
+// or guest.CompareARMNoSlots for a record made without reading slots).
+func (v *ARMVerification) Compare(r *guest.VerifyRecord) map[string]bool {
+	return armViewOf(&v.Report).compare(r)
+}
+
 // Summarize counts v's records.
-func (v *ARMVerification) Summarize() ARM64Summary { return summarizeFixed(&v.Report, armView) }
+func (v *ARMVerification) Summarize() ARM64Summary {
+	return summarizeFixed(&v.Report, armViewOf(&v.Report))
+}
 
 // WriteTable prints the kernel's outcome table per mnemonic and, with
 // predictions, the agreement table (errno, addr, ftrace, optimized, slot) and
 // every disagreement.
 func (v *ARMVerification) WriteTable(w io.Writer) error {
-	return writeFixedTable(w, &v.Report, v.Timing, v.Cached, armView)
+	return writeFixedTable(w, &v.Report, v.Timing, v.Cached, armViewOf(&v.Report))
 }
 
 // FormatARMRecord is one line describing a probe.
 func FormatARMRecord(r *guest.VerifyRecord) string { return formatFixedRecord(r, armView) }
+
+type tableRun struct{ start, n int }
+
+// longestRuns returns the runs of at least 16 consecutive entries of size
+// stride (starting on multiples of align) for which ok holds.
+func longestRuns(size, stride, align int, ok func(p int) bool) []tableRun {
+	var out []tableRun
+	for p := 0; p+stride+8 <= size; {
+		if !ok(p) {
+			p += align
+			continue
+		}
+		q := p
+		for q+stride+8 <= size && ok(q) {
+			q += stride
+		}
+		if n := (q - p) / stride; n >= 16 {
+			out = append(out, tableRun{p, n})
+			p = q
+		} else {
+			p += align
+		}
+	}
+	return out
+}

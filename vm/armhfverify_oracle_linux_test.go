@@ -5,7 +5,9 @@ package vm
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -43,8 +45,10 @@ func TestOracleARMKallsyms(t *testing.T) {
 // records what its kprobes do at every instruction boundary (and two
 // misaligned offsets) of a sample of functions (KBOOST_VERIFY_SAMPLE,
 // default 300), enabling each round's probes and waiting for the delayed
-// optimizer before reading [OPTIMIZED]. It prints the outcome table per
-// mnemonic and the agreement table with linux-6.1-arm. The kernel's answers
+// optimizer before reading [OPTIMIZED]; the host reads the kprobe slot
+// pages after each round through QEMU (the kernel has no /proc/kcore). It
+// prints the outcome table per mnemonic and the agreement table with
+// linux-6.1-arm. The kernel's answers
 // are checked against the rules the kernel documents: misaligned offsets,
 // notrace functions (not in available_filter_functions and no mcount call in
 // the Image: an alias such as __se_sys_foo is listed under its other name)
@@ -123,6 +127,42 @@ func TestOracleVerifyARM(t *testing.T) {
 		}
 	}
 	t.Logf("%d mcount call sites probed; %d probes [OPTIMIZED]", sites, optimized)
+	// The slots the host read: each inside a kprobe_insn_page the kernel
+	// listed, on a slot boundary, ending in mov pc, lr, held by one accepted
+	// boundary probe of its round.
+	if !rep.SlotsRead {
+		t.Errorf("slot pages not read: %v", rep.Notes)
+	}
+	pages := map[uint64]bool{}
+	for _, p := range rep.SlotPages {
+		pages[p] = true
+	}
+	slots := 0
+	held := map[[2]uint64]string{}
+	for i := range rep.Records {
+		r := &rep.Records[i]
+		if r.Kernel.Slot == "" {
+			continue
+		}
+		slots++
+		switch {
+		case !strings.HasSuffix(r.Kernel.Slot, "0ef0a0e1") || len(r.Kernel.Slot) != 16:
+			t.Errorf("%s+%#x: slot %s does not end in mov pc, lr", r.Func, r.Off, r.Kernel.Slot)
+		case !pages[r.Kernel.SlotAddr&^0xFFF] || r.Kernel.SlotAddr%8 != 0:
+			t.Errorf("%s+%#x: slot at %#x, not a slot of the pages %#x", r.Func, r.Off, r.Kernel.SlotAddr, rep.SlotPages)
+		case r.Kernel.Errno != "" || !r.Boundary:
+			t.Errorf("%s+%#x: a slot for a refused or misaligned probe", r.Func, r.Off)
+		}
+		k := [2]uint64{uint64(r.Round), r.Kernel.SlotAddr}
+		if other, dup := held[k]; dup {
+			t.Errorf("%s+%#x and %s share the slot at %#x in round %d", r.Func, r.Off, other, r.Kernel.SlotAddr, r.Round)
+		}
+		held[k] = fmt.Sprintf("%s+%#x", r.Func, r.Off)
+	}
+	t.Logf("%d probes with a slot, read by the host from %d slot pages", slots, len(rep.SlotPages))
+	if slots == 0 {
+		t.Error("no probe has a slot")
+	}
 	if sites == 0 {
 		t.Error("no mcount call site among the probes")
 	}

@@ -17,7 +17,9 @@
 //	    -append "console=<Arch.Console> panic=-1 nokaslr quiet <Config.Append...>" \
 //	    -nographic -no-reboot
 //
-// (x86 always uses -accel tcg: /dev/kvm hangs with stock QEMU on these machines).
+// (x86 always uses -accel tcg: /dev/kvm hangs with stock QEMU on these machines;
+// Config.HostMemory adds -qmp unix:<tmp>/qmp.sock,server=on,wait=off and a pipe
+// as QEMU's serial input).
 // The console is read line by line. The guest prints its result between a begin
 // and an end marker carrying the scenario's nonce (grammar in package guest); the
 // Decoder checks every line's CRC-32, the sequence, the length and the SHA-256 of
@@ -33,6 +35,17 @@
 // and *ExitError (with the last console lines), *GuestFailError, *ProtocolError,
 // *GoBuildError. A step failing inside the guest is not an error of Run: see
 // Result.Err, which returns a *StepError.
+//
+// # Host memory reads
+//
+// With Config.HostMemory (guest.Scenario.HostMemory) a step may ask the host to
+// read guest kernel memory: the guest prints a KBOOST-MEM request (grammar in
+// package guest, hostmem.go) and waits on the console's input; the console reader
+// stops the guest through QEMU's QMP monitor, reads with memsave (virtual, by the
+// guest CPU's current page tables) or, when the request names the kernel's own
+// translation table, walks that table (Arch.WalkTTB: ARMShortWalk for 32-bit ARM)
+// and reads with pmemsave (physical), lets the guest run and writes the
+// KBOOST-MEMR answer to QEMU's serial input. Result.HostMem counts the reads.
 //
 // # Kallsyms
 //
@@ -81,8 +94,12 @@
 // the kprobes/list entry, and finds the probe's slot ([insn, BRK #6]) in the
 // kprobe_insn_page read from /proc/kcore. The kernel's record is cached under
 // verify/ and predicted again with the arm64 policy on every call
-// (guest.PredictARM64Report); WriteTable prints the outcome table per mnemonic
-// and, with predictions, the agreement table.
+// (guest.PredictARM64Report), with the jump-label and exception tables
+// kimage.KernelTables locates in the Image (ARM64ImageTables: the package's
+// kallsyms dump, DebKallsyms, names the functions whose ADRP+ADD pairs bound
+// them; CheckImageMatches checks that the Image is the recorded kernel);
+// WriteTable prints the outcome table per mnemonic and, with predictions, the
+// agreement table.
 //
 // # 32-bit ARM verification
 //
@@ -90,14 +107,28 @@
 // on a Debian linux-image-*-armmp package: its zImage boots as it is under
 // qemu-system-arm (-M virt -cpu cortex-a15). Each round's probes are enabled
 // and the recorder waits for the delayed optimizer before reading
-// [OPTIMIZED]. The armmp kernel has no /proc/kcore, so no slot is read and the
-// functions' bytes come from the zImage's Image (kimage.ExtractARMZImage),
-// placed by its mcount calls (ARMImageBase) and checked against
-// available_filter_functions (FillARMImage); the Image also gives the ftrace
-// locations (bl __gnu_mcount_nc) and the jump-label sites
-// (FindARMJumpLabels), which guest.PredictFixedReport hands to the
-// linux-6.1-arm policy. The agreement table compares errno, addr, ftrace,
-// optimized and (when read) slot.
+// [OPTIMIZED]. The armmp kernel has no /proc/kcore: the functions' bytes come
+// from the zImage's Image (kimage.ExtractARMZImage), placed by its mcount calls
+// (ARMImageBase) and checked against available_filter_functions (FillARMImage);
+// the Image also gives the ftrace locations (bl __gnu_mcount_nc) and the
+// jump-label sites (FindARMJumpLabels), which guest.PredictFixedReport hands
+// to the linux-6.1-arm policy. The kprobe slot pages are read by the host
+// (host memory reads, above) after each round, translated through
+// swapper_pg_dir (found from /proc/iomem's "Kernel code"), kept in the record
+// per round, and matched to the probes on the host once the records have
+// their bytes (guest.MatchRecordedSlots with guest.ARMSlotMatch: the kernel's
+// copy is the instruction made unconditional with its registers renamed,
+// then mov pc, lr). The agreement table compares errno, addr, ftrace,
+// optimized and slot.
+//
+// # One command for every architecture
+//
+// A Verifier (AMD64Verifier, ARM64Verifier, ARMVerifier; LookupVerifier by
+// name) is an architecture's verification scenario: its Debian package, default
+// policy, compared fields and what it accepts (a boost kernel, probe spacing,
+// cached records). Verifier.Verify runs a VerifyRequest and returns a
+// VerifyOutcome whose WriteTable, WriteJSON and Summary are the same for every
+// architecture; `kboost vm verify --arch` is built on it.
 //
 // # Platforms
 //

@@ -38,6 +38,11 @@ type Config struct {
 	// Verbose keeps kernel messages on the console (no "quiet", no printk lowering
 	// in the guest).
 	Verbose bool
+	// HostMemory lets the guest's steps read guest kernel memory through the
+	// host (guest.Scenario.HostMemory): QEMU gets a QMP socket and its serial
+	// input, and Run answers each KBOOST-MEM request from QEMU's memory view
+	// (memsave, through the guest CPU's page tables) while the guest waits.
+	HostMemory bool
 }
 
 // DefaultTimeout bounds a run when Config.Timeout is zero.
@@ -55,6 +60,16 @@ type Result struct {
 	// Console holds the last console lines before the result (data lines excepted).
 	Console []string
 	Timing  Timing
+	// HostMem counts the guest's memory requests the host answered
+	// (Config.HostMemory).
+	HostMem HostMemStats
+}
+
+// HostMemStats counts host-memory requests: answered, failed, bytes read
+// and the host's time reading.
+type HostMemStats struct {
+	Requests, Errors, Bytes int
+	Time                    time.Duration
 }
 
 // Timing splits a run's wall-clock time.
@@ -90,7 +105,9 @@ func (c *Config) cmdline() string {
 	return strings.Join(append(words, c.Append...), " ")
 }
 
-func (c *Config) qemuArgs(qemu, initrd string) []string {
+// qemuArgs is QEMU's command line; qmp is the path of the QMP socket for
+// HostMemory.
+func (c *Config) qemuArgs(qemu, initrd, qmp string) []string {
 	mem := c.MemoryMB
 	if mem == 0 {
 		mem = 512
@@ -104,6 +121,9 @@ func (c *Config) qemuArgs(qemu, initrd string) []string {
 		"-nographic", "-no-reboot",
 		"-nic", "none", // no network: spares the boot ROM and the driver probe
 	)
+	if c.HostMemory {
+		args = append(args, "-qmp", "unix:"+qmp+",server=on,wait=off")
+	}
 	return append(args, c.QEMUArgs...)
 }
 

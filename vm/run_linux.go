@@ -61,7 +61,7 @@ func Run(ctx context.Context, cfg Config, steps ...guest.Step) (*Result, error) 
 	if err != nil {
 		return nil, fmt.Errorf("vm: guest binary: %w", err)
 	}
-	sc := &guest.Scenario{Nonce: newNonce(), Steps: steps, Verbose: cfg.Verbose}
+	sc := &guest.Scenario{Nonce: newNonce(), Steps: steps, Verbose: cfg.Verbose, HostMemory: cfg.HostMemory}
 	files, err := initramfsFiles(initBin, sc, cfg.Files)
 	if err != nil {
 		return nil, err
@@ -94,8 +94,8 @@ func Run(ctx context.Context, cfg Config, steps ...guest.Step) (*Result, error) 
 	if timeout == 0 {
 		timeout = DefaultTimeout
 	}
-	m := &machine{cfg: &cfg, dec: NewDecoder(sc.Nonce)}
-	res, err := m.run(ctx, qemuPath, cfg.qemuArgs(qemuPath, initrd), timeout)
+	m := &machine{cfg: &cfg, dec: NewDecoder(sc.Nonce), nonce: sc.Nonce, dir: dir}
+	res, err := m.run(ctx, qemuPath, cfg.qemuArgs(qemuPath, initrd, m.qmpPath()), timeout)
 	if err != nil {
 		return nil, err
 	}
@@ -109,8 +109,16 @@ var testHookStarted func(pid int)
 
 // machine is one QEMU process and the state of its console.
 type machine struct {
-	cfg *Config
-	dec *Decoder
+	cfg   *Config
+	dec   *Decoder
+	nonce string
+	dir   string // the run's temporary directory
+
+	// HostMemory: QEMU's serial input, and the QMP client (dialled at the
+	// first request). Used by the console reader only.
+	stdin io.WriteCloser
+	qmp   *qmpClient
+	mem   HostMemStats
 
 	// Written by the console reader; read by run only after the reader finished.
 	tail     []string
@@ -130,15 +138,31 @@ func (m *machine) run(ctx context.Context, qemu string, args []string, timeout t
 	stderr.max = 16 << 10
 	cmd := exec.Command(qemu, args...)
 	cmd.Stdin = nil // /dev/null
+	var stdinR *os.File
+	if m.cfg.HostMemory {
+		// The guest's serial input: answers to its memory requests.
+		var sw *os.File
+		if stdinR, sw, err = os.Pipe(); err != nil {
+			w.Close()
+			return nil, err
+		}
+		cmd.Stdin, m.stdin = stdinR, sw
+		defer sw.Close()
+	}
 	cmd.Stdout = w
 	cmd.Stderr = &stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	start := time.Now()
-	if err := cmd.Start(); err != nil {
+	err = cmd.Start()
+	if stdinR != nil {
+		stdinR.Close()
+	}
+	if err != nil {
 		w.Close()
 		return nil, fmt.Errorf("vm: starting %s: %w", qemu, err)
 	}
 	w.Close()
+	defer m.closeQMP()
 	pid := cmd.Process.Pid
 	if testHookStarted != nil {
 		testHookStarted(pid)
@@ -198,6 +222,7 @@ func (m *machine) run(ctx context.Context, qemu string, args []string, timeout t
 			return nil, err
 		}
 		res.Console = m.tail
+		res.HostMem = m.mem
 		res.Timing.Boot = m.begin.Sub(start)
 		res.Timing.Transfer = m.end.Sub(m.begin)
 		return res, nil
@@ -258,6 +283,9 @@ func (m *machine) consoleLine(line string, finish func()) {
 				m.panicMsg = text[i:]
 			}
 		}
+	}
+	if m.stdin != nil {
+		m.serveMem(line)
 	}
 	wasStarted := m.dec.Started()
 	done, err := m.dec.Line(line)

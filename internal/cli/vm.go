@@ -2,22 +2,22 @@ package cli
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
-	"github.com/kboost/kboost/kimage"
 	"github.com/kboost/kboost/vm"
-	"github.com/kboost/kboost/vm/guest"
 	"github.com/spf13/cobra"
 )
 
-// verifyKernels maps --kernel names to Debian meta packages.
-var verifyKernels = map[string]string{
-	"debian": "linux-image-amd64",
-}
+// verifyKernels are the --kernel names: the current Debian kernel of the
+// architecture, or (where the architecture has one) the boost-capable build.
+var verifyKernels = []string{"debian", "boost"}
 
 func newVMCmd(s Streams) *cobra.Command {
 	cmd := &cobra.Command{
@@ -25,55 +25,107 @@ func newVMCmd(s Streams) *cobra.Command {
 		Short: "Check kboost's predictions against real kernels booted under QEMU",
 	}
 	var (
-		kernel, funcs, deb, policy   string
-		sample, nonBoundary, spacing int
-		maxSize                      uint64
-		seed                         int64
-		jsonOut, verbose, failOnDiff bool
-		timeout                      time.Duration
+		arch, kernel, funcs, deb, policy string
+		sample, nonBoundary, spacing     int
+		maxSize                          uint64
+		seed                             int64
+		jsonOut, verbose, failOnDiff     bool
+		noCache                          bool
+		timeout                          time.Duration
 	)
 	verify := &cobra.Command{
 		Use:   "verify",
 		Short: "Probe every instruction of chosen functions in a booted kernel and compare with kboost",
 		Long: `Boot a kernel under QEMU (TCG) with kboost as /init. In the guest, kboost reads
-the kernel's own /proc/kallsyms, the function bytes from /proc/kcore and the
-kernel's config (plus the vmlinux's tables, passed in the initramfs), predicts
+the kernel's own /proc/kallsyms, the function bytes and the config, registers
 every instruction boundary and a sample of non-boundaries of the chosen
-functions, then registers each as a kprobe event and records what the kernel
-did: accepted or errno, the probed address, [FTRACE], [OPTIMIZED] once the
-optimizer has written its jmp, and the instruction slot read back from the
-kprobe_insn_page pages in /proc/kcore. Probes are registered in rounds (at most
-one per 24 bytes of a function per round, so they cannot block each other's
-optimization), enabled together, then all removed.
+functions as kprobe events, and records what the kernel did: accepted or
+errno, the probed address, [FTRACE], [OPTIMIZED] once the optimizer has run,
+and the instruction slot the kernel filled. kboost predicts each probe and
+the table shows the agreement per field; any disagreement makes the exit
+status 1 (--fail=false: 0).
 
---kernel boost builds (once; cached under $KBOOST_CACHE/kbuild) a small kernel
-from /usr/src/linux-source-6.1.tar.xz with PREEMPT_NONE, so kprobes boost: the
-jmpback field checks that the kernel's slot ends with a jmp back exactly where
-kboost predicts Boost. Building needs: apt-get install linux-source-6.1 bc bison
-flex libelf-dev libssl-dev gcc make.
+--arch chooses the guest (default x86-64):
+  x86-64  Debian linux-image-amd64 under qemu-system-x86_64; bytes, slots
+          and optprobe detour buffers from /proc/kcore, the vmlinux's tables
+          passed in the initramfs. Probes are registered in rounds (at most
+          one per --spacing bytes of a function per round, so they cannot
+          block each other's optimization). --kernel boost builds (once;
+          cached under $KBOOST_CACHE/kbuild) a small kernel from
+          /usr/src/linux-source-6.1.tar.xz with PREEMPT_NONE, so kprobes
+          boost: the jmpback field checks that the kernel's slot ends with a
+          jmp back exactly where kboost predicts Boost. Building needs:
+          apt-get install linux-source-6.1 bc bison flex libelf-dev
+          libssl-dev gcc make.
+  arm64   Debian linux-image-arm64 under qemu-system-aarch64 (-M virt);
+          every 4-byte boundary and two misaligned offsets per function;
+          slots ([insn, BRK #6]) from /proc/kcore; jump-label and exception
+          tables located in the Image (needs the kernel's kallsyms, read from
+          one extra boot and cached).
+  arm     Debian linux-image-armmp (armhf, ARM mode) under qemu-system-arm
+          (-M virt); function bytes from the zImage, [OPTIMIZED] after the
+          delayed optimizer; slots read by the host through QEMU's monitor
+          while the guest waits (the kernel has no /proc/kcore).
+The kernel's record of an arm64 or arm run is cached under
+$KBOOST_CACHE/verify (--no-cache boots again) and predicted anew on every
+run. Needs qemu-system-x86 (x86-64) or qemu-system-arm (arm64, arm), and for
+the arm kernels their dpkg architectures (dpkg --add-architecture arm64
+armhf; apt-get update).
 
 Prints the agreement table per field and every disagreement; --json prints one
 record per probe and a final summary object.`,
-		Example: "  kboost vm verify --kernel debian --sample 300\n  kboost vm verify --kernel debian --funcs 'vfs_*' --json\n  kboost vm verify --kernel boost --sample 300",
+		Example: "  kboost vm verify --kernel debian --sample 300\n  kboost vm verify --kernel debian --funcs 'vfs_*' --json\n  kboost vm verify --kernel boost --sample 300\n  kboost vm verify --arch arm64 --sample 300\n  kboost vm verify --arch arm --funcs vfs_read,vfs_write",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
+			v, err := vm.LookupVerifier(arch)
+			if err != nil {
+				return &UsageError{Msg: "--arch: " + err.Error()}
+			}
 			if funcs == "" && sample == 0 {
 				return usagef("choose functions: --funcs NAME[,NAME...] or a glob, and/or --sample N")
 			}
-			if _, ok := verifyKernels[kernel]; !ok && kernel != "boost" && deb == "" {
-				return usagef("--kernel %q: want debian or boost (or --deb FILE)", kernel)
+			if deb == "" && !slices.Contains(verifyKernels, kernel) {
+				return usagef("--kernel %q: want %s (or --deb FILE)", kernel, strings.Join(verifyKernels, " or "))
 			}
-			var build *vm.KernelBuild
+			if deb == "" && kernel == "boost" && !v.BoostKernel {
+				return usagef("--kernel boost: there is no boost-capable %s kernel (only x86-64 builds one); use --kernel debian", v.Arch.Name)
+			}
+			if cmd.Flags().Changed("spacing") && !v.Spacing {
+				return usagef("--spacing applies to x86-64 only")
+			}
+			if cmd.Flags().Changed("no-cache") && !v.Cached {
+				return usagef("--no-cache: %s records are not cached (every run boots)", v.Arch.Name)
+			}
+			req := vm.VerifyRequest{Deb: deb, Sample: sample, Seed: seed, Policy: policy, NoCache: noCache,
+				VM: vm.Config{Timeout: timeout}}
+			// Flags left at their defaults stay zero: the architecture's
+			// defaults, and the key of its cached records.
+			if cmd.Flags().Changed("max-size") {
+				req.MaxSize = maxSize
+			}
+			if cmd.Flags().Changed("non-boundary") {
+				req.NonBoundary = nonBoundary
+			}
+			if cmd.Flags().Changed("spacing") {
+				req.Spacing = spacing
+			}
+			if funcs != "" {
+				if strings.ContainsAny(funcs, "*?[") {
+					req.Pattern = funcs
+				} else {
+					req.Funcs = strings.Split(funcs, ",")
+				}
+			}
 			if deb == "" && kernel == "boost" {
 				ko := vm.KbuildOptions{}
 				if verbose {
 					ko.Log = s.Err
 				}
 				fmt.Fprintf(s.Err, "kboost: building (or reusing) the boost kernel from %s\n", vm.DefaultKernelSource)
-				var err error
-				if build, err = vm.BuildBoostKernel(ctx, ko); err != nil {
+				build, err := vm.BuildBoostKernel(ctx, ko)
+				if err != nil {
 					return err
 				}
 				if build.Cached {
@@ -81,61 +133,115 @@ record per probe and a final summary object.`,
 				} else {
 					fmt.Fprintf(s.Err, "kboost: built boost kernel %s in %v into %s\n", build.Release, build.Duration.Round(time.Second), build.Dir)
 				}
-			} else if deb == "" {
-				meta, ok := verifyKernels[kernel]
-				if !ok {
-					return usagef("--kernel %q: want debian or boost (or --deb FILE)", kernel)
-				}
-				var err error
-				if deb, err = kimage.FetchDebianKernel(ctx, meta); err != nil {
-					return err
-				}
+				req.Build = build
 			}
-			va := guest.VerifyArgs{Policy: policy, Sample: sample, Seed: seed, MaxSize: maxSize,
-				NonBoundary: nonBoundary, Spacing: spacing}
-			if funcs != "" {
-				if strings.ContainsAny(funcs, "*?[") {
-					va.Pattern = funcs
-				} else {
-					va.Funcs = strings.Split(funcs, ",")
-				}
-			}
-			vc := vm.VerifyConfig{Deb: deb, Build: build, Args: va, VM: vm.Config{Timeout: timeout}}
+			prog := newConsoleProgress(s.Err, "vm verify "+v.Arch.Name)
 			if verbose {
-				vc.VM.Console = s.Err
+				req.VM.Console = s.Err
+			} else if prog.on {
+				req.VM.Console = prog
 			}
-			v, err := vm.Verify(ctx, vc)
+			o, err := v.Verify(ctx, req)
+			prog.finish()
 			if err != nil {
 				return err
+			}
+			if o.Cached != "" {
+				fmt.Fprintf(s.Err, "kboost: the kernel's record from the cache %s (--no-cache boots again)\n", o.Cached)
 			}
 			if jsonOut {
-				err = v.WriteJSON(s.Out)
+				err = o.WriteJSON(s.Out)
 			} else {
-				err = v.WriteTable(s.Out)
+				err = o.WriteTable(s.Out)
 			}
 			if err != nil {
 				return err
 			}
-			if failOnDiff && v.Summary.AllAgree != v.Summary.Probes {
-				return fmt.Errorf("%d of %d probes disagree", v.Summary.Probes-v.Summary.AllAgree, v.Summary.Probes)
+			if failOnDiff && !o.Agrees() {
+				return &DisagreeError{Probes: o.Summary.Probes, Agree: o.Summary.AllAgree}
 			}
 			return nil
 		},
 	}
 	f := verify.Flags()
-	f.StringVar(&kernel, "kernel", "debian", "kernel to boot: debian (the current linux-image-amd64) or boost (built from linux-source-6.1 with PREEMPT_NONE, cached)")
+	f.StringVar(&arch, "arch", "x86-64", "guest architecture: x86-64, arm64 or arm (armhf)")
+	f.StringVar(&kernel, "kernel", "debian", "kernel to boot: debian (the architecture's current Debian kernel) or boost (x86-64: built from linux-source-6.1 with PREEMPT_NONE, cached)")
 	f.StringVar(&deb, "deb", "", "boot this kernel package instead of --kernel")
 	f.StringVar(&funcs, "funcs", "", "functions: NAME[,NAME...] or a glob such as 'vfs_*'")
 	f.IntVar(&sample, "sample", 0, "pick N functions at random (seeded by --seed) among the selection, or among all functions up to --max-size bytes")
 	f.Int64Var(&seed, "seed", 1, "seed for --sample")
 	f.Uint64Var(&maxSize, "max-size", 512, "largest function --sample picks (bytes)")
-	f.IntVar(&nonBoundary, "non-boundary", 2, "offsets inside instructions tried per function (-1: none)")
-	f.IntVar(&spacing, "spacing", 24, "least distance between probes of one function in one round")
-	f.StringVar(&policy, "policy", "linux-6.1", "kboost policy that predicts")
+	f.IntVar(&nonBoundary, "non-boundary", 2, "offsets that are not instruction boundaries tried per function (-1: none; arm64, arm: misaligned offsets)")
+	f.IntVar(&spacing, "spacing", 24, "least distance between probes of one function in one round (x86-64)")
+	f.StringVar(&policy, "policy", "", "kboost policy that predicts (default: linux-6.1, linux-6.1-arm64 or linux-6.1-arm by --arch; none: the kernel's outcomes only)")
 	f.BoolVar(&jsonOut, "json", false, "one JSON record per probe, then a summary object")
 	f.BoolVar(&verbose, "verbose", false, "copy the guest console to stderr")
-	f.BoolVar(&failOnDiff, "fail", false, "exit 1 if any probe disagrees")
+	f.BoolVar(&failOnDiff, "fail", true, "exit 1 unless every probe agrees on every field")
+	f.BoolVar(&noCache, "no-cache", false, "boot even when the kernel's record is cached (arm64, arm)")
 	f.DurationVar(&timeout, "timeout", 30*time.Minute, "bound for the whole run")
 	cmd.AddCommand(verify)
 	return cmd
+}
+
+// DisagreeError reports a verification whose predictions and kernel
+// disagree somewhere (exit status 1).
+type DisagreeError struct{ Probes, Agree int }
+
+func (e *DisagreeError) Error() string {
+	if e.Probes == 0 {
+		return "no probe ran: nothing was verified"
+	}
+	return fmt.Sprintf("%d of %d probes disagree with the kernel on some field (agreement %.2f%%)",
+		e.Probes-e.Agree, e.Probes, 100*float64(e.Agree)/float64(e.Probes))
+}
+
+// consoleProgress is the guest console as a one-line progress indicator on
+// a terminal: the time so far and the guest's latest "kboost-guest:" line
+// (its rounds), "booting" before the first; nothing when stderr is not a
+// terminal.
+type consoleProgress struct {
+	*progress
+	mu   sync.Mutex
+	line []byte
+	seen bool // a guest line arrived: kernel lines no longer show
+}
+
+func newConsoleProgress(w io.Writer, what string) *consoleProgress {
+	return &consoleProgress{progress: newProgress(w, what)}
+}
+
+func (c *consoleProgress) Write(b []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, ch := range b {
+		if ch != '\n' {
+			c.line = append(c.line, ch)
+			continue
+		}
+		l := strings.TrimSpace(string(c.line))
+		c.line = c.line[:0]
+		if !c.on || l == "" {
+			continue
+		}
+		_, msg, guest := strings.Cut(l, "kboost-guest: ")
+		if !guest {
+			if c.seen {
+				continue
+			}
+			msg = "booting"
+		}
+		c.seen = c.seen || guest
+		if len(msg) > 100 {
+			msg = msg[:100]
+		}
+		c.last = time.Now()
+		fmt.Fprintf(c.w, "\r\033[K%s: %s %s", c.what, time.Since(c.start).Round(time.Second), msg)
+	}
+	return len(b), nil
+}
+
+func (c *consoleProgress) finish() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.progress.finish()
 }

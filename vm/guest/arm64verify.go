@@ -51,14 +51,18 @@ type ProbeArch struct {
 	// Step and File are the guest step recording this architecture and its
 	// result entry.
 	Step, File string
-	// SlotMask, when set (Width bytes), is ANDed with the probed instruction
-	// and a slot's first word before SlotMatcher compares them: the kernel
-	// copies a changed instruction (32-bit ARM: condition made AL, registers
-	// renamed). SlotTail, when set, must follow that first word in the slot.
-	SlotMask, SlotTail []byte
+	// SlotMatch, when set, scores how well a slot (SlotSize bytes) can hold
+	// the kernel's copy of the probed instruction inst (negative: it cannot),
+	// for kernels that change what they copy (32-bit ARM: condition made AL,
+	// registers renamed); nil: the slot must start with inst itself.
+	SlotMatch func(slot, inst []byte) int
 	// NoKcore: the kernel has no /proc/kcore (CONFIG_PROC_KCORE off); function
-	// bytes come from the host (the kernel image) and no slot is read.
+	// bytes come from the host (the kernel image), and slots are read only
+	// when the host reads guest memory (Env.HostMemory).
 	NoKcore bool
+	// KernelTTB, when set, returns the physical address of the kernel's own
+	// first-level translation table, for host reads (Env.HostMemory).
+	KernelTTB func() (uint64, error)
 	// Symbols are core symbols whose addresses the recorder keeps in
 	// ARM64Report.Symbols (the host maps the kernel image with them).
 	Symbols []string
@@ -122,6 +126,15 @@ type ARM64Report struct {
 	Funcs     []KernelFunc `json:"funcs"`
 	// SlotPages are the kprobe_insn_page addresses seen.
 	SlotPages []uint64 `json:"slot_pages,omitempty"`
+	// SlotsRead: the slot pages were read after every round (from
+	// /proc/kcore, or by the host), so an accepted probe without a slot had
+	// none. SlotsBy says how ("kcore", "host").
+	SlotsRead bool   `json:"slots_read,omitempty"`
+	SlotsBy   string `json:"slots_by,omitempty"`
+	// RoundSlots are the slot pages after each round, kept when the guest
+	// has no instruction bytes to match them with (NoKcore): the host matches
+	// them (MatchRecordedSlots).
+	RoundSlots []RoundSlots `json:"round_slots,omitempty"`
 	// Blacklist is /sys/kernel/debug/kprobes/blacklist as read.
 	Blacklist string `json:"blacklist,omitempty"`
 	// ErrorLogs holds one tracefs error_log message per refusing errno.
@@ -416,9 +429,9 @@ func (a *ProbeArch) ProbeOffsets(size uint64, misaligned int) (boundaries, other
 }
 
 // SlotMatcher finds the kernel slot of each stepped probe in snapshots of the
-// slot pages: the slot whose first instruction word is the probed one,
-// preferring slots that changed since the previous snapshot, each slot claimed
-// once. On arm64 the kernel decides from the instruction word alone (the
+// slot pages: the slot whose first instruction word is the probed one (the
+// best by ProbeArch.SlotMatch's score), preferring slots that changed since
+// the previous snapshot, each slot claimed once. On arm64 the kernel decides from the instruction word alone (the
 // exclusive back-scan only refuses), so an instruction that is simulated never
 // has a copy in any slot: a probe without a matching slot has none.
 type SlotMatcher struct {
@@ -457,33 +470,87 @@ func (m *SlotMatcher) Claim(inst []byte) (addr uint64, b []byte, ok bool) {
 	if len(inst) == 0 {
 		return 0, nil, false
 	}
-	for pass := 0; pass < 2; pass++ {
-		for i := range m.slot {
-			s := &m.slot[i]
-			if s.claimed || (pass == 0 && !s.changed) || !m.matches(s.b, inst) {
-				continue
-			}
-			s.claimed = true
-			return s.addr, s.b, true
+	// The best match (ProbeArch.SlotMatch's score), then a changed slot,
+	// then the lowest address.
+	best, bestScore := -1, -1
+	for i := range m.slot {
+		s := &m.slot[i]
+		if s.claimed {
+			continue
+		}
+		sc := m.score(s.b, inst)
+		if sc < 0 {
+			continue
+		}
+		if best < 0 || sc > bestScore || sc == bestScore && s.changed && !m.slot[best].changed {
+			best, bestScore = i, sc
 		}
 	}
-	return 0, nil, false
+	if best < 0 {
+		return 0, nil, false
+	}
+	s := &m.slot[best]
+	s.claimed = true
+	return s.addr, s.b, true
 }
 
-func (m *SlotMatcher) matches(slot, inst []byte) bool {
-	mask, tail := m.Arch.SlotMask, m.Arch.SlotTail
-	if len(mask) == 0 {
-		return bytes.HasPrefix(slot, inst)
+func (m *SlotMatcher) score(slot, inst []byte) int {
+	if m.Arch.SlotMatch != nil {
+		return m.Arch.SlotMatch(slot, inst)
 	}
-	if len(inst) < len(mask) || len(slot) < len(mask)+len(tail) || !bytes.Equal(slot[len(mask):len(mask)+len(tail)], tail) {
-		return false
+	if bytes.HasPrefix(slot, inst) {
+		return 0
 	}
-	for i, k := range mask {
-		if slot[i]&k != inst[i]&k {
-			return false
+	return -1
+}
+
+// RoundSlots are the slot pages (hex, by page address) after one round.
+type RoundSlots struct {
+	Round int               `json:"round"`
+	Pages map[uint64]string `json:"pages"`
+}
+
+// MatchRecordedSlots fills the kernel slot of every accepted, non-[FTRACE]
+// probe of rep from rep.RoundSlots, as the recorder does with pages it reads
+// itself (SlotMatcher: the slot holding the probed instruction, changed in
+// the probe's round first, in registration order); the records' Bytes must
+// be filled in. Each round's pages are compared with the previous round's
+// (the recorder reads them once per round, and removing probes only marks
+// their slots free).
+func MatchRecordedSlots(rep *ARM64Report, arch *ProbeArch) error {
+	if len(rep.RoundSlots) == 0 {
+		return nil
+	}
+	byRound := map[int][]*VerifyRecord{}
+	for i := range rep.Records {
+		r := &rep.Records[i]
+		if r.Round > 0 && r.Kernel.Errno == "" && !r.Kernel.Ftrace && r.Kernel.Addr != 0 {
+			byRound[r.Round] = append(byRound[r.Round], r)
 		}
 	}
-	return true
+	m := SlotMatcher{Arch: arch}
+	before := map[uint64][]byte{}
+	for _, rs := range rep.RoundSlots {
+		after := map[uint64][]byte{}
+		for a, h := range rs.Pages {
+			b, err := hex.DecodeString(h)
+			if err != nil {
+				return fmt.Errorf("round %d: slot page %#x: %w", rs.Round, a, err)
+			}
+			after[a] = b
+		}
+		m.Reset(before, after)
+		for _, r := range byRound[rs.Round] {
+			inst, _ := hex.DecodeString(r.Bytes)
+			if a, b, found := m.Claim(inst); found {
+				r.Kernel.Slot, r.Kernel.SlotAddr = hex.EncodeToString(b), a
+			} else {
+				r.Kernel.Slot, r.Kernel.SlotAddr = "", 0
+			}
+		}
+		before = after
+	}
+	return nil
 }
 
 // A64Word returns the little-endian instruction word of hex bytes ("" -> 0, false).
@@ -537,7 +604,7 @@ func LiveSites(bl []BlacklistEntry, textStart, textEnd, initStart, initEnd uint6
 }
 
 // ARM64Tables are kernel tables found outside the running kernel (in its
-// Image, see vm.FindARM64Tables): the code addresses of the jump-label sites
+// Image, see vm.ARM64ImageTables): the code addresses of the jump-label sites
 // and of the exception-table entries.
 type ARM64Tables struct {
 	JumpLabels []uint64

@@ -39,17 +39,35 @@ func insnPages() []uint64 {
 	return out
 }
 
-func readPages(kc *loader.Kcore, addrs []uint64) map[uint64][]byte {
-	m := map[uint64][]byte{}
-	if kc == nil {
-		return m
+// readSpan reads n bytes at addr in requests of at most MaxMemRead bytes.
+func readSpan(mem MemReader, addr uint64, n int) ([]byte, error) {
+	out := make([]byte, 0, n)
+	for len(out) < n {
+		b, err := mem.Read(addr+uint64(len(out)), min(n-len(out), MaxMemRead))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, b...)
 	}
+	return out, nil
+}
+
+// readPages reads the slot pages at addrs (nothing when mem is nil); a page
+// that cannot be read is left out, and the first error returned.
+func readPages(mem MemReader, addrs []uint64) (map[uint64][]byte, error) {
+	m := map[uint64][]byte{}
+	if mem == nil {
+		return m, nil
+	}
+	var first error
 	for _, a := range addrs {
-		if b, err := kc.Read(a, 4096); err == nil {
+		if b, err := mem.Read(a, 4096); err == nil {
 			m[a] = b
+		} else if first == nil {
+			first = err
 		}
 	}
-	return m
+	return m, first
 }
 
 // stepVerifyFixed records the kernel's kprobe decisions for every boundary of
@@ -122,14 +140,26 @@ func stepVerifyFixed(e *Env, raw json.RawMessage, arch *ProbeArch) error {
 	}
 
 	var kc *loader.Kcore
+	var slotMem MemReader // where the slot pages are read; nil: nowhere
 	if !arch.NoKcore {
 		if kc, err = loader.OpenKcore(); err != nil {
 			return err
 		}
 		defer kc.Close()
+		slotMem, rep.SlotsBy = kc, "kcore"
+	} else if hm := e.HostMemory(0); hm != nil {
+		var ttb uint64
+		if arch.KernelTTB != nil {
+			if ttb, err = arch.KernelTTB(); err != nil {
+				return err
+			}
+		}
+		slotMem, rep.SlotsBy = e.HostMemory(ttb), "host"
+		rep.Notes = append(rep.Notes, "no /proc/kcore: function bytes and slot pages read by the host through QEMU")
 	} else {
 		rep.Notes = append(rep.Notes, "no /proc/kcore: function bytes from the host's kernel image, no slots read")
 	}
+	rep.SlotsRead = slotMem != nil
 	misaligned := args.Misaligned
 	if misaligned == 0 {
 		misaligned = 2
@@ -151,6 +181,13 @@ func stepVerifyFixed(e *Env, raw json.RawMessage, arch *ProbeArch) error {
 			if code, err = kc.Read(s.Addr, int(s.Size)); err != nil {
 				rep.Notes = append(rep.Notes, fmt.Sprintf("%s: %v (skipped)", s.Name, err))
 				continue
+			}
+			kf.Bytes = hex.EncodeToString(code)
+		} else if slotMem != nil {
+			// The running kernel's bytes, through the host: the image's differ
+			// where the kernel patched itself at boot.
+			if code, err = readSpan(slotMem, s.Addr, int(s.Size)); err != nil {
+				return fmt.Errorf("%s: %w", s.Name, err)
 			}
 			kf.Bytes = hex.EncodeToString(code)
 		}
@@ -208,6 +245,7 @@ func stepVerifyFixed(e *Env, raw json.RawMessage, arch *ProbeArch) error {
 		roundSize = 384
 	}
 	var pages []uint64
+	var last map[uint64][]byte
 	var m SlotMatcher
 	m.Arch = arch
 	t1 := time.Now()
@@ -227,7 +265,15 @@ func stepVerifyFixed(e *Env, raw json.RawMessage, arch *ProbeArch) error {
 		}
 		rep.Rounds++
 		lap = time.Now()
-		before := readPages(kc, pages)
+		// The pages as the previous round left them: read again from kcore;
+		// through the host (slow), the previous round's reading stands
+		// (removing probes only marks their slots free).
+		before := last
+		if before == nil || rep.SlotsBy != "host" {
+			if before, err = readPages(slotMem, pages); err != nil && rep.SlotsBy == "host" {
+				return err
+			}
+		}
 		var ok []*VerifyRecord
 		for _, r := range round {
 			r.Round = rep.Rounds
@@ -257,12 +303,28 @@ func stepVerifyFixed(e *Env, raw json.RawMessage, arch *ProbeArch) error {
 			waitOptimized(e, &rep, dir, ok, byAddr, kc)
 			tick("optimize")
 		}
-		if need && len(pages) == 0 && kc != nil {
+		if need && len(pages) == 0 && slotMem != nil {
 			pages = insnPages()
 			tick("kallsyms")
 		}
-		after := readPages(kc, pages)
+		after, err := readPages(slotMem, pages)
+		if err != nil && rep.SlotsBy == "host" {
+			return err // through kcore, an unreadable page is left out
+		}
+		last = after
 		tick("slots")
+		if kc == nil {
+			// No instruction bytes here: the host matches the slots once it
+			// has the bytes (MatchRecordedSlots).
+			if slotMem != nil {
+				rs := RoundSlots{Round: rep.Rounds, Pages: map[uint64]string{}}
+				for a, b := range after {
+					rs.Pages[a] = hex.EncodeToString(b)
+				}
+				rep.RoundSlots = append(rep.RoundSlots, rs)
+			}
+			ok = nil
+		}
 		m.Reset(before, after)
 		for _, r := range ok {
 			if r.Kernel.Ftrace || r.Kernel.Addr == 0 {

@@ -38,7 +38,10 @@ func Steps() []string {
 
 // Env is what a step sees: a place for its results and a log on the console.
 type Env struct {
-	log     io.Writer
+	log io.Writer
+	// hostMem reads guest kernel memory through the host (nil: the host does
+	// not serve KBOOST-MEM requests); see HostMemory.
+	hostMem hostMemReader
 	entries []Entry
 	names   map[string]bool
 	cur     *StepReport
@@ -47,6 +50,24 @@ type Env struct {
 // NewEnv returns an Env logging to log (the console in a guest; anything in tests).
 func NewEnv(log io.Writer) *Env {
 	return &Env{log: log, names: make(map[string]bool)}
+}
+
+// MemReader reads kernel virtual memory (/proc/kcore, or the host through
+// QEMU).
+type MemReader interface {
+	Read(addr uint64, n int) ([]byte, error)
+}
+
+// HostMemory returns a reader that asks the host for guest kernel memory
+// (Scenario.HostMemory), or nil when the host does not serve such requests.
+// ttb, when not 0, is the physical address of the translation table the
+// host walks (see hostmem.go); 0 leaves translation to the guest CPU's
+// current page tables.
+func (e *Env) HostMemory(ttb uint64) MemReader {
+	if e.hostMem == nil {
+		return nil
+	}
+	return hostMemTTB{h: e.hostMem, ttb: ttb}
 }
 
 // Put stores a result entry. Names are unique across the whole run; putting a name

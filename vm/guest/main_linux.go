@@ -58,6 +58,9 @@ func Main() error {
 		rep.Cmdline = strings.TrimSpace(string(c))
 	}
 	env := NewEnv(out)
+	if sc.HostMemory {
+		env.hostMem = newHostMem(os.Stdin, out, sc.Nonce)
+	}
 	reports := env.Run(sc.Steps)
 	rep.UptimeEnd = uptime()
 	entries := env.Entries()

@@ -45,6 +45,9 @@ type Scenario struct {
 	// Verbose keeps kernel messages on the console while the steps run; by default
 	// the guest lowers the console log level so printk cannot split protocol lines.
 	Verbose bool `json:"verbose,omitempty"`
+	// HostMemory: the host answers KBOOST-MEM requests on the console's input
+	// (see hostmem.go); steps may ask it to read guest kernel memory.
+	HostMemory bool `json:"host_memory,omitempty"`
 }
 
 // Step names one registered step and carries its arguments.

@@ -1,0 +1,233 @@
+package vm
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/kboost/kboost/kimage"
+	"github.com/kboost/kboost/vm/guest"
+)
+
+// VerifyRequest is one verification run on any guest architecture (see
+// Verifier). Zero values mean the architecture's defaults.
+type VerifyRequest struct {
+	// Deb is the kernel package to boot; "" means the current Debian package
+	// of Verifier.DebianMeta (fetched with kimage.FetchDebianKernel).
+	Deb string
+	// Build boots a kernel from BuildBoostKernel instead (Verifier.BoostKernel).
+	Build *KernelBuild
+	// Funcs names functions exactly; Pattern is a glob; Sample picks that many
+	// (after Funcs/Pattern, or among all functions up to MaxSize bytes, 0: 512)
+	// with a generator seeded by Seed.
+	Funcs   []string
+	Pattern string
+	Sample  int
+	Seed    int64
+	MaxSize uint64
+	// NonBoundary is how many offsets that are not instruction boundaries are
+	// tried per function (0: 2; negative: none).
+	NonBoundary int
+	// Spacing is the least distance between two probes of one function in one
+	// round (x86-64 only: Verifier.Spacing).
+	Spacing int
+	// Policy predicts ("" Verifier.DefaultPolicy).
+	Policy string
+	// VM settings.
+	VM Config
+	// NoCache boots even when the kernel's record is cached (architectures
+	// whose records are cached: Verifier.Cached).
+	NoCache bool
+}
+
+// VerifyOutcome is a verification's result, whatever the architecture: the
+// agreement per compared field and the records behind it.
+type VerifyOutcome struct {
+	Verifier *Verifier
+	Release  string // the booted kernel's release
+	Policy   string // the predicting policy ("" when nothing was predicted)
+	// Summary counts probes and agreements per field (BoostPredicted and
+	// SlotJumpsBack are x86-64 only); Fields are the compared fields in table
+	// order.
+	Summary VerifySummary
+	Fields  []string
+	// Cached is the cache file the kernel's record came from ("" when booted).
+	Cached string
+
+	table, json func(io.Writer) error
+}
+
+// WriteTable prints the agreement table and every disagreement, in the
+// architecture's layout.
+func (o *VerifyOutcome) WriteTable(w io.Writer) error { return o.table(w) }
+
+// WriteJSON prints one JSON record per probe (guest.VerifyRecord) and then
+// a summary object {"summary": {...}, "release", "policy", ...}.
+func (o *VerifyOutcome) WriteJSON(w io.Writer) error { return o.json(w) }
+
+// Agrees reports whether every probe that ran agrees on every compared field
+// (and at least one ran).
+func (o *VerifyOutcome) Agrees() bool {
+	return o.Summary.Probes > 0 && o.Summary.AllAgree == o.Summary.Probes
+}
+
+// Verifier is the verification scenario of one guest architecture: which
+// kernel it boots, what it compares and how.
+type Verifier struct {
+	Arch *Arch
+	// DebianMeta is the Debian meta-package whose current kernel is booted
+	// when VerifyRequest.Deb is "".
+	DebianMeta string
+	// DefaultPolicy predicts when VerifyRequest.Policy is "".
+	DefaultPolicy string
+	// Fields are the compared fields, in table order.
+	Fields []string
+	// BoostKernel: VerifyRequest.Build (a kernel from BuildBoostKernel) can
+	// be booted. Spacing: VerifyRequest.Spacing applies. Cached: the kernel's
+	// record is cached under $KBOOST_CACHE/verify (VerifyRequest.NoCache).
+	BoostKernel, Spacing, Cached bool
+	// NonBoundary names what VerifyRequest.NonBoundary probes on this
+	// architecture.
+	NonBoundary string
+
+	run func(context.Context, *Verifier, VerifyRequest) (*VerifyOutcome, error)
+}
+
+func (v *Verifier) String() string { return v.Arch.Name }
+
+var (
+	// AMD64Verifier runs Verify: Debian linux-image-amd64 (or the boost
+	// kernel), slots and detour buffers read from /proc/kcore.
+	AMD64Verifier = &Verifier{Arch: AMD64, DebianMeta: "linux-image-amd64", DefaultPolicy: "linux-6.1",
+		Fields: guest.VerifyFields, BoostKernel: true, Spacing: true,
+		NonBoundary: "offsets inside instructions", run: verifyAMD64}
+	// ARM64Verifier runs VerifyARM64: Debian linux-image-arm64.
+	ARM64Verifier = &Verifier{Arch: ARM64, DebianMeta: "linux-image-arm64", DefaultPolicy: guest.ARM64Probes.DefaultPolicy,
+		Fields: guest.ARM64Fields, Cached: true, NonBoundary: "misaligned offsets", run: verifyARM64}
+	// ARMVerifier runs VerifyARM: Debian linux-image-armmp.
+	ARMVerifier = &Verifier{Arch: ARM, DebianMeta: "linux-image-armmp", DefaultPolicy: guest.ARMProbes.DefaultPolicy,
+		Fields: guest.ARMFields, Cached: true, NonBoundary: "misaligned offsets", run: verifyARM}
+)
+
+// Verifiers lists the architectures with a verification scenario.
+var Verifiers = []*Verifier{AMD64Verifier, ARM64Verifier, ARMVerifier}
+
+// LookupVerifier finds the Verifier of an architecture by any name
+// LookupArch knows ("x86-64", "arm64", "aarch64", "arm", "armhf", ...).
+func LookupVerifier(name string) (*Verifier, error) {
+	a, err := LookupArch(name)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %q (want x86-64, arm64 or arm)", ErrUnknownArch, name)
+	}
+	for _, v := range Verifiers {
+		if v.Arch == a {
+			return v, nil
+		}
+	}
+	var names []string
+	for _, v := range Verifiers {
+		names = append(names, v.Arch.Name)
+	}
+	return nil, fmt.Errorf("%w: no verification scenario for %s (there is one for %s)", ErrUnknownArch, a.Name, strings.Join(names, ", "))
+}
+
+// Verify runs the architecture's verification (fetching its Debian kernel
+// when req.Deb and req.Build are unset). A request the architecture cannot
+// run (a boost kernel, spacing where it does not apply) is an error.
+func (v *Verifier) Verify(ctx context.Context, req VerifyRequest) (*VerifyOutcome, error) {
+	if req.Build != nil && !v.BoostKernel {
+		return nil, fmt.Errorf("vm: no boost-capable kernel for %s (only x86-64 builds one)", v.Arch.Name)
+	}
+	if req.Spacing != 0 && !v.Spacing {
+		return nil, fmt.Errorf("vm: probe spacing applies to x86-64 only (%s probes do not block each other)", v.Arch.Name)
+	}
+	if req.Deb == "" && req.Build == nil {
+		deb, err := kimage.FetchDebianKernel(ctx, v.DebianMeta)
+		if err != nil {
+			return nil, err
+		}
+		req.Deb = deb
+	}
+	return v.run(ctx, v, req)
+}
+
+func verifyAMD64(ctx context.Context, v *Verifier, req VerifyRequest) (*VerifyOutcome, error) {
+	va := guest.VerifyArgs{Policy: req.Policy, Funcs: req.Funcs, Pattern: req.Pattern, Sample: req.Sample,
+		Seed: req.Seed, MaxSize: req.MaxSize, NonBoundary: req.NonBoundary, Spacing: req.Spacing}
+	if va.Policy == "" {
+		va.Policy = v.DefaultPolicy
+	}
+	r, err := Verify(ctx, VerifyConfig{Deb: req.Deb, Build: req.Build, Args: va, VM: req.VM})
+	if err != nil {
+		return nil, err
+	}
+	return &VerifyOutcome{Verifier: v, Release: r.Report.Release, Policy: r.Report.Policy,
+		Summary: r.Summary, Fields: v.Fields, table: r.WriteTable, json: r.WriteJSON}, nil
+}
+
+// fixedArgs maps a request to the fixed-width recorder's arguments (zero
+// values stay zero, so that a request with the defaults finds the records
+// cached by the oracle tests).
+func fixedArgs(req VerifyRequest) guest.ARM64VerifyArgs {
+	return guest.ARM64VerifyArgs{Policy: req.Policy, Funcs: req.Funcs, Pattern: req.Pattern, Sample: req.Sample,
+		Seed: req.Seed, MaxSize: req.MaxSize, Misaligned: req.NonBoundary}
+}
+
+func verifyARM64(ctx context.Context, v *Verifier, req VerifyRequest) (*VerifyOutcome, error) {
+	r, err := VerifyARM64(ctx, ARM64VerifyConfig{Deb: req.Deb, Args: fixedArgs(req), VM: req.VM, NoCache: req.NoCache})
+	if err != nil {
+		return nil, err
+	}
+	return fixedOutcome(v, &r.Report, arm64View, r.Cached, r.WriteTable), nil
+}
+
+func verifyARM(ctx context.Context, v *Verifier, req VerifyRequest) (*VerifyOutcome, error) {
+	r, err := VerifyARM(ctx, ARMVerifyConfig{Deb: req.Deb, Args: fixedArgs(req), VM: req.VM, NoCache: req.NoCache})
+	if err != nil {
+		return nil, err
+	}
+	return fixedOutcome(v, &r.Report, armViewOf(&r.Report), r.Cached, r.WriteTable), nil
+}
+
+// FixedSummary is the architecture-neutral summary of a fixed-width
+// record: misaligned offsets count as non-boundaries.
+func FixedSummary(s *ARM64Summary) VerifySummary {
+	return VerifySummary{Functions: s.Functions, Probes: s.Probes, NotRun: s.NotRun, Boundary: s.Boundary,
+		NonBound: s.Misaligned, Agree: s.Agree, Disagree: s.Disagree, AllAgree: s.AllAgree}
+}
+
+func fixedOutcome(v *Verifier, rep *guest.ARM64Report, view fixedView, cached string, table func(io.Writer) error) *VerifyOutcome {
+	s := summarizeFixed(rep, view)
+	o := &VerifyOutcome{Verifier: v, Release: rep.Release, Summary: FixedSummary(&s), Fields: view.fields,
+		Cached: cached, table: table}
+	if rep.Predicted {
+		o.Policy = rep.Policy
+	}
+	o.json = func(w io.Writer) error { return writeFixedJSON(w, rep, o) }
+	return o
+}
+
+// writeFixedJSON prints a fixed-width record as Verification.WriteJSON does.
+func writeFixedJSON(w io.Writer, rep *guest.ARM64Report, o *VerifyOutcome) error {
+	enc := json.NewEncoder(w)
+	for i := range rep.Records {
+		r := &rep.Records[i]
+		if r.Round < 0 {
+			continue
+		}
+		if err := enc.Encode(r); err != nil {
+			return err
+		}
+	}
+	return enc.Encode(struct {
+		Summary VerifySummary `json:"summary"`
+		Arch    string        `json:"arch"`
+		Release string        `json:"release"`
+		Policy  string        `json:"policy"`
+		Rounds  int           `json:"rounds"`
+		Cached  string        `json:"cached,omitempty"`
+		Notes   []string      `json:"notes,omitempty"`
+	}{o.Summary, rep.Arch, rep.Release, o.Policy, rep.Rounds, o.Cached, rep.Notes})
+}
