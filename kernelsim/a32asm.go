@@ -7,11 +7,11 @@ import "fmt"
 
 // A32 instruction words used by slot models and fillers.
 const (
-	A32UDF      = 0xE7F000F0 // UDF #0: filler of the code page (SIGILL)
-	A32SlotFill = 0xE7F51AF7 // UDF #0x51a7: filler of the slot page (SIGILL, not the code page's word)
-	A32MovPCLR  = 0xE1A0F00E // mov pc, lr: the end of the kernel's A32 emulation slot
-	A32LdrPC    = 0xE51FF004 // ldr pc, [pc, #-4]: jump to the word that follows (interworking)
-	a32Bkpt     = 0xE1200070 // bkpt #0
+	A32UDF      = T32CodeFill // filler of the code page: UDF in ARM state, and in Thumb state wherever entered (SIGILL)
+	A32SlotFill = T32SlotFill // filler of the slot page (the same, not the code page's word)
+	A32MovPCLR  = 0xE1A0F00E  // mov pc, lr: the end of the kernel's A32 emulation slot
+	A32LdrPC    = 0xE51FF004  // ldr pc, [pc, #-4]: jump to the word that follows (interworking)
+	a32Bkpt     = 0xE1200070  // bkpt #0
 )
 
 // A32 condition codes.

@@ -31,6 +31,79 @@ var ARM32 = &Arch{
 		Stack:   0x1081_0000,
 	},
 	emu: emuARM32,
+	arm: isaA32,
+	sp:  a32RegSP,
+}
+
+// Thumb runs Thumb-2 (T16/T32) code under qemu-arm through its gdb stub
+// (NewGDB): the ARM32 sandbox with every case entered in Thumb state.
+var Thumb = &Arch{
+	Name: "thumb", Mode: decode.ModeT32,
+	RegNames: ARM32.RegNames, RegMask: 0xFFFF_FFFF, FlagsMask: A32FlagsMask,
+	Layout: ARM32.Layout,
+	emu:    emuThumb,
+	arm:    isaT32,
+	sp:     a32RegSP,
+}
+
+// armISA is what differs between the two 32-bit ARM instruction sets in
+// the probe model (A32Probe, CheckHitsA32) and the fuzzer (A32Fuzzer): one
+// value per instruction set, isaA32 and isaT32.
+type armISA struct {
+	name       string
+	thumb      bool // code runs in Thumb state
+	mode       decode.Mode
+	dec        *decode.Arch
+	rulePrefix string // of the policy's rule ids: "arm." or "thumb."
+	// insnLen, insnBytes and brkBytes: an instruction value's length, its
+	// bytes in memory and the breakpoint an armed probe leaves over it.
+	insnLen   func(w uint32) int
+	insnBytes func(w uint32) []byte
+	brkBytes  func(w uint32) []byte
+	// jump is code at at that continues at to (bit 0: Thumb state).
+	jump func(at, to uint64) []byte
+	// hit builds the kernel's hit on path from trial t: the case it runs
+	// (nil: none, the state is in the returned hit) and how its result is
+	// written back.
+	hit func(p *A32Probe, path Path, slot []byte, t *Trial) (*Case, *a32Hit, error)
+	// verifySlot checks the policy's slot image for w.
+	verifySlot func(w uint32, img []byte) []string
+	// value reads an instruction value from memory bytes: the value, its
+	// length, false when b is too short.
+	value func(b []byte) (uint32, int, bool)
+	// codeStore reports a store addressed from the PC: it writes the
+	// sandbox's code image (kernel text is read-only).
+	codeStore func(w uint32) bool
+	// unpredictable names why the architecture calls an encoding
+	// UNPREDICTABLE ("" when it does not, or is not modelled).
+	unpredictable func(w uint32) string
+	// hex renders a value as kboost prints it (memory order); group is
+	// the encoding group findings are keyed by.
+	hex, group func(w uint32) string
+}
+
+var isaA32 = &armISA{
+	name: "arm", mode: decode.ModeA32, dec: decode.ARM, rulePrefix: "arm.",
+	insnLen:   func(uint32) int { return 4 },
+	insnBytes: func(w uint32) []byte { return a64Bytes(w) },
+	brkBytes:  func(w uint32) []byte { return a64Bytes(a32Breakpoint(w)) },
+	jump: func(at, to uint64) []byte {
+		return a64Bytes(A32LdrPC, uint32(to))
+	},
+	hit:        a32KernelHit,
+	verifySlot: func(_ uint32, img []byte) []string { return VerifySlotA32(img) },
+	value: func(b []byte) (uint32, int, bool) {
+		if len(b) < 4 {
+			return 0, 0, false
+		}
+		return binary.LittleEndian.Uint32(b), 4, true
+	},
+	unpredictable: A32Unpredictable,
+	codeStore: func(w uint32) bool {
+		return w>>16&15 == 15 && (w&0x0C100000 == 0x04000000 || w&0x0E100090 == 0x00000090 && w&0x60 != 0)
+	},
+	hex:   a64Hex,
+	group: func(w uint32) string { return fmt.Sprintf("%03x", w>>20&0xff) },
 }
 
 // RandomTrialA32 fills t for an A32 case: r0..r12 and lr point into the
@@ -67,28 +140,89 @@ func (a *Arch) RandomTrialA32(rng *rand.Rand, t *Trial) {
 	}
 }
 
-// A32Probe is one A32 probe site placed in a sandbox: the word at
-// Layout.Orig+CodeOffset, its slot at Layout.Slot+SlotOffset. Action is the
-// kernel's action for it (the suffix of the policy's arm.emulate.* or
-// arm.simulate.* rule: "data_processing_reg", "b_bl"...), which selects
-// the handler the hit runs.
+// A32Probe is one 32-bit ARM probe site placed in a sandbox (Arch ARM32
+// or Thumb): the instruction at Layout.Orig+CodeOffset+Pre, its slot at
+// Layout.Slot+SlotOffset. Word is an A32 word, or a Thumb value (a T16
+// halfword, or a T32 instruction with its first halfword in bits 31..16,
+// as package boost and the kernel write it). Action is the kernel's
+// action for it (the suffix of the policy's arm.emulate.*,
+// arm.simulate.*, thumb.emulate.* or thumb.simulate.* rule:
+// "data_processing_reg", "b_bl", "cbz_cbnz"...), which selects the handler
+// the hit runs.
+//
+// Thumb only: Pre (0, 2 or 4, CodeOffset stays word aligned) is the number
+// of bytes of code before the instruction: nops, the last of them the IT
+// instruction IT when IT is not zero (a one-instruction IT block, 0xbfc8
+// form, so the probed instruction is the block's last and the return stub
+// after it runs unconditionally).
 type A32Probe struct {
 	Arch       *Arch
 	Word       uint32
 	Action     string
 	CodeOffset int
 	SlotOffset int
+	Pre        int
+	IT         uint16
 }
 
 // Addr and SlotAddr are the sandbox addresses of the probe and its slot.
-func (p *A32Probe) Addr() uint64     { return p.Arch.Layout.Orig + uint64(p.CodeOffset) }
+func (p *A32Probe) Addr() uint64 {
+	return p.Arch.Layout.Orig + uint64(p.CodeOffset) + uint64(p.Pre)
+}
 func (p *A32Probe) SlotAddr() uint64 { return p.Arch.Layout.Slot + uint64(p.SlotOffset) }
 
-// A32Action returns the kernel action named by a linux-6.1-arm decision's
-// rule ids ("arm.emulate.load" -> "load"), "" when there is none.
+// Len is the instruction's length in bytes.
+func (p *A32Probe) Len() int { return p.Arch.arm.insnLen(p.Word) }
+
+// code is the code image with insn at the probe: the Thumb prefix, then insn.
+func (p *A32Probe) code(insn []byte) []byte {
+	if p.Pre == 0 {
+		return insn
+	}
+	b := make([]byte, 0, p.Pre+len(insn))
+	for i := 0; i < p.Pre; i += 2 {
+		h := uint16(T32Nop)
+		if i+2 == p.Pre && p.IT != 0 {
+			h = p.IT
+		}
+		b = binary.LittleEndian.AppendUint16(b, h)
+	}
+	return append(b, insn...)
+}
+
+// hitCode is the code image while the probe is armed (the breakpoint over
+// the instruction).
+func (p *A32Probe) hitCode() []byte { return p.code(p.Arch.arm.brkBytes(p.Word)) }
+
+// slotMap maps a PC in c's slot to the probed instruction's coordinates
+// (slot+i -> addr+i).
+func (p *A32Probe) slotMap(c *Case) func(uint64) uint64 {
+	s, o := c.SlotAddr(p.Arch.Layout), p.Addr()
+	return func(pc uint64) uint64 {
+		if pc >= s && pc < s+uint64(len(c.Slot)) {
+			return pc - s + o
+		}
+		return pc
+	}
+}
+
+// NaiveSlot is the instruction copied verbatim to a slot followed by a
+// jump back to addr+len: what running it out of line without the kernel's
+// emulation would do (PC reads see the slot's address).
+func (p *A32Probe) NaiveSlot() []byte {
+	if !p.Arch.arm.thumb {
+		return A32NaiveSlot(p.Word, p.Addr())
+	}
+	b := t32Bytes(p.Word)
+	return append(b, T32JumpTo(p.SlotAddr()+uint64(len(b)), (p.Addr()+uint64(len(b)))|1)...)
+}
+
+// A32Action returns the kernel action named by a linux-6.1-arm or
+// linux-6.1-thumb decision's rule ids ("arm.emulate.load" -> "load",
+// "thumb.simulate.b_cond" -> "b_cond"), "" when there is none.
 func A32Action(ids []string) string {
 	for _, id := range ids {
-		for _, pre := range []string{"arm.emulate.", "arm.simulate."} {
+		for _, pre := range []string{"arm.emulate.", "arm.simulate.", "thumb.emulate.", "thumb.simulate."} {
 			if s, ok := strings.CutPrefix(id, pre); ok {
 				return s
 			}
@@ -158,20 +292,49 @@ type a32Hit struct {
 	mem   *Result
 	fault *Result
 	skip  bool // condition failed: the kernel skips the instruction
+	// wb writes the result of the hit's case back into regs the way the
+	// handler does (regs.PC is addr+len and thumb the ISA's state before).
+	wb func(h *a32Hit, r *Result)
 }
 
-// kernelSetup is the case that runs the kernel's slot with the handler's
-// register set-up (nil when the hit runs nothing: condition failed,
-// simulation).
-func (p *A32Probe) kernelSetup(path Path, slot []byte, t *Trial) (*Case, *a32Hit, error) {
+// newHit is a hit that leaves the registers of t and continues after the
+// instruction in the ISA's state.
+func (p *A32Probe) newHit(t *Trial) *a32Hit {
+	h := &a32Hit{regs: t.Regs, thumb: p.Arch.arm.thumb}
+	h.regs.PC = p.Addr() + uint64(p.Len())
+	return h
+}
+
+// slotCase is the case that calls slot as the handler does: entered at
+// the slot with the registers of t (the caller sets the handler's), lr the
+// return stub after the armed probe.
+func (p *A32Probe) slotCase(slot []byte, t *Trial) *Case {
+	c := &Case{Code: p.hitCode(), CodeOffset: p.CodeOffset, Slot: slot, SlotOffset: p.SlotOffset, EntrySlot: true, Regs: t.Regs, Scratch: t.Scratch, Stack: t.Stack}
+	c.Regs.GPR[a32RegLR] = c.ReturnAddr(p.Arch.Layout)
+	if p.Arch.arm.thumb {
+		c.Regs.GPR[a32RegLR] |= 1
+	}
+	return c
+}
+
+// a32KernelHit is the A32 hit: the condition check, then the kernel's
+// simulation (PathEmulate) or its slot called with the handler's register
+// set-up (PathSingleStep).
+func a32KernelHit(p *A32Probe, path Path, slot []byte, t *Trial) (*Case, *a32Hit, error) {
 	w := p.Word
-	h := &a32Hit{regs: t.Regs}
+	h := p.newHit(t)
 	addr := p.Addr()
 	cond := w >> 28
 	if cond != 15 && !a32CondHolds(cond, t.Regs.Flags) {
 		h.skip = true
-		h.regs.PC = addr + 4
 		return nil, h, nil
+	}
+	if p.Action == "ldm_stm" {
+		c, err := ldmstmHit(p, path, slot, t, h)
+		if err != nil {
+			return nil, nil, err
+		}
+		return c, h, nil
 	}
 	switch path {
 	case PathEmulate:
@@ -189,7 +352,8 @@ func (p *A32Probe) kernelSetup(path Path, slot []byte, t *Trial) (*Case, *a32Hit
 	if hd == nil {
 		return nil, nil, &EmulateError{Inst: fmt.Sprintf("%08x", w), Why: fmt.Sprintf("no model of the kernel's handler for action %q", p.Action)}
 	}
-	c := &Case{Code: a64Bytes(p.Breakpoint()), CodeOffset: p.CodeOffset, Slot: slot, SlotOffset: p.SlotOffset, EntrySlot: true, Regs: t.Regs, Scratch: t.Scratch, Stack: t.Stack}
+	h.wb = p.a32Writeback
+	c := p.slotCase(slot, t)
 	for i, pos := range hd.in {
 		if pos < 0 {
 			continue
@@ -210,20 +374,13 @@ func (p *A32Probe) kernelSetup(path Path, slot []byte, t *Trial) (*Case, *a32Hit
 		// does not read them back
 		c.Regs.Flags = t.Regs.Flags
 	}
-	c.Regs.GPR[a32RegLR] = c.ReturnAddr(p.Arch.Layout)
 	return c, h, nil
 }
 
-// kernelWriteback applies the handler's write-back of the slot's result r.
-func (p *A32Probe) kernelWriteback(h *a32Hit, r *Result) {
+// a32Writeback applies the A32 handler's write-back of the slot's result r.
+func (p *A32Probe) a32Writeback(h *a32Hit, r *Result) {
 	w := p.Word
 	hd := a32Handlers[p.Action]
-	h.regs.PC = p.Addr() + 4
-	if r.Outcome != Completed {
-		h.fault = r
-		return
-	}
-	h.mem = r
 	set := func(n int, v uint64) {
 		if n == 15 {
 			if hd.pcOut {
@@ -302,37 +459,49 @@ func (a *Arch) SimulateA32(w uint32, action string, addr uint64, t *Trial) (Regs
 // instruction, KPROBE_ARM_BREAKPOINT_INSTRUCTION) without its condition.
 const A32BreakpointInsn = 0x07F001F8
 
-// Breakpoint is the word an armed probe leaves at the probed address: the
-// breakpoint with the instruction's condition (AL for the unconditional
-// space), as arch_arm_kprobe writes it. The kernel's hit runs with it in
-// place, so a PC-relative load of the probed word reads it.
-func (p *A32Probe) Breakpoint() uint32 {
-	if p.Word >= 0xF0000000 {
+// Breakpoint is the A32 word an armed probe leaves at the probed address:
+// the breakpoint with the instruction's condition (AL for the
+// unconditional space), as arch_arm_kprobe writes it. The kernel's hit
+// runs with it in place, so a PC-relative load of the probed word reads
+// it. (Thumb: BreakpointBytes.)
+func (p *A32Probe) Breakpoint() uint32 { return a32Breakpoint(p.Word) }
+
+func a32Breakpoint(w uint32) uint32 {
+	if w >= 0xF0000000 {
 		return A32BreakpointInsn | 0xE0000000
 	}
-	return A32BreakpointInsn | p.Word&0xF0000000
+	return A32BreakpointInsn | w&0xF0000000
 }
 
-// RefCase is the word run in place from trial t.
+// BreakpointBytes is what an armed probe leaves over the instruction, in
+// memory order: the A32 breakpoint word, or the Thumb 16- or 32-bit
+// breakpoint (0xde18, 0xf7f0 0xa018).
+func (p *A32Probe) BreakpointBytes() []byte { return p.Arch.arm.brkBytes(p.Word) }
+
+// RefCase is the instruction run in place from trial t (after the Thumb
+// prefix, when there is one).
 func (p *A32Probe) RefCase(t *Trial) Case {
-	return Case{Code: a64Bytes(p.Word), CodeOffset: p.CodeOffset, Regs: t.Regs, Scratch: t.Scratch, Stack: t.Stack}
+	return Case{Code: p.code(p.Arch.arm.insnBytes(p.Word)), CodeOffset: p.CodeOffset, Regs: t.Regs, Scratch: t.Scratch, Stack: t.Stack}
 }
 
-// CheckHitA32 runs p in place and through the kernel's hit on path for
-// every trial on b and compares them:
+// CheckHitA32 runs p (A32 or Thumb) in place and through the kernel's hit
+// on path for every trial on b and compares them:
 //   - PathSingleStep: the kernel's slot (slot, from the policy: the renamed
-//     instruction and mov pc, lr) is called with the handler's register
-//     set-up (r0..r3 from the original register fields, PC fields reading
-//     addr+8, the APSR for the rwflags handlers) and its results are
-//     written back the way the handler does;
-//   - PathEmulate: the kernel's simulation (SimulateA32) computes the state;
+//     instruction and mov pc, lr, or [insn, bx lr] for Thumb) is called
+//     with the handler's register set-up (A32: r0..r3 from the original
+//     register fields, PC fields reading addr+8, the APSR for the rwflags
+//     handlers; Thumb: see thumb.go) and its results are written back the
+//     way the handler does;
+//   - PathEmulate: the kernel's simulation (SimulateA32, the Thumb and
+//     LDM/STM simulations) computes the state;
 //   - PathBoost: the instruction runs verbatim from a slot followed by a
-//     jump to addr+4 (no PC fix-up: what a naive out-of-line copy does).
+//     jump to addr+len (no PC fix-up: what a naive out-of-line copy does).
 //
-// A condition that fails skips the instruction (PC = addr+4), as
-// kprobe_handler does. When the hit leaves the PC elsewhere than addr+4
-// the case continues there in a second run, so both sides are compared
-// where the in-place run ends.
+// A condition that fails (the instruction's, or for Thumb the IT block's)
+// skips the instruction (PC = addr+len), as kprobe_handler does. When the
+// hit leaves the PC elsewhere than addr+len, or in the other instruction
+// set, the case continues there in a second run, so both sides are
+// compared where the in-place run ends.
 func CheckHitA32(b Backend, p *A32Probe, path Path, slot []byte, trials []Trial) ([]HitCheck, error) {
 	out, errs, err := CheckHitsA32(b, []A32Hit{{Probe: p, Path: path, Slot: slot, Trials: trials}})
 	if err != nil {
@@ -380,7 +549,7 @@ func CheckHitsA32(b Backend, hs []A32Hit) ([][]HitCheck, []error, error) {
 			out[i].Trial = *tr
 			out[i].Ref = p.RefCase(tr)
 			if h.Path == PathBoost {
-				out[i].Hit = Case{CodeOffset: p.CodeOffset, Code: a64Bytes(p.Word), Slot: A32NaiveSlot(p.Word, p.Addr()), SlotOffset: p.SlotOffset, EntrySlot: true,
+				out[i].Hit = Case{CodeOffset: p.CodeOffset, Code: out[i].Ref.Code, Slot: p.NaiveSlot(), SlotOffset: p.SlotOffset, EntrySlot: true,
 					Regs: tr.Regs, Scratch: tr.Scratch, Stack: tr.Stack}
 				out[i].Ref.Slot, out[i].Ref.SlotOffset = out[i].Hit.Slot, p.SlotOffset
 				it.ref = len(cases) + len(cs)
@@ -389,7 +558,7 @@ func CheckHitsA32(b Backend, hs []A32Hit) ([][]HitCheck, []error, error) {
 				its = append(its, it)
 				continue
 			}
-			c, kh, err := p.kernelSetup(h.Path, h.Slot, tr)
+			c, kh, err := p.Arch.arm.hit(p, h.Path, h.Slot, tr)
 			if err != nil {
 				errs[j] = err
 				its, cs = nil, nil
@@ -429,14 +598,23 @@ func CheckHitsA32(b Backend, hs []A32Hit) ([][]HitCheck, []error, error) {
 		}
 		h := it.hit
 		if it.run >= 0 {
-			p.kernelWriteback(h, &res[it.run])
+			if r := &res[it.run]; r.Outcome != Completed {
+				h.fault = r
+			} else {
+				h.mem = r
+				if h.wb != nil {
+					h.wb(h, r)
+				}
+			}
 		}
 		if h.fault != nil {
+			// the handler's access faulted: reported at the probe with the
+			// probed context's registers
 			r := *h.fault
 			r.Regs = it.tr.Regs
 			r.Regs.PC = p.Addr()
 			if r.Outcome == Faulted {
-				r.Fault.Addr = hc.Hit.SlotPCMap(l)(r.Fault.Addr)
+				r.Fault.Addr = p.slotMap(&hc.Hit)(r.Fault.Addr)
 			}
 			hc.HitR = r
 			continue
@@ -447,7 +625,7 @@ func CheckHitsA32(b Backend, hs []A32Hit) ([][]HitCheck, []error, error) {
 		} else {
 			r.Scratch, r.Stack = padPage(it.tr.Scratch), padPage(it.tr.Stack)
 		}
-		if h.regs.PC == p.Addr()+4 && !h.thumb {
+		if h.regs.PC == p.Addr()+uint64(p.Len()) && h.thumb == p.Arch.arm.thumb {
 			hc.HitR = r
 			continue
 		}
@@ -456,7 +634,7 @@ func CheckHitsA32(b Backend, hs []A32Hit) ([][]HitCheck, []error, error) {
 		if h.thumb {
 			to |= 1
 		}
-		c := Case{Code: a64Bytes(p.Breakpoint()), CodeOffset: p.CodeOffset, Slot: a64Bytes(A32LdrPC, uint32(to)), SlotOffset: p.SlotOffset, EntrySlot: true,
+		c := Case{Code: p.hitCode(), CodeOffset: p.CodeOffset, Slot: p.Arch.arm.jump(p.SlotAddr(), to), SlotOffset: p.SlotOffset, EntrySlot: true,
 			Regs: h.regs, Scratch: r.Scratch, Stack: r.Stack}
 		hc.Hit = c
 		if sp := h.regs.GPR[a32RegSP]; sp < l.Stack+16 || sp > l.Stack+StackSize {
@@ -502,5 +680,41 @@ func (p *A32Probe) CompareHit(c *Case, ref, cand *Result) Diff {
 	if ref.Outcome == Faulted && ref.Fault.Signal == SIGILL && ref.Regs.PC == p.Addr() {
 		return Diff{Verdict: NotVerifiable, Fields: []string{"undefined in user mode: " + ref.Fault.String()}}
 	}
-	return p.Arch.Compare(ref, cand, c.SlotPCMap(p.Arch.Layout))
+	return p.Arch.Compare(ref, cand, p.slotMap(c))
+}
+
+// VerifySlot checks the policy's slot image for p's instruction: the
+// (renamed) instruction then mov pc, lr (A32) or bx lr (Thumb).
+func (p *A32Probe) VerifySlot(img []byte) []string { return p.Arch.arm.verifySlot(p.Word, img) }
+
+// ARM32Value reads a 32-bit ARM instruction value from memory bytes for
+// a (ARM32: a word; Thumb: see T32Value): the value, its length, false
+// when b is too short or a is not a 32-bit ARM Arch.
+func (a *Arch) ARM32Value(b []byte) (uint32, int, bool) {
+	if a.arm == nil {
+		return 0, 0, false
+	}
+	return a.arm.value(b)
+}
+
+// A32Unpredictable names why the architecture calls the A32 word w
+// UNPREDICTABLE, for the forms whose kernel emulation can differ from a
+// CPU's: a load or store with writeback into its transfer register, an
+// LDM with writeback whose base is in the list; "" otherwise.
+func A32Unpredictable(w uint32) string {
+	rn, rt := w>>16&15, w>>12&15
+	wback := w&(1<<24) == 0 || w&(1<<21) != 0
+	switch {
+	case w>>28 == 15:
+	case w&0x0C000000 == 0x04000000 && !(w&0x02000000 != 0 && w&0x10 != 0), // LDR/STR(B) immediate, register
+		w&0x0E000090 == 0x00000090 && w&0x60 != 0: // LDRH/STRH/LDRSB/LDRSH/LDRD/STRD
+		if wback && rn == rt && rn != 15 {
+			return "a load/store with writeback and Rn = Rt"
+		}
+	case w&0x0E100000 == 0x08100000: // LDM
+		if w&(1<<21) != 0 && w&(1<<rn) != 0 {
+			return "LDM with writeback and Rn in the list"
+		}
+	}
+	return ""
 }

@@ -118,6 +118,10 @@ func TestA32Differential(t *testing.T) {
 		{0xe6ef0071, PathNone, Equivalent, "uxtb r0, r1"},
 		{0xe1a0c00d, PathNone, Equivalent, "mov ip, sp simulated"},
 		{0xe12fff1e, PathNone, Equivalent, "bx lr simulated"},
+		{0xe891000c, PathNone, Equivalent, "ldmia r1, {r2, r3}: emulated in the r0..r12 window"},
+		{0xe92d4010, PathNone, Equivalent, "push {r4, lr}: emulated in the r2..r14 window"},
+		{0xe8b1400c, PathNone, Equivalent, "ldmia r1!, {r2, r3, lr}: simulated"},
+		{0xe8818004, PathNone, Equivalent, "stmia r1, {r2, pc}: simulated, the PC stored is addr+8"},
 	} {
 		b := a64Bytes(c.w)
 		addr := a.Layout.Orig + FuzzCodeOffset

@@ -38,6 +38,7 @@ var ARM64 = &Arch{
 		Stack:   0x4081_0000,
 	},
 	emu: emuARM64,
+	sp:  a64RegSP,
 }
 
 // RandomTrialA64 fills t for an A64 case: x0..x30 point into the scratch

@@ -252,6 +252,8 @@ type Arch struct {
 	Layout    Layout
 	target    *target    // how the hardware sandbox runs this mode
 	emu       *emuTarget // how the gdb-stub emulator backend runs it (NewGDB)
+	arm       *armISA    // 32-bit ARM: the probe model's per-ISA values
+	sp        int        // the stack pointer's Regs.GPR index
 }
 
 // x86 flag bits.
@@ -286,6 +288,7 @@ var X86_64 = &Arch{
 		Stack:   0x5555_1010_0000,
 	},
 	target: target64,
+	sp:     rSP,
 }
 
 // I386 runs 32-bit code in a compat-mode process.
@@ -301,6 +304,7 @@ var I386 = &Arch{
 		Stack:   0x2810_0000,
 	},
 	target: target32,
+	sp:     rSP,
 }
 
 // ArchFor returns the Arch for a decoder mode.
@@ -314,6 +318,8 @@ func ArchFor(m decode.Mode) (*Arch, error) {
 		return ARM64, nil
 	case decode.ModeA32:
 		return ARM32, nil
+	case decode.ModeT32:
+		return Thumb, nil
 	}
 	return nil, fmt.Errorf("kernelsim: no sandbox for mode %v: %w", m, ErrNotSupported)
 }

@@ -126,6 +126,24 @@
 // [insn, B addr+4] slot and 6.1's simulation; [A64Fuzzer] is
 // `kboost fuzz --arch arm64`.
 //
+// # 32-bit ARM and Thumb under QEMU
+//
+// [ARM32] and [Thumb] run under qemu-arm-static with one runner design
+// (gdbrunner_a32.go; Thumb differs only in its fillers, its Thumb return
+// stub and entries in Thumb state, gdbrunner_t32.go). [A32Probe] models
+// the kernel's hit for linux-6.1-arm and linux-6.1-thumb as per-ISA values
+// (isaA32, isaT32: instruction bytes, breakpoint, jumps, the hit and the
+// slot check): the condition check (the IT block's for Thumb), the policy's
+// slot called with the emulate_* / t16_ / t32_emulate_* handler's register
+// set-up and written back the same way, the simulations (memory accesses
+// done in the sandbox from a small slot, so they see the armed code page),
+// and LDM/STM through kprobe_decode_ldmstm's windows or simulation
+// (ldmstm.go). [CheckHitsA32] runs them against the in-place run and
+// continues a hit that leaves the PC or the instruction set elsewhere;
+// [A32Fuzzer] is `kboost fuzz --arch arm` and `--arch thumb`. The fuzz
+// engines share fuzzCore (configuration, counts, rates, deduplicated
+// findings).
+//
 // Everything that starts processes is behind the linux && amd64 build tag;
 // elsewhere the constructors return [ErrNotSupported].
 package kernelsim

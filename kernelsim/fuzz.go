@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"slices"
 	"time"
 
@@ -54,9 +53,13 @@ type FuzzStats struct {
 	// kernel (like Intel CPUs) ignores the prefix. Included in
 	// PolicyDivergences.
 	VendorDivergences int `json:"policy_divergences_amd66"`
-	MissedBoosts      int `json:"missed_boosts"` // not boosted, but a boosted hit agreed on every trial
-	NotVerifiable     int `json:"not_verifiable"`
-	Nondeterministic  int `json:"nondeterministic"` // the in-place run differs from itself (rdtsc, rdrand...)
+	// Unpredictable are the policy divergences (32-bit ARM) on encodings or
+	// states the architecture calls UNPREDICTABLE, where the kernel's way
+	// and the emulator's may both be right (included in PolicyDivergences).
+	Unpredictable    int `json:"policy_divergences_unpredictable,omitempty"`
+	MissedBoosts     int `json:"missed_boosts"` // not boosted, but a boosted hit agreed on every trial
+	NotVerifiable    int `json:"not_verifiable"`
+	Nondeterministic int `json:"nondeterministic"` // the in-place run differs from itself (rdtsc, rdrand...)
 	// Unreproducible: a divergence that a rerun from the same state did not
 	// show again (seen under qemu-user with undefined flags, whose lazy
 	// evaluation depends on translation-block boundaries).
@@ -128,19 +131,11 @@ type Reproducer struct {
 
 // Fuzzer runs the differential fuzz loop.
 type Fuzzer struct {
-	cfg    FuzzConfig
-	a      *Arch
-	env    boost.Env
-	rng    *rand.Rand
+	fuzzCore
 	lo     LengthOracle
-	seen   map[string]int
 	nondet map[string]bool
-	Stats  FuzzStats
-	start  time.Time
-	cpu0   time.Duration
 	// emulated: the backend runs the cases in an emulator, not on the CPU
 	emulated bool
-	trials   []Trial
 	extra    []Trial // states for confirming missed boosts
 	// per-block scratch
 	bufs    [][]byte
@@ -155,27 +150,15 @@ type Fuzzer struct {
 
 // NewFuzzer prepares a fuzz run.
 func NewFuzzer(cfg FuzzConfig) *Fuzzer {
-	if cfg.Trials <= 0 {
-		cfg.Trials = 3
-	}
-	f := &Fuzzer{cfg: cfg, a: cfg.Backend.Arch(), seen: map[string]int{}, nondet: map[string]bool{}, start: time.Now()}
-	if cfg.Env == nil {
-		cfg.Env = SimEnv(cfg.Policy)
-	}
-	f.env = *cfg.Env
-	f.env.SlotAddr = f.a.Layout.Slot + FuzzSlotOffset
-	f.rng = rand.New(rand.NewPCG(cfg.Seed, 0x66757a7a))
-	f.Stats.Verdicts = map[string]int{}
-	if lo, ok := cfg.Backend.(LengthOracle); ok {
+	f := &Fuzzer{nondet: map[string]bool{}}
+	lo, ok := cfg.Backend.(LengthOracle)
+	if ok {
 		f.lo = lo
-		f.Stats.LengthOracle = "cpu"
+		f.init(cfg, 0x66757a7a, "cpu")
 	} else {
-		f.Stats.LengthOracle = "unavailable: the backend has no length oracle"
+		f.init(cfg, 0x66757a7a, "unavailable: the backend has no length oracle")
 	}
-	f.trials = make([]Trial, cfg.Trials)
-	if c, ok := cfg.Backend.(cpuTimer); ok {
-		f.cpu0 = c.CPUTime()
-	}
+	f.env.SlotAddr = f.a.Layout.Slot + FuzzSlotOffset
 	if e, ok := cfg.Backend.(interface{ Emulator() string }); ok && e.Emulator() != "" {
 		f.emulated = true
 	}
@@ -589,24 +572,11 @@ func (f *Fuzzer) minimize(c *fcase, path Path, t0 *Trial) *Reproducer {
 }
 
 func describe(a *Arch, r *Result) string {
-	s := fmt.Sprintf("%v pc=%#x sp=%#x", r.Outcome, r.Regs.PC, r.Regs.GPR[rSP])
+	s := fmt.Sprintf("%v pc=%#x sp=%#x", r.Outcome, r.Regs.PC, r.Regs.GPR[a.sp])
 	if r.Outcome == Faulted {
 		s += " " + r.Fault.String()
 	}
 	return s
-}
-
-func (f *Fuzzer) report(fd *Finding) {
-	if f.seen[fd.Key] > 0 {
-		f.seen[fd.Key]++
-		return
-	}
-	f.seen[fd.Key] = 1
-	f.Stats.FindingKeys++
-	fd.Arch, fd.Policy = f.a.Name, f.cfg.Policy.Name
-	if f.cfg.OnFinding != nil {
-		f.cfg.OnFinding(fd)
-	}
 }
 
 // lengthCheck compares the decoder's length with the CPU's.
@@ -674,22 +644,6 @@ func (f *Fuzzer) lengthCheck(in *decode.Inst, ok bool, b []byte, hw *HWLen) {
 
 type cpuTimer interface{ CPUTime() time.Duration }
 
-// Finish computes the rates.
-func (f *Fuzzer) Finish() FuzzStats {
-	f.Stats.Elapsed = time.Since(f.start).Seconds()
-	if c, ok := f.cfg.Backend.(cpuTimer); ok {
-		f.Stats.CPUSeconds = (c.CPUTime() - f.cpu0).Seconds()
-		if f.Stats.CPUSeconds > 0 {
-			f.Stats.ChecksPerCPUSecond = float64(f.Stats.Checks) / f.Stats.CPUSeconds
-		}
-	}
-	if f.Stats.Elapsed > 0 {
-		f.Stats.ChecksPerSecond = float64(f.Stats.Checks) / f.Stats.Elapsed
-		f.Stats.CasesPerSecond = float64(f.Stats.Cases) / f.Stats.Elapsed
-	}
-	return f.Stats
-}
-
 // isAMD66Branch: a 66-prefixed near jmp/jcc/call in 64-bit mode, which AMD
 // CPUs decode with a 16-bit displacement (Intel and the kernel's decoder: 32).
 func isAMD66Branch(in *decode.Inst, cpuLen int) bool {
@@ -705,12 +659,7 @@ func (f *Fuzzer) nondeterministic(c *fcase, t *Trial) bool {
 	if v, ok := f.nondet[key]; ok {
 		return v
 	}
-	cs := []Case{c.probe.RefCase(t), c.probe.RefCase(t), c.probe.RefCase(t)}
-	rs := make([]Result, 3)
-	v := false
-	if err := f.cfg.Backend.Run(cs, rs); err == nil {
-		v = f.a.Compare(&rs[0], &rs[1], nil).Verdict != Equivalent || f.a.Compare(&rs[1], &rs[2], nil).Verdict != Equivalent
-	}
+	v := f.differs(c.probe.RefCase(t))
 	f.nondet[key] = v
 	return v
 }

@@ -5,99 +5,112 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
-	"time"
 
 	"github.com/kboost/kboost/boost"
 	"github.com/kboost/kboost/decode"
 )
 
-// A32Fuzzer is the engine of `kboost fuzz --arch arm`: for each generated
-// word, linux-6.1-arm's decision against differential execution on the
-// 32-bit ARM backend: the word in place versus the kernel's hit (the
-// policy's slot called with the handler's register set-up and written back
-// the way the handler does, or the kernel's simulation), over random
-// states. ARM kprobes never boost, so the findings are policy-divergence
-// (the kernel's way differs from the instruction) and slot-model (the
-// policy's slot is not [renamed insn, mov pc, lr]). A divergence counts
-// only when it reproduces and the in-place run is deterministic. Actions
-// whose handler kboost does not model (LDM/STM emulation and simulation)
-// count as Inconclusive.
+// A32Fuzzer is the engine of `kboost fuzz --arch arm` and `--arch thumb`
+// (the backend's Arch, ARM32 or Thumb, selects the instruction set): for
+// each generated instruction, linux-6.1-arm's or linux-6.1-thumb's
+// decision against differential execution on the 32-bit ARM backend: the
+// instruction in place versus the kernel's hit (the policy's slot called
+// with the handler's register set-up and written back the way the handler
+// does, or the kernel's simulation; A32Probe), over random states. ARM
+// kprobes never boost, so the findings are policy-divergence (the
+// kernel's way differs from the instruction) and slot-model (the policy's
+// slot is not [renamed insn, mov pc, lr] / [insn, bx lr]). A divergence
+// counts only when it reproduces and the in-place run is deterministic.
+// Hits kboost does not model count as Inconclusive, per action in
+// Unmodelled: Thumb IT (the sandbox cannot resume with ITSTATE set) and
+// LDM/STM simulations that move words outside the trial's pages or
+// unaligned (the kernel's own memory, its alignment fix-up).
+//
+// Thumb cases are placed at both halfword alignments, and a quarter of
+// those the architecture allows there run as the last instruction of a
+// one-instruction IT block (A32Probe.Pre and IT).
 type A32Fuzzer struct {
-	cfg    FuzzConfig
-	a      *Arch
-	env    boost.Env
-	rng    *rand.Rand
-	seen   map[string]int
-	nondet map[uint32]bool
-	Stats  FuzzStats
-	start  time.Time
-	cpu0   time.Duration
-	trials []Trial
-	// Unmodelled counts words per action whose handler has no model.
+	fuzzCore
+	isa    *armISA
+	nondet map[uint64]bool
+	// Unmodelled counts words per action whose hit has no model.
 	Unmodelled map[string]int
 }
 
-// NewA32Fuzzer prepares a fuzz run on the ARM32 backend.
+// UnmodelledActions returns the counts of hits without a model, by action.
+func (f *A32Fuzzer) UnmodelledActions() map[string]int { return f.Unmodelled }
+
+// NewA32Fuzzer prepares a fuzz run on a 32-bit ARM backend (ARM32 or
+// Thumb).
 func NewA32Fuzzer(cfg FuzzConfig) *A32Fuzzer {
-	if cfg.Trials <= 0 {
-		cfg.Trials = 3
+	f := &A32Fuzzer{nondet: map[uint64]bool{}, Unmodelled: map[string]int{}}
+	f.isa = cfg.Backend.Arch().arm
+	if f.isa == nil {
+		f.isa = isaA32
 	}
-	f := &A32Fuzzer{cfg: cfg, a: cfg.Backend.Arch(), seen: map[string]int{}, nondet: map[uint32]bool{}, start: time.Now(), Unmodelled: map[string]int{}}
-	if cfg.Env == nil {
-		cfg.Env = SimEnv(cfg.Policy)
+	if f.isa.thumb {
+		f.init(cfg, 0x743332667a, "not applicable: a Thumb instruction's length is in its first halfword")
+	} else {
+		f.init(cfg, 0x613332667a, "not applicable: A32 instructions are 4 bytes")
 	}
-	f.env = *cfg.Env
 	f.env.SlotAddr = 0 // no optprobe detour range check
-	f.rng = rand.New(rand.NewPCG(cfg.Seed, 0x613332667a))
-	f.Stats.Verdicts = map[string]int{}
-	f.Stats.LengthOracle = "not applicable: A32 instructions are 4 bytes"
-	f.trials = make([]Trial, cfg.Trials)
-	if c, ok := cfg.Backend.(cpuTimer); ok {
-		f.cpu0 = c.CPUTime()
-	}
 	return f
 }
 
-// Counts returns the running counts.
-func (f *A32Fuzzer) Counts() *FuzzStats { return &f.Stats }
-
 type a32case struct {
 	w    uint32
+	n    int // bytes
 	inst decode.Inst
 	dec  boost.Decision
 	path Path
 	p    A32Probe
 }
 
+// place chooses where a Thumb instruction sits (Pre) and whether it ends a
+// one-instruction IT block.
+func (f *A32Fuzzer) place(p *A32Probe) {
+	if !f.isa.thumb {
+		return
+	}
+	p.Pre = 2 * f.rng.IntN(2)
+	if f.rng.IntN(4) == 0 && T32ITAllowed(p.Word) {
+		p.Pre += 2
+		p.IT = 0xBF08 | uint16(f.rng.IntN(15))<<4
+	}
+}
+
 // Block runs n cases.
 func (f *A32Fuzzer) Block(n int) error {
-	a := f.a
-	addr := a.Layout.Orig + FuzzCodeOffset
+	a, isa := f.a, f.isa
 	var fc []a32case
 	for range n {
 		b := f.cfg.Next(nil)
 		f.Stats.Cases++
-		if len(b) < 4 {
+		w, ln, ok := isa.value(b)
+		if !ok {
 			f.Stats.DecodeInvalid++
 			continue
 		}
-		var c a32case
-		c.w = binary.LittleEndian.Uint32(b)
-		if err := decode.ARM.Decode(&c.inst, b[:4], addr); err != nil {
+		c := a32case{w: w, n: ln}
+		c.p = A32Probe{Arch: a, Word: w, CodeOffset: FuzzCodeOffset, SlotOffset: FuzzSlotOffset}
+		f.place(&c.p)
+		addr := c.p.Addr()
+		if err := isa.dec.Decode(&c.inst, b[:ln], addr); err != nil {
 			f.Stats.DecodeInvalid++ // the policy still judges the word
 		}
-		c.dec = f.cfg.Policy.ClassifyBytesEnv(b[:4], decode.ModeA32, addr, &f.env)
+		c.dec = f.cfg.Policy.ClassifyBytesEnv(b[:ln], isa.mode, addr, &f.env)
 		c.path = PathOf(&c.dec)
 		f.Stats.Verdicts[c.dec.Verdict.String()]++
 		if c.path == PathNone {
 			continue
 		}
-		c.p = A32Probe{Arch: a, Word: c.w, Action: A32Action(c.dec.ReasonIDs()), CodeOffset: FuzzCodeOffset, SlotOffset: FuzzSlotOffset}
+		c.p.Action = A32Action(c.dec.ReasonIDs())
 		if c.path == PathSingleStep {
-			if probs := VerifySlotA32(c.dec.SlotBytes()); len(probs) > 0 {
+			if probs := isa.verifySlot(w, c.dec.SlotBytes()); len(probs) > 0 {
 				f.Stats.SlotProblems++
-				f.report(&Finding{Kind: "slot-model", Key: fmt.Sprintf("slot:%03x", c.w>>20&0xff), Bytes: a64Hex(c.w), Verdict: c.dec.Verdict.String(), Diverged: probs})
+				f.report(&Finding{Kind: "slot-model", Key: "slot:" + isa.group(w), Bytes: isa.hex(w), Verdict: c.dec.Verdict.String(), Diverged: probs})
 				continue
 			}
 		}
@@ -147,8 +160,17 @@ func (f *A32Fuzzer) Block(n int) error {
 				f.Stats.Unreproducible++
 				continue
 			}
+			if inRunner(hc[0].RefR.Regs.PC) || inRunner(hc[0].HitR.Regs.PC) || f.isa.codeStore(c.w) {
+				// a store into the code image (kernel text is read-only),
+				// which may change the return stub: the run may end in the
+				// sandbox's runner
+				f.Stats.Uncontrolled++
+				continue
+			}
 			f.Stats.PolicyDivergences++
-			f.divergence(c, ds, &hc[0])
+			if f.divergence(c, ds, &hc[0]) != "" {
+				f.Stats.Unpredictable++
+			}
 		case NotVerifiable:
 			f.Stats.NotVerifiable++
 		case Inconclusive:
@@ -170,11 +192,53 @@ func VerifySlotA32(img []byte) []string {
 	return nil
 }
 
-func (f *A32Fuzzer) divergence(c *a32case, ds []Diff, h *HitCheck) {
+// Where says where a Thumb probe sits, as `kboost sim --arch thumb` flags:
+// --it COND when it ends a one-instruction IT block, and an --addr with
+// its alignment ("" for A32).
+func (p *A32Probe) Where() string {
+	if !p.Arch.arm.thumb {
+		return ""
+	}
+	s := fmt.Sprintf("--addr %#x", 0xc0100000+p.Addr()%4)
+	if p.IT != 0 {
+		s = fmt.Sprintf("--it %s %s", strings.ToLower(decode.Cond(p.IT>>4&15).String()), s)
+	}
+	return s
+}
+
+// unpredictable says why a divergence is on an encoding or a state the
+// architecture calls UNPREDICTABLE ("" when it is not): the encoding's
+// own rules, or an interworking PC write to an address with bits 1:0 =
+// 0b10, which the kernel's bx_write_pc aligns and a CPU need not.
+func (f *A32Fuzzer) unpredictable(c *a32case, h *HitCheck) string {
+	if why := f.isa.unpredictable(c.w); why != "" {
+		return why
+	}
+	if f.isa.thumb && c.w == 0x4778 && c.p.Addr()%4 == 2 {
+		return "BX PC at an address 2 mod 4: an ARM-state target with bit 1 set"
+	}
+	ref, hit := h.RefR.Regs.PC, h.HitR.Regs.PC
+	if ref&3 == 2 && hit == ref&^2 && !slices.ContainsFunc(h.Diff.Fields, func(s string) bool { return s != "pc" && s != "fault-addr" }) {
+		return "an interworking PC write to an address with bits 1:0 = 0b10 (the kernel's bx_write_pc clears bit 1)"
+	}
+	if h.RefR.Outcome == Faulted && h.HitR.Outcome == Faulted && h.RefR.Fault == h.HitR.Fault && ref == hit &&
+		!slices.ContainsFunc(h.Diff.Fields, func(s string) bool { return !slices.Contains(f.a.RegNames, s) }) {
+		return "the same fault, registers differing: destination registers of a load that faults part-way are UNKNOWN"
+	}
+	return ""
+}
+
+// divergence reports a reproduced divergence (once per key) and returns
+// why it is UNPREDICTABLE, if it is.
+func (f *A32Fuzzer) divergence(c *a32case, ds []Diff, h *HitCheck) string {
+	why := f.unpredictable(c, h)
 	key := fmt.Sprintf("policy-divergence:%s/%s", strings.Join(c.dec.ReasonIDs(), ","), strings.Join(h.Diff.Fields, ","))
+	if why != "" {
+		key += "/unpredictable"
+	}
 	if f.seen[key] > 0 {
 		f.seen[key]++
-		return
+		return why
 	}
 	n := 0
 	for _, d := range ds {
@@ -182,67 +246,61 @@ func (f *A32Fuzzer) divergence(c *a32case, ds []Diff, h *HitCheck) {
 			n++
 		}
 	}
-	rp := &Reproducer{Bytes: a64Hex(c.w), Regs: map[string]string{}, Flags: fmt.Sprintf("%#x", h.Trial.Regs.Flags),
-		InPlace: describeA32(&h.RefR), Hit: describeA32(&h.HitR), Diff: h.Diff.String()}
+	h = f.minimize(c, h)
+	rp := &Reproducer{Bytes: f.isa.hex(c.w), Regs: map[string]string{}, Flags: fmt.Sprintf("%#x", h.Trial.Regs.Flags),
+		InPlace: describe(f.a, &h.RefR), Hit: describe(f.a, &h.HitR), Diff: h.Diff.String()}
 	for r := 0; r < f.a.NumGPR(); r++ {
-		rp.Regs[f.a.RegNames[r]] = fmt.Sprintf("%#x", h.Trial.Regs.GPR[r])
+		if v := h.Trial.Regs.GPR[r]; v != 0 {
+			rp.Regs[f.a.RegNames[r]] = fmt.Sprintf("%#x", v)
+		}
 	}
-	f.report(&Finding{Kind: "policy-divergence", Key: key, Bytes: a64Hex(c.w), Asm: decode.Format(&c.inst, nil),
+	fd := &Finding{Kind: "policy-divergence", Key: key, Bytes: f.isa.hex(c.w), Asm: decode.Format(&c.inst, nil),
 		Verdict: c.dec.Verdict.String(), Path: c.path.String(), Rules: c.dec.ReasonIDs(), Diverged: h.Diff.Fields,
-		Trials: fmt.Sprintf("%d/%d diverged", n, len(ds)), Reproducer: rp})
+		Trials: fmt.Sprintf("%d/%d diverged", n, len(ds)), Reproducer: rp}
+	var notes []string
+	if why != "" {
+		notes = append(notes, "UNPREDICTABLE: "+why)
+	}
+	if sv, _, ok := f.isa.value(c.dec.SlotBytes()); ok && c.path == PathSingleStep {
+		if sw := f.isa.unpredictable(sv); sw != "" {
+			notes = append(notes, fmt.Sprintf("the kernel's slot instruction %s is UNPREDICTABLE (%s): a CPU may run it, QEMU need not", f.isa.hex(sv), sw))
+		}
+	}
+	if w := c.p.Where(); w != "" {
+		notes = append(notes, "reproduce with kboost sim --arch thumb "+w)
+	}
+	fd.Note = strings.Join(notes, "; ")
+	f.report(fd)
+	return why
 }
 
-func describeA32(r *Result) string {
-	s := fmt.Sprintf("%v pc=%#x sp=%#x", r.Outcome, r.Regs.PC, r.Regs.GPR[a32RegSP])
-	if r.Outcome == Faulted {
-		s += " " + r.Fault.String()
+// minimize zeroes every register (but sp) whose value does not matter to
+// the divergence: the same fields still differ without it.
+func (f *A32Fuzzer) minimize(c *a32case, h *HitCheck) *HitCheck {
+	want := strings.Join(h.Diff.Fields, ",")
+	for r := 0; r < f.a.NumGPR(); r++ {
+		if r == a32RegSP || h.Trial.Regs.GPR[r] == 0 {
+			continue
+		}
+		t := h.Trial
+		t.Regs.GPR[r] = 0
+		hc, err := CheckHitA32(f.cfg.Backend, &c.p, c.path, c.dec.SlotBytes(), []Trial{t})
+		if err == nil && hc[0].Diff.Verdict == Diverged && strings.Join(hc[0].Diff.Fields, ",") == want {
+			h = &hc[0]
+		}
 	}
-	return s
-}
-
-func (f *A32Fuzzer) report(fd *Finding) {
-	if f.seen[fd.Key] > 0 {
-		f.seen[fd.Key]++
-		return
-	}
-	f.seen[fd.Key] = 1
-	f.Stats.FindingKeys++
-	fd.Arch, fd.Policy = f.a.Name, f.cfg.Policy.Name
-	if f.cfg.OnFinding != nil {
-		f.cfg.OnFinding(fd)
-	}
+	return h
 }
 
 // nondeterministic runs the in-place case three times from the first state.
 func (f *A32Fuzzer) nondeterministic(c *a32case) bool {
-	if v, ok := f.nondet[c.w]; ok {
+	key := uint64(c.w) | uint64(c.p.IT)<<32 | uint64(c.p.Pre)<<48
+	if v, ok := f.nondet[key]; ok {
 		return v
 	}
-	t := &f.trials[0]
-	cs := []Case{c.p.RefCase(t), c.p.RefCase(t), c.p.RefCase(t)}
-	rs := make([]Result, 3)
-	v := false
-	if err := f.cfg.Backend.Run(cs, rs); err == nil {
-		v = f.a.Compare(&rs[0], &rs[1], nil).Verdict != Equivalent || f.a.Compare(&rs[1], &rs[2], nil).Verdict != Equivalent
-	}
-	f.nondet[c.w] = v
+	v := f.differs(c.p.RefCase(&f.trials[0]))
+	f.nondet[key] = v
 	return v
-}
-
-// Finish computes the rates.
-func (f *A32Fuzzer) Finish() FuzzStats {
-	f.Stats.Elapsed = time.Since(f.start).Seconds()
-	if c, ok := f.cfg.Backend.(cpuTimer); ok {
-		f.Stats.CPUSeconds = (c.CPUTime() - f.cpu0).Seconds()
-		if f.Stats.CPUSeconds > 0 {
-			f.Stats.ChecksPerCPUSecond = float64(f.Stats.Checks) / f.Stats.CPUSeconds
-		}
-	}
-	if f.Stats.Elapsed > 0 {
-		f.Stats.ChecksPerSecond = float64(f.Stats.Checks) / f.Stats.Elapsed
-		f.Stats.CasesPerSecond = float64(f.Stats.Cases) / f.Stats.Elapsed
-	}
-	return f.Stats
 }
 
 // A32Gen generates A32 words: random words within the encoding groups the
@@ -307,9 +365,152 @@ func (g *A32Gen) Next(dst []byte) []byte {
 			w |= 0xE0000000
 		}
 	}
-	// short branches: targets in or next to the code page
+	// short branches: targets in or next to the code page, but not the
+	// probed word itself (-2: addr, or addr+2 for BLX)
 	if w&0x0E000000 == 0x0A000000 && g.rng.IntN(2) == 0 {
-		w = w&^0xFFFFFF | uint32(g.rng.IntN(32)-16)&0xFFFFFF
+		off := g.rng.IntN(32) - 16
+		if off == -2 {
+			off = 1
+		}
+		w = w&^0xFFFFFF | uint32(off)&0xFFFFFF
 	}
 	return binary.LittleEndian.AppendUint32(dst, w)
 }
+
+// T32Gen generates Thumb instructions (memory order: a halfword, or two
+// for a 32-bit one): random values within the encoding groups the
+// kernel's Thumb tables split on (T16: shifts and immediates, data
+// processing, high-register ops and BX/BLX, literal, register, immediate
+// and SP-relative loads and stores, ADR, the miscellaneous group with
+// CBZ, PUSH/POP, IT and hints, LDM/STM, conditional and plain branches;
+// T32: load/store multiple, dual and exclusive with TBB/TBH, shifted
+// register, modified and plain immediates, branches and miscellaneous
+// control, single loads and stores with literals, register data
+// processing, multiplies, coprocessor), fully random values, and
+// mutations of sample values. Branches and literals get short offsets
+// half of the time, so their targets lie in or next to the code image.
+type T32Gen struct {
+	rng     *rand.Rand
+	samples []uint32
+}
+
+// NewT32Gen returns a generator; samples are Thumb values (T32Value) to
+// mutate (may be empty).
+func NewT32Gen(seed uint64, samples []uint32) *T32Gen {
+	return &T32Gen{rng: rand.New(rand.NewPCG(seed, 0x7433326765)), samples: samples}
+}
+
+var t16Classes = []struct{ mask, value uint32 }{
+	{0xC000, 0x0000}, // shift (immediate), add, subtract, move, compare
+	{0xFC00, 0x4000}, // data processing
+	{0xFC00, 0x4400}, // high-register operations, BX/BLX
+	{0xF800, 0x4800}, // LDR literal
+	{0xF000, 0x5000}, // load/store register offset
+	{0xE000, 0x6000}, // LDR/STR(B) immediate
+	{0xF000, 0x8000}, // LDRH/STRH immediate
+	{0xF000, 0x9000}, // SP-relative LDR/STR
+	{0xF000, 0xA000}, // ADR, ADD SP
+	{0xF000, 0xB000}, // miscellaneous
+	{0xF500, 0xB100}, // CBZ/CBNZ
+	{0xFE00, 0xB400}, // PUSH
+	{0xFE00, 0xBC00}, // POP
+	{0xFF00, 0xBF00}, // IT, hints
+	{0xF000, 0xC000}, // LDM/STM
+	{0xF000, 0xD000}, // B<c>, UDF, SVC
+	{0xF800, 0xE000}, // B
+}
+
+var t32Classes = []struct{ mask, value uint32 }{
+	{0xFE400000, 0xE8000000}, // LDM/STM (and SRS/RFE)
+	{0xFE400000, 0xE8400000}, // LDRD/STRD, exclusives, TBB/TBH
+	{0xFFF0FFE0, 0xE8D0F000}, // TBB/TBH
+	{0xFE000000, 0xEA000000}, // data processing (shifted register)
+	{0xEC000000, 0xEC000000}, // coprocessor, VFP, NEON
+	{0xF8008000, 0xF0000000}, // data processing (modified / plain immediate)
+	{0xF8008000, 0xF0008000}, // branches, miscellaneous control
+	{0xFFFFFF00, 0xF3AF8000}, // hints
+	{0xFFFFF000, 0xF3EF8000}, // MRS
+	{0xFE000000, 0xF8000000}, // load/store single, preloads
+	{0xFF7F0000, 0xF85F0000}, // LDR literal
+	{0xFF000000, 0xFA000000}, // data processing (register)
+	{0xFF800000, 0xFB000000}, // multiply, multiply-accumulate
+	{0xFF800000, 0xFB800000}, // long multiply, divide
+}
+
+// Next appends one candidate (2 or 4 bytes) to dst.
+func (g *T32Gen) Next(dst []byte) []byte {
+	var v uint32
+	switch r := g.rng.IntN(20); {
+	case r < 4 && len(g.samples) > 0:
+		v = g.samples[g.rng.IntN(len(g.samples))]
+		switch g.rng.IntN(3) {
+		case 0:
+		case 1:
+			v ^= 1 << g.rng.IntN(16)
+		case 2:
+			if v>>16 != 0 {
+				v ^= 1 << (16 + g.rng.IntN(11))
+			}
+		}
+	case r < 6:
+		v = g.rng.Uint32() >> (16 * g.rng.UintN(2))
+	case r < 13:
+		c := t16Classes[g.rng.IntN(len(t16Classes))]
+		v = c.value&c.mask | g.rng.Uint32()&^c.mask&0xFFFF
+	default:
+		c := t32Classes[g.rng.IntN(len(t32Classes))]
+		v = c.value&c.mask | g.rng.Uint32()&^c.mask
+	}
+	// a value that is neither a T16 halfword nor a T32 pair reads as the
+	// halfwords it is made of: keep its first one (T32Value decides)
+	if v>>16 != 0 && v>>27 < 0x1D {
+		v >>= 16
+	}
+	if v>>16 == 0 && v>>11 >= 0x1D {
+		v = v<<16 | g.rng.Uint32()&0xFFFF
+	}
+	if g.rng.IntN(2) == 0 {
+		v = g.short(v)
+	}
+	if v>>16 == 0 {
+		return binary.LittleEndian.AppendUint16(dst, uint16(v))
+	}
+	dst = binary.LittleEndian.AppendUint16(dst, uint16(v>>16))
+	return binary.LittleEndian.AppendUint16(dst, uint16(v))
+}
+
+// short gives branches and literal loads a short offset (1..32
+// halfwords forward or 6..31 back for branches, 4..63 bytes forward for
+// literals, past the instruction's own bytes).
+func (g *T32Gen) short(v uint32) uint32 {
+	// halfwords: forward, or back beyond the 4 bytes the code image may
+	// hold before the instruction (a branch into the probed bytes would
+	// run the kernel's breakpoint: real, but no code does that)
+	off := uint32(g.rng.IntN(32) + 1)
+	if g.rng.IntN(3) == 0 {
+		off = uint32(-6 - g.rng.IntN(26))
+	}
+	switch {
+	case v>>16 == 0 && v&0xF800 == 0xE000: // B imm11
+		return v&^0x7FF | off&0x7FF
+	case v>>16 == 0 && v&0xF000 == 0xD000 && v&0x0E00 != 0x0E00: // B<c> imm8
+		return v&^0xFF | off&0xFF
+	case v>>16 == 0 && v&0xF800 == 0x4800: // LDR literal imm8 (words)
+		return v&^0xFF | uint32(g.rng.IntN(16))
+	case v&0xF800D000 == 0xF0008000 && v>>23&7 != 7: // B<c>.W: S:J2:J1:imm6 from the sign, imm11
+		s := off >> 31
+		return v&^0x043F2FFF | s<<26 | s*0x3F<<16 | s<<13 | s<<11 | off&0x7FF
+	case v&0xF8009000 == 0xF0009000, v&0xF800D000 == 0xF000C000: // B.W, BL, BLX: I1 = I2 = S
+		s := off >> 31
+		if v&0x1000 == 0 {
+			off &^= 1 // BLX: a word-aligned target
+		}
+		return v&^0x07FF2FFF | s<<26 | s*0x3FF<<16 | 1<<13 | 1<<11 | off&0x7FF
+	case v&0xFF7F0000 == 0xF85F0000, v&0xFE5F0000 == 0xF81F0000: // LDR(B/H) literal imm12: after the instruction
+		return v&^0xFFF | 1<<23 | uint32(4+g.rng.IntN(60))
+	}
+	return v
+}
+
+// inRunner reports whether pc lies in the 32-bit ARM runner or its data.
+func inRunner(pc uint64) bool { return pc >= a32DataBase && pc < a32RunnerBase+0x10_0000 }

@@ -7,7 +7,6 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/kboost/kboost/boost"
 	"github.com/kboost/kboost/decode"
@@ -23,16 +22,8 @@ import (
 // state and the in-place run is deterministic. There is no length oracle:
 // every A64 instruction is 4 bytes.
 type A64Fuzzer struct {
-	cfg    FuzzConfig
-	a      *Arch
-	env    boost.Env
-	rng    *rand.Rand
-	seen   map[string]int
+	fuzzCore
 	nondet map[uint32]bool
-	Stats  FuzzStats
-	start  time.Time
-	cpu0   time.Duration
-	trials []Trial
 	extra  []Trial
 	// reused buffers
 	cases   []Case
@@ -41,31 +32,11 @@ type A64Fuzzer struct {
 
 // NewA64Fuzzer prepares a fuzz run on an ARM64 backend.
 func NewA64Fuzzer(cfg FuzzConfig) *A64Fuzzer {
-	if cfg.Trials <= 0 {
-		cfg.Trials = 3
-	}
-	f := &A64Fuzzer{cfg: cfg, a: cfg.Backend.Arch(), seen: map[string]int{}, nondet: map[uint32]bool{}, start: time.Now()}
-	if cfg.Env == nil {
-		cfg.Env = SimEnv(cfg.Policy)
-	}
-	f.env = *cfg.Env
+	f := &A64Fuzzer{nondet: map[uint32]bool{}}
+	f.init(cfg, 0x61363466757a7a, "not applicable: A64 instructions are 4 bytes")
 	f.env.SlotAddr = f.a.Layout.Slot + FuzzSlotOffset
-	f.rng = rand.New(rand.NewPCG(cfg.Seed, 0x61363466757a7a))
-	f.Stats.Verdicts = map[string]int{}
-	f.Stats.LengthOracle = "not applicable: A64 instructions are 4 bytes"
-	f.trials = make([]Trial, cfg.Trials)
-	if c, ok := cfg.Backend.(cpuTimer); ok {
-		f.cpu0 = c.CPUTime()
-	}
 	return f
 }
-
-// Counts returns the running counts.
-func (f *A64Fuzzer) Counts() *FuzzStats { return &f.Stats }
-
-// Counts returns the running counts (the x86 engine, for callers that drive
-// either).
-func (f *Fuzzer) Counts() *FuzzStats { return &f.Stats }
 
 type a64case struct {
 	w        uint32
@@ -354,7 +325,7 @@ func (f *A64Fuzzer) minimize(c *a64case, path Path, t0 *Trial) *Reproducer {
 		}
 	}
 	rp := &Reproducer{Bytes: a64Hex(c.w), Regs: map[string]string{}, Flags: fmt.Sprintf("%#x", t.Regs.Flags),
-		InPlace: describeA64(&ref), Hit: describeA64(&hit), Diff: d.String()}
+		InPlace: describe(f.a, &ref), Hit: describe(f.a, &hit), Diff: d.String()}
 	for r := 0; r <= a64RegSP; r++ {
 		if t.Regs.GPR[r] != 0 {
 			rp.Regs[f.a.RegNames[r]] = fmt.Sprintf("%#x", t.Regs.GPR[r])
@@ -363,39 +334,12 @@ func (f *A64Fuzzer) minimize(c *a64case, path Path, t0 *Trial) *Reproducer {
 	return rp
 }
 
-func describeA64(r *Result) string {
-	s := fmt.Sprintf("%v pc=%#x sp=%#x", r.Outcome, r.Regs.PC, r.Regs.GPR[a64RegSP])
-	if r.Outcome == Faulted {
-		s += " " + r.Fault.String()
-	}
-	return s
-}
-
-func (f *A64Fuzzer) report(fd *Finding) {
-	if f.seen[fd.Key] > 0 {
-		f.seen[fd.Key]++
-		return
-	}
-	f.seen[fd.Key] = 1
-	f.Stats.FindingKeys++
-	fd.Arch, fd.Policy = f.a.Name, f.cfg.Policy.Name
-	if f.cfg.OnFinding != nil {
-		f.cfg.OnFinding(fd)
-	}
-}
-
 // nondeterministic runs the in-place case three times from the first state.
 func (f *A64Fuzzer) nondeterministic(c *a64case) bool {
 	if v, ok := f.nondet[c.w]; ok {
 		return v
 	}
-	t := &f.trials[0]
-	cs := []Case{c.probe.RefCase(t), c.probe.RefCase(t), c.probe.RefCase(t)}
-	rs := make([]Result, 3)
-	v := false
-	if err := f.cfg.Backend.Run(cs, rs); err == nil {
-		v = f.a.Compare(&rs[0], &rs[1], nil).Verdict != Equivalent || f.a.Compare(&rs[1], &rs[2], nil).Verdict != Equivalent
-	}
+	v := f.differs(c.probe.RefCase(&f.trials[0]))
 	f.nondet[c.w] = v
 	return v
 }
@@ -410,22 +354,6 @@ func (f *A64Fuzzer) reproduces(c *a64case, path Path, ds []Diff) bool {
 		return err == nil && hc[0].Diff.Verdict == Diverged
 	}
 	return false
-}
-
-// Finish computes the rates.
-func (f *A64Fuzzer) Finish() FuzzStats {
-	f.Stats.Elapsed = time.Since(f.start).Seconds()
-	if c, ok := f.cfg.Backend.(cpuTimer); ok {
-		f.Stats.CPUSeconds = (c.CPUTime() - f.cpu0).Seconds()
-		if f.Stats.CPUSeconds > 0 {
-			f.Stats.ChecksPerCPUSecond = float64(f.Stats.Checks) / f.Stats.CPUSeconds
-		}
-	}
-	if f.Stats.Elapsed > 0 {
-		f.Stats.ChecksPerSecond = float64(f.Stats.Checks) / f.Stats.Elapsed
-		f.Stats.CasesPerSecond = float64(f.Stats.Cases) / f.Stats.Elapsed
-	}
-	return f.Stats
 }
 
 // A64Gen generates A64 words for the fuzzer: random words within

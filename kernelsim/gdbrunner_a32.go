@@ -50,7 +50,7 @@ const (
 var emuARM32 = &emuTarget{
 	name: "arm", qemu: "qemu-arm-static", elfMachine: 40,
 	base: a32RunnerBase, data: a32DataBase,
-	gen: genA32Runner,
+	gen: genA32Runner(A32UDF, A32SlotFill),
 	stub: func(r *emuRunner, at uint64) ([]byte, error) {
 		return a64Bytes(A32LdrPC, uint32(r.retEntry)), nil
 	},
@@ -64,16 +64,21 @@ var emuARM32 = &emuTarget{
 	regBytes:   4,
 }
 
-// genA32Runner generates the runner for layout l: once to learn the
-// handler's address, once with it.
-func genA32Runner(l Layout) (*emuRunner, error) {
+// genA32Runner returns the runner generator for the given filler words of
+// the code and slot pages: it generates the runner for a layout once to
+// learn the handler's address, once with it.
+func genA32Runner(codeFill, slotFill uint32) func(l Layout) (*emuRunner, error) {
+	return func(l Layout) (*emuRunner, error) { return genA32Fills(l, codeFill, slotFill) }
+}
+
+func genA32Fills(l Layout, codeFill, slotFill uint32) (*emuRunner, error) {
 	// the handler's address is an immediate of the set-up code: iterate
 	// until the layout is stable
 	var a *a32asm
 	h := uint32(0)
 	for range 4 {
 		var err error
-		if a, err = genA32Pass(l, h); err != nil {
+		if a, err = genA32Pass(l, h, codeFill, slotFill); err != nil {
 			return nil, err
 		}
 		if uint32(a.addr("handler")) == h {
@@ -93,7 +98,7 @@ func genA32Runner(l Layout) (*emuRunner, error) {
 	}, nil
 }
 
-func genA32Pass(l Layout, handler uint32) (*a32asm, error) {
+func genA32Pass(l Layout, handler, codeFill, slotFill uint32) (*a32asm, error) {
 	const (
 		r0, r1, r2, r3, r4, r5, r7, r8, r9, r10, r11, r12, sp = 0, 1, 2, 3, 4, 5, 7, 8, 9, 10, 11, 12, 13
 	)
@@ -155,8 +160,8 @@ func genA32Pass(l Layout, handler uint32) (*a32asm, error) {
 		sigact(sig, D+a32HAct)
 	}
 	sigact(13, D+a32HIgn) // SIGPIPE: see genA64Runner
-	// fillers: UDF #0 in the code page, UDF #0x51a7 in the slot page
-	for i, pf := range []struct{ at, fill uint32 }{{uint32(l.Orig), A32UDF}, {uint32(l.Slot), A32SlotFill}} {
+	// fillers (A32: UDF #0 in the code page, UDF #0x51a7 in the slot page)
+	for i, pf := range []struct{ at, fill uint32 }{{uint32(l.Orig), codeFill}, {uint32(l.Slot), slotFill}} {
 		lb := fmt.Sprintf("pfill%d", i)
 		a.movImm(r0, pf.at)
 		a.movImm(r1, pf.fill)
@@ -264,6 +269,20 @@ func genA32Pass(l Layout, handler uint32) (*a32asm, error) {
 	a.ldr(r9, r8, emHBatches)
 	a.addImm8(r9, r9, 1)
 	a.str(r9, r8, emHBatches)
+	// refill both pages: a case that ran data as ARM code may have stored
+	// into them beyond its image (PC-relative stores reach the whole
+	// page); a divergence that such a store caused does not reproduce in
+	// the next batch
+	for i, pf := range []struct{ at, fill uint32 }{{uint32(l.Orig), codeFill}, {uint32(l.Slot), slotFill}} {
+		lb := fmt.Sprintf("bfill%d", i)
+		a.movImm(r0, pf.at)
+		a.movImm(r1, pf.fill)
+		a.movImm(r9, PageSize/4)
+		a.mark(lb)
+		a.emit(0xE4801004) // str r1, [r0], #4
+		a.subsImm8(r9, r9, 1)
+		a.bc(a32NE, lb)
+	}
 	a.b("next")
 	// --- return entry (from the stub: ldr pc)
 	a.mark("ret")
@@ -338,7 +357,7 @@ func genA32Pass(l Layout, handler uint32) (*a32asm, error) {
 		prev, at, img int
 		n             string
 		fill          uint32
-	}{{emHPrevCode, emRCodeAt, emRCode, "code", A32UDF}, {emHPrevSlot, emRSlotAt, emRSlot, "slot", A32SlotFill}} {
+	}{{emHPrevCode, emRCodeAt, emRCode, "code", codeFill}, {emHPrevSlot, emRSlotAt, emRSlot, "slot", slotFill}} {
 		n := im.n
 		a.ldr(r0, r10, im.at)
 		a.ldr(r1, r8, im.prev)

@@ -61,6 +61,9 @@ type emuTarget struct {
 	// gdb register number of the PC and its width (zero: the A64 values
 	// 31, 32 and 8).
 	spReg, pcReg, regBytes int
+	// align is the granularity of code and slot lengths (zero: 4; Thumb 2);
+	// stubMax the most bytes the return stub takes (zero: 4).
+	align, stubMax int
 }
 
 // emuRunner is a generated runner.

@@ -389,11 +389,17 @@ func (g *GDB) Close() error {
 
 // checkCase reports why c does not fit the emulator's layout.
 func (g *GDB) checkCase(c *Case) error {
-	const stub = 4
+	stub, al := 4, 4
+	if g.t.stubMax != 0 {
+		stub = g.t.stubMax
+	}
+	if g.t.align != 0 {
+		al = g.t.align
+	}
 	l := g.arch.Layout
 	switch {
-	case len(c.Code)%4 != 0 || len(c.Slot)%4 != 0:
-		return fmt.Errorf("%w: A64 code and slot must be whole 4-byte words", ErrBadCase)
+	case len(c.Code)%al != 0 || len(c.Slot)%al != 0:
+		return fmt.Errorf("%w: %s code and slot must be whole %d-byte units", ErrBadCase, g.arch.Name, al)
 	case len(c.Code)+stub > ImageSize:
 		return fmt.Errorf("%w: code is %d bytes, at most %d fit before the return stub", ErrBadCase, len(c.Code), ImageSize-stub)
 	case c.CodeOffset < 0 || c.CodeOffset%4 != 0 || c.CodeOffset+ImageSize > PageSize:

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"sort"
+	"strings"
 	"syscall"
 	"time"
 
@@ -52,20 +53,29 @@ generates A64 words within instruction classes plus mutations of words from a
 cached Debian arm64 vmlinux, and runs them under qemu-aarch64-static (driven
 through its gdb stub): in place versus the hit's slot ([insn, BRK #6] with the
 PC fix-up, or boost-arm64's [insn, B addr+4]) or the kernel's simulation,
-comparing x0..x30, sp, NZCV, PC, v0..v31/FPSR/FPCR, stack and scratch memory.`,
+comparing x0..x30, sp, NZCV, PC, v0..v31/FPSR/FPCR, stack and scratch memory.
+
+--arch arm (linux-6.1-arm) and --arch thumb (linux-6.1-thumb) run A32 words /
+Thumb-2 instructions under qemu-arm-static: in place versus the kernel's hit
+(its slot [renamed insn, mov pc, lr] / [insn, bx lr] called the way its
+emulate_* handler does and written back the same way, or its simulation),
+comparing r0..r14, the APSR, PC and Thumb state, stack and scratch memory.
+Thumb cases sit at both halfword alignments, and a quarter of them end a
+one-instruction IT block. ARM kprobes never boost: the findings are kernel
+divergences (each with the 'kboost sim' flags that reproduce it) and slot-model
+problems; handlers kboost does not model count as inconclusive.`,
 		Example: `  kboost fuzz -n 100000 --out findings.jsonl
-  kboost fuzz --arch i386 --duration 1m --json`,
+  kboost fuzz --arch i386 --duration 1m --json
+  kboost fuzz --arch thumb -n 200000 --out thumb.jsonl`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			mode, err := decode.ParseMode(archName)
 			if err != nil {
 				return usagef("--arch: %v", err)
 			}
-			if mode == decode.ModeA64 && !cmd.Flags().Changed("policy") {
-				policyName = "linux-6.1-arm64"
-			}
-			if mode == decode.ModeA32 && !cmd.Flags().Changed("policy") {
-				policyName = "linux-6.1-arm"
+			ac := armCmds[mode]
+			if ac != nil && !cmd.Flags().Changed("policy") {
+				policyName = ac.policy
 			}
 			pol, err := boost.Lookup(policyName)
 			if err != nil {
@@ -104,12 +114,8 @@ comparing x0..x30, sp, NZCV, PC, v0..v31/FPSR/FPCR, stack and scratch memory.`,
 				fz   fuzzEngine
 				from string
 			)
-			if mode == decode.ModeA64 {
-				if sb, fz, from, err = newA64Fuzz(pol, trials, seed, tag, onFinding); err != nil {
-					return err
-				}
-			} else if mode == decode.ModeA32 {
-				if sb, fz, from, err = newA32Fuzz(pol, trials, seed, tag, onFinding); err != nil {
+			if ac != nil {
+				if sb, fz, from, err = ac.fuzz(pol, trials, seed, tag, onFinding); err != nil {
 					return err
 				}
 			} else {
@@ -185,6 +191,9 @@ comparing x0..x30, sp, NZCV, PC, v0..v31/FPSR/FPCR, stack and scratch memory.`,
 			st := fz.Finish()
 			sum := fuzzSummary{FuzzStats: st, Arch: a.Name, Policy: pol.Name, Seed: seed, Samples: from, Interrupted: ctx.Err() != nil,
 				Emulator: sb.Emulator(), Trials: max(trials, 1)}
+			if u, ok := fz.(interface{ UnmodelledActions() map[string]int }); ok && len(u.UnmodelledActions()) > 0 {
+				sum.Unmodelled = u.UnmodelledActions()
+			}
 			if fw != nil {
 				if err := fw.Flush(); err != nil {
 					return err
@@ -200,8 +209,8 @@ comparing x0..x30, sp, NZCV, PC, v0..v31/FPSR/FPCR, stack and scratch memory.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&archName, "arch", "x86-64", "instruction set: x86-64, i386, arm64 or arm (arm64 and arm run under qemu-aarch64-static / qemu-arm-static)")
-	f.StringVar(&policyName, "policy", "linux-6.1", "kernel policy (see 'kboost policies'; arm64: default linux-6.1-arm64)")
+	f.StringVar(&archName, "arch", "x86-64", "instruction set: x86-64, i386, arm64, arm or thumb (the ARM ones run under qemu-aarch64-static / qemu-arm-static)")
+	f.StringVar(&policyName, "policy", "linux-6.1", "kernel policy (see 'kboost policies'; default linux-6.1-arm64, linux-6.1-arm, linux-6.1-thumb for those)")
 	f.IntVarP(&n, "n", "n", 0, "number of cases")
 	f.DurationVar(&dur, "duration", 0, "run for this long (e.g. 30s, 5m)")
 	f.DurationVar(&caseTimeout, "case-timeout", 0, "x86: user CPU time one execution may take before it counts as timed out (default 10ms; 60ms under qemu)")
@@ -224,6 +233,9 @@ type fuzzSummary struct {
 	Samples     string `json:"samples_from"`
 	Emulator    string `json:"emulator,omitempty"`
 	Interrupted bool   `json:"interrupted"`
+	// Unmodelled counts, by kernel action, the hits kboost has no model of
+	// (32-bit ARM; included in inconclusive).
+	Unmodelled map[string]int `json:"unmodelled,omitempty"`
 }
 
 func printFuzzSummary(w io.Writer, s *fuzzSummary) {
@@ -245,9 +257,21 @@ func printFuzzSummary(w io.Writer, s *fuzzSummary) {
 	}
 	fmt.Fprintf(w, "; decoder refused %d\n", s.DecodeInvalid)
 	fmt.Fprintf(w, "  unsafe boosts:         %d\n", s.UnsafeBoosts)
-	fmt.Fprintf(w, "  kernel divergences:    %d (emulated / single-stepped hits that differ from the CPU; %d of them 66-prefixed branches, AMD-only)\n", s.PolicyDivergences, s.VendorDivergences)
+	if s.Unpredictable > 0 {
+		fmt.Fprintf(w, "  kernel divergences:    %d (emulated / single-stepped hits that differ from the CPU; %d of them on UNPREDICTABLE encodings or states)\n", s.PolicyDivergences, s.Unpredictable)
+	} else {
+		fmt.Fprintf(w, "  kernel divergences:    %d (emulated / single-stepped hits that differ from the CPU; %d of them 66-prefixed branches, AMD-only)\n", s.PolicyDivergences, s.VendorDivergences)
+	}
 	fmt.Fprintf(w, "  missed boosts:         %d\n", s.MissedBoosts)
 	fmt.Fprintf(w, "  not verifiable:        %d; nondeterministic %d; unreproducible %d; uncontrolled memory %d; emulator artifacts %d; inconclusive %d; slot problems %d\n", s.NotVerifiable, s.Nondeterministic, s.Unreproducible, s.Uncontrolled, s.EmulatorArtifacts, s.Inconclusive, s.SlotProblems)
+	if len(s.Unmodelled) > 0 {
+		var us []string
+		for k, v := range s.Unmodelled {
+			us = append(us, fmt.Sprintf("%s %d", k, v))
+		}
+		sort.Strings(us)
+		fmt.Fprintf(w, "  unmodelled hits:       %s (counted inconclusive)\n", strings.Join(us, ", "))
+	}
 	fmt.Fprintf(w, "  length oracle:         %s\n", s.LengthOracle)
 	fmt.Fprintf(w, "  length errors:         %d of %d checked (AMD 66-branch rel16: %d; CPU #UD: %d; CPU #GP too long: %d; decoder refuses what the CPU runs: %d; unknown %d)\n",
 		s.LengthErrors, s.LengthChecked, s.LengthVendor, s.CPURejected, s.CPUTooLong, s.DecoderRejectsRun, s.LengthUnknown)

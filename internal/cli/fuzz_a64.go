@@ -18,7 +18,7 @@ type fuzzBackend interface {
 	Emulator() string
 }
 
-// fuzzEngine is the x86 or the A64 fuzzer.
+// fuzzEngine is a fuzz engine: kernelsim.Fuzzer (x86), A64Fuzzer, A32Fuzzer (arm, thumb).
 type fuzzEngine interface {
 	Block(n int) error
 	Finish() kernelsim.FuzzStats
@@ -32,20 +32,20 @@ func newA64Fuzz(pol *boost.Policy, trials int, seed uint64, tag string, onFindin
 	if err != nil {
 		return nil, nil, "", err
 	}
-	samples, from := sampleA64Words(200000, seed)
+	samples, from := sampleWords(elf.EM_AARCH64, 200000, seed)
 	gen := kernelsim.NewA64Gen(seed, samples)
 	fz := kernelsim.NewA64Fuzzer(kernelsim.FuzzConfig{Backend: g, Policy: pol, Trials: trials, Seed: seed, Next: gen.Next, OnFinding: onFinding})
 	return g, fz, from, nil
 }
 
-// sampleA64Words returns up to max instruction words from the executable
-// sections of cached arm64 vmlinux images, evenly sampled.
-func sampleA64Words(max int, seed uint64) ([]uint32, string) {
+// sampleWords returns up to max instruction words from the executable
+// sections of the cached vmlinux images for machine, evenly sampled.
+func sampleWords(machine elf.Machine, max int, seed uint64) ([]uint32, string) {
 	var files []string
 	elfs, _ := filepath.Glob(filepath.Join(kimage.CacheDir(), "vmlinux", "*.elf"))
 	for _, p := range elfs {
 		if f, err := elf.Open(p); err == nil {
-			if f.Machine == elf.EM_AARCH64 {
+			if f.Machine == machine {
 				files = append(files, p)
 			}
 			f.Close()
@@ -77,6 +77,9 @@ func sampleA64Words(max int, seed uint64) ([]uint32, string) {
 			}
 		}
 		f.Close()
+	}
+	if len(out) == 0 {
+		return nil, "none (class-directed generation only)"
 	}
 	return out, fmt.Sprintf("%d words from %s", len(out), filepath.Base(files[0]))
 }

@@ -22,6 +22,7 @@ import (
 func newSimCmd(s Streams) *cobra.Command {
 	var (
 		archName, policyName, addrStr, slotStr, force string
+		itCond                                        string
 		trials                                        int
 		seed                                          uint64
 		jsonOut, color, preempt                       bool
@@ -50,22 +51,30 @@ qemu-aarch64-static through its gdb stub. --arch arm (policy linux-6.1-arm)
 takes an A32 word in memory order and runs it under qemu-arm-static: the
 kernel's slot (the renamed instruction, mov pc, lr) called with its emulate_*
 handler's register set-up and write-back, or its simulation; --force boost
-runs the word verbatim from a slot with no PC fix-up.`,
+runs the word verbatim from a slot with no PC fix-up. --arch thumb (policy
+linux-6.1-thumb) takes a Thumb instruction as 'kboost decode --arch thumb' does
+(2 bytes, or 4 when the first halfword is 0xe800 or above, little-endian
+halfwords) and runs it in Thumb state: the kernel's slot [insn, bx lr] called
+the way its t16/t32_emulate_* handler does, or its simulation; --addr's bit 1
+places it at either halfword of a word, and --it COND makes it the last
+instruction of an IT block, as the kernel's thumb_check_cc sees it.`,
 		Example: `  kboost sim 48 8b 05 10 00 00 00
   kboost sim --force boost e8 00 00 00 00
   kboost sim --arch i386 --policy linux-2.6.17-i386 89 c8
-  kboost sim --arch arm64 --policy boost-arm64 20 00 02 8b`,
+  kboost sim --arch arm64 --policy boost-arm64 20 00 02 8b
+  kboost sim --arch thumb --it eq 88 18`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			mode, err := decode.ParseMode(archName)
 			if err != nil {
 				return usagef("--arch: %v", err)
 			}
-			if mode == decode.ModeA64 && !cmd.Flags().Changed("policy") {
-				policyName = "linux-6.1-arm64"
+			ac := armCmds[mode]
+			if ac != nil && !cmd.Flags().Changed("policy") {
+				policyName = ac.policy
 			}
-			if mode == decode.ModeA32 && !cmd.Flags().Changed("policy") {
-				policyName = "linux-6.1-arm"
+			if itCond != "" && mode != decode.ModeT32 {
+				return usagef("--it is for --arch thumb")
 			}
 			pol, err := boost.Lookup(policyName)
 			if err != nil {
@@ -123,30 +132,19 @@ runs the word verbatim from a slot with no PC fix-up.`,
 				}
 				set[strings.ToLower(k)] = x
 			}
-			simf := simulate
-			if mode == decode.ModeA64 {
+			simf := func(s *simArgs) (*simReport, error) {
+				return simulate(s.code, s.mode, s.pol, s.env, s.addr, s.slot, s.force, s.trials, s.seed, s.set)
+			}
+			if ac != nil {
 				if !cmd.Flags().Changed("addr") {
-					addr = a64DefaultAddr
+					addr = ac.addr
 				}
 				if !cmd.Flags().Changed("slot") {
-					slot = a64DefaultSlot
+					slot = ac.slot
 				}
-				simf = func(code []byte, _ decode.Mode, pol *boost.Policy, env *boost.Env, addr, slot uint64, fp kernelsim.Path, trials int, seed uint64, set map[string]uint64) (*simReport, error) {
-					return simulateA64(code, pol, env, addr, slot, fp, trials, seed, set)
-				}
+				simf = ac.sim
 			}
-			if mode == decode.ModeA32 {
-				if !cmd.Flags().Changed("addr") {
-					addr = a32DefaultAddr
-				}
-				if !cmd.Flags().Changed("slot") {
-					slot = a32DefaultSlot
-				}
-				simf = func(code []byte, _ decode.Mode, pol *boost.Policy, env *boost.Env, addr, slot uint64, fp kernelsim.Path, trials int, seed uint64, set map[string]uint64) (*simReport, error) {
-					return simulateA32(code, pol, env, addr, slot, fp, trials, seed, set)
-				}
-			}
-			rep, err := simf(code, mode, pol, env, addr, slot, fp, trials, seed, set)
+			rep, err := simf(&simArgs{code: code, mode: mode, pol: pol, env: env, addr: addr, slot: slot, force: fp, trials: trials, seed: seed, set: set, it: itCond})
 			if err != nil {
 				return err
 			}
@@ -160,10 +158,11 @@ runs the word verbatim from a slot with no PC fix-up.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&archName, "arch", "x86-64", "instruction set: x86-64, i386, arm64 or arm (arm64 and arm run under qemu-aarch64-static / qemu-arm-static)")
-	f.StringVar(&policyName, "policy", "linux-6.1", "kernel policy (see 'kboost policies'; arm64: default linux-6.1-arm64)")
-	f.StringVar(&addrStr, "addr", "0xffffffff81000000", "probe address (i386: default 0xc1000000, arm64: 0xffff800008010000)")
-	f.StringVar(&slotStr, "slot", "0xffffffffa0000000", "slot address, in the module area (i386: default 0xf8000000, arm64: 0xffff800000800000)")
+	f.StringVar(&archName, "arch", "x86-64", "instruction set: x86-64, i386, arm64, arm or thumb (the ARM ones run under qemu-aarch64-static / qemu-arm-static)")
+	f.StringVar(&policyName, "policy", "linux-6.1", "kernel policy (see 'kboost policies'; default linux-6.1-arm64, linux-6.1-arm, linux-6.1-thumb for those)")
+	f.StringVar(&addrStr, "addr", "0xffffffff81000000", "probe address (i386: default 0xc1000000, arm64: 0xffff800008010000, arm and thumb: 0xc0100000)")
+	f.StringVar(&slotStr, "slot", "0xffffffffa0000000", "slot address, in the module area (i386: default 0xf8000000, arm64: 0xffff800000800000, arm and thumb: 0xbf000000)")
+	f.StringVar(&itCond, "it", "", "thumb: run the instruction as the last of a one-instruction IT block with this condition (eq, ne, ...)")
 	f.StringVar(&force, "force", "", "simulate this hit path instead of the policy's: boost, single-step, emulate")
 	f.IntVar(&trials, "trials", 4, "random register states")
 	f.Uint64Var(&seed, "seed", 1, "random seed for the register states")

@@ -5,11 +5,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"slices"
-	"strings"
 
-	"github.com/kboost/kboost/boost"
 	"github.com/kboost/kboost/decode"
 	"github.com/kboost/kboost/kernelsim"
 )
@@ -24,7 +21,8 @@ const (
 // simulateA64 is simulate for A64: the slot the policy's kernel (or the
 // boost-arm64 model) writes, checked, then the word run in place and through
 // the simulated hit under qemu-aarch64 (kernelsim.GDB).
-func simulateA64(code []byte, pol *boost.Policy, env *boost.Env, addr, slotAddr uint64, force kernelsim.Path, ntrials int, seed uint64, set map[string]uint64) (*simReport, error) {
+func simulateA64(s *simArgs) (*simReport, error) {
+	code, pol, env, addr, slotAddr, force := s.code, s.pol, s.env, s.addr, s.slot, s.force
 	a := kernelsim.ARM64
 	if len(code) < 4 {
 		return nil, usagef("an A64 instruction is 4 bytes (little-endian, as in memory), got %d", len(code))
@@ -102,24 +100,9 @@ func simulateA64(code []byte, pol *boost.Policy, env *boost.Env, addr, slotAddr 
 	slotOff := min(int(slotAddr%kernelsim.PageSize), kernelsim.PageSize-kernelsim.ImageSize)
 	p := &kernelsim.A64Probe{Arch: a, Word: w, CodeOffset: codeOff, SlotOffset: slotOff}
 	rep.Sandbox = fmt.Sprintf("code at %#x, slot at %#x, executed by %s through its gdb stub", p.Addr(), p.SlotAddr(), g.Emulator())
-	rng := rand.New(rand.NewPCG(seed, 0x73696d))
-	ts := make([]kernelsim.Trial, max(ntrials, 1))
-	for i := range ts {
-		a.RandomTrialA64(rng, &ts[i])
-		for k, v := range set {
-			if k == "flags" || k == "nzcv" {
-				ts[i].Regs.Flags = v
-				continue
-			}
-			r := slices.Index(a.RegNames, k)
-			if r < 0 {
-				return nil, usagef("--set %s: no register %q on %s (registers: %s, nzcv)", k, k, a.Name, strings.Join(a.RegNames, " "))
-			}
-			if k == "sp" {
-				return nil, usagef("--set sp: the stack pointer is fixed by the sandbox")
-			}
-			ts[i].Regs.GPR[r] = v
-		}
+	ts, err := armCmds[decode.ModeA64].trials(s)
+	if err != nil {
+		return nil, err
 	}
 	hc, err := kernelsim.CheckHitA64(g, p, path, nil, ts)
 	var ee *kernelsim.EmulateError
@@ -130,38 +113,6 @@ func simulateA64(code []byte, pol *boost.Policy, env *boost.Env, addr, slotAddr 
 	if err != nil {
 		return nil, err
 	}
-	var ds []kernelsim.Diff
-	for _, h := range hc {
-		rep.Trials = append(rep.Trials, simTrial{HitPath: path.String(), Verdict: h.Diff.Verdict.String(), Diverged: h.Diff.Fields,
-			InPlace: stateOf(a, &h.RefR), Sim: stateOf(a, &h.HitR), regNames: a.RegNames, ref: h.RefR, hit: h.HitR})
-		ds = append(ds, h.Diff)
-	}
-	rep.Conclusion = conclude(rep, path, ds)
+	simTrials(rep, a, path, hc)
 	return rep, nil
-}
-
-// conclude says whether the hits confirm or refute the claim.
-func conclude(rep *simReport, path kernelsim.Path, ds []kernelsim.Diff) string {
-	n := 0
-	for _, d := range ds {
-		if d.Verdict == kernelsim.Equivalent {
-			n++
-		}
-	}
-	claim := rep.Verdict
-	if rep.Verdict != path.String() {
-		claim = fmt.Sprintf("%s (hit path %s)", rep.Verdict, path)
-	}
-	if rep.Forced {
-		claim = fmt.Sprintf("forced %s (policy: %s)", path, rep.Verdict)
-	}
-	switch kernelsim.Summarize(ds) {
-	case kernelsim.Equivalent:
-		return fmt.Sprintf("%s CONFIRMED: the hit matches the in-place run on %d/%d states", claim, n, len(ds))
-	case kernelsim.Diverged:
-		return fmt.Sprintf("%s REFUTED: the hit differs from the in-place run on %d/%d states", claim, len(ds)-n, len(ds))
-	case kernelsim.NotVerifiable:
-		return claim + ": not verifiable in user mode (undefined at EL0, or a system call)"
-	}
-	return claim + ": inconclusive (timeout or emulator crash)"
 }
