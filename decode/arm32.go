@@ -400,8 +400,11 @@ func ARMFormatIT(inst *Inst, itCond Cond, inIT bool, symname func(uint64) (strin
 			}
 		}
 	}
-	if inst.Mode == ModeT32 && !inst.PCRel {
+	if inst.Mode == ModeT32 {
 		if ops := thumbOperands(inst); ops != "" {
+			if inst.PCRel {
+				ops += "\t@ " + a64Addr(inst.Target, symname)
+			}
 			return mn + "\t" + ops
 		}
 	}
@@ -465,6 +468,10 @@ func thumbOperands(inst *Inst) string {
 				sc = 2
 			}
 			return l(w) + ", [" + l(w>>3) + ", " + imm((w>>6&0x1F)*sc) + "]"
+		case w>>11 == 9: // LDR (literal): the word at Align(PC, 4) + imm8*4
+			return l(w>>8) + ", [pc, " + imm((w&0xFF)*4) + "]"
+		case w>>11 == 0x14: // ADR, as objdump prints it
+			return l(w>>8) + ", pc, " + imm((w&0xFF)*4)
 		case w>>12 == 9: // LDR/STR SP-relative
 			return l(w>>8) + ", [sp, " + imm((w&0xFF)*4) + "]"
 		case w>>11 == 0x15: // ADD Rd, SP, #imm
