@@ -150,10 +150,17 @@ const (
 	ArmCondRtEqRt2             // Rt (4..0) == Rt2 (14..10)
 	ArmCondWBOverlap           // Rn (9..5) is not SP and equals Rt (4..0) or Rt2 (14..10)
 	ArmCondMOPSRegs            // MOPS registers Rd, Rn, Rs not distinct, or Rd/Rn (or Rs of a copy) is 31
+	ArmCondRdEqRm              // Rd (4..0) == Rm (20..16): SEL (vectors) as MOV
+	ArmCondPdEqPm              // Pd (3..0) == Pm (19..16): SEL (predicates) as MOV
+	ArmCondPmEqPg              // Pm (19..16) == Pg (13..10): EOR(S) (predicates) as NOT(S)
+	ArmCondPnEqPmEqPg          // Pn (8..5) == Pm (19..16) == Pg (13..10): ORR(S) (predicates) as MOV(S)
+	ArmCondSVEBadMask          // SVE imm13 (17..5, N:immr:imms) is a reserved logical immediate
+	ArmCondSVEMovMask          // SVEMoveMaskPreferred(imm13): DUPM as MOV
 	NumArmConds
 )
 
-var armCondNames = [...]string{"", "rn=rm", "rn=rm&!al", "!al", "imms<immr", "lsl", "rd/rn=sp", "movz", "movn", "orrmov", "badmask", "oddpair", "rt=rt2", "wboverlap", "mopsregs"}
+var armCondNames = [...]string{"", "rn=rm", "rn=rm&!al", "!al", "imms<immr", "lsl", "rd/rn=sp", "movz", "movn", "orrmov", "badmask", "oddpair", "rt=rt2", "wboverlap", "mopsregs",
+	"rd=rm", "pd=pm", "pm=pg", "pn=pm=pg", "sve-badmask", "sve-movmask"}
 
 func (c ArmCond) String() string {
 	if int(c) < len(armCondNames) {
@@ -217,8 +224,50 @@ func (c ArmCond) Holds(w uint32) bool {
 	case ArmCondBadMask:
 		_, ok := A64BitMask(w>>22&1, w>>16&63, w>>10&63, w>>31 == 1)
 		return !ok
+	case ArmCondRdEqRm:
+		return w&31 == w>>16&31
+	case ArmCondPdEqPm:
+		return w&15 == w>>16&15
+	case ArmCondPmEqPg:
+		return w>>16&15 == w>>10&15
+	case ArmCondPnEqPmEqPg:
+		return w>>5&15 == w>>16&15 && w>>16&15 == w>>10&15
+	case ArmCondSVEBadMask:
+		_, ok := A64BitMask(w>>17&1, w>>11&63, w>>5&63, true)
+		return !ok
+	case ArmCondSVEMovMask:
+		imm, ok := A64BitMask(w>>17&1, w>>11&63, w>>5&63, true)
+		return ok && sveMoveMaskPreferred(imm)
 	}
 	return false
+}
+
+// sveMoveMaskPreferred is the Arm ARM's SVEMoveMaskPreferred() on the decoded
+// immediate: DUPM is disassembled as MOV unless DUP (immediate) could make the
+// same vector (an 8-bit immediate, optionally shifted by 8, replicated in
+// 16-, 32- or 64-bit elements).
+func sveMoveMaskPreferred(imm uint64) bool {
+	lo32, hi32 := imm&0xffffffff, imm>>32
+	rep32 := lo32 == hi32
+	rep16 := rep32 && imm&0xffff == imm>>16&0xffff
+	zeroOrOnes := func(v uint64, bits uint) bool { return v == 0 || v == 1<<bits-1 }
+	if imm&0xff != 0 {
+		switch {
+		case zeroOrOnes(imm>>7, 57),
+			rep32 && zeroOrOnes(lo32>>7, 25),
+			rep16 && zeroOrOnes(imm>>7&0x1ff, 9),
+			rep16 && imm>>8&0xff == imm&0xff:
+			return false
+		}
+		return true
+	}
+	switch {
+	case zeroOrOnes(imm>>15, 49),
+		rep32 && zeroOrOnes(lo32>>15, 17),
+		rep16:
+		return false
+	}
+	return true
 }
 
 // moveWideImm reports whether imm can be made by one MOVZ or MOVN.

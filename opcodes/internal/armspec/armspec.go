@@ -74,6 +74,8 @@ var condIdents = map[string]string{
 	"rn=rm": "ArmCondRnEqRm", "rn=rm&!al": "ArmCondRnEqRmNotAL", "!al": "ArmCondNotAL",
 	"imms<immr": "ArmCondImmsLtImmr", "lsl": "ArmCondLSL", "rd/rn=sp": "ArmCondRdOrRnSP",
 	"movz": "ArmCondMovz", "movn": "ArmCondMovn", "orrmov": "ArmCondOrrMov", "badmask": "ArmCondBadMask", "oddpair": "ArmCondOddPair", "rt=rt2": "ArmCondRtEqRt2", "wboverlap": "ArmCondWBOverlap", "mopsregs": "ArmCondMOPSRegs",
+	"rd=rm": "ArmCondRdEqRm", "pd=pm": "ArmCondPdEqPm", "pm=pg": "ArmCondPmEqPg", "pn=pm=pg": "ArmCondPnEqPmEqPg",
+	"sve-badmask": "ArmCondSVEBadMask", "sve-movmask": "ArmCondSVEMovMask",
 }
 
 // Parse reads a spec file; file names it in messages. A spec read this way

@@ -32,7 +32,8 @@
 // of flag names (pcrel load store excl acq rel atomic pair simd hint pac bti
 // barrier sysreg wb mops alias group itflags), branch=KIND (jmp jcc call jmp-indirect
 // call-indirect ret iret int ud) and if=COND (an alias condition the pattern
-// cannot express: rn=rm rn=rm&!al !al imms<immr lsl rd/rn=sp movz movn orrmov badmask oddpair rt=rt2 wboverlap mopsregs).
+// cannot express: rn=rm rn=rm&!al !al imms<immr lsl rd/rn=sp movz movn orrmov badmask oddpair rt=rt2 wboverlap mopsregs
+// rd=rm pd=pm pm=pg pn=pm=pg sve-badmask sve-movmask).
 //
 // Lines are tried in file order and the first match wins: write aliases and
 // unallocated carve-outs before the general encoding.
