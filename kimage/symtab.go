@@ -16,14 +16,14 @@ import (
 // Symbol is one entry of a symbol table.
 type Symbol struct {
 	Name   string
+	Module string // kallsyms "[module]" suffix, "" for the kernel itself
 	Addr   uint64
 	Size   uint64 // from ELF; for map files the distance to the next symbol (0 = unknown)
+	region int    // symbols only bound each other's sizes within one region
 	Type   byte   // nm/kallsyms letter: 'T' global text, 't' local text, 'D', 'b', 'A', ...
-	Module string // kallsyms "[module]" suffix, "" for the kernel itself
 	Func   bool   // a function (text symbol or STT_FUNC)
-
-	region int  // symbols only bound each other's sizes within one region
-	filled bool // Size was inferred from the next symbol, not given
+	filled bool   // Size was inferred from the next symbol, not given
+	// (Field order keeps a Symbol at 64 bytes: a kernel has ~100k of them.)
 }
 
 // regionAbs marks absolute symbols: they never bound another symbol's size.
@@ -273,28 +273,43 @@ func parseSymbolMap(raw []byte) (*SymTab, error) {
 		nonzero bool
 		err     error
 	}
-	var second chan part
+	// One slice for both halves (each fills its own part of it), so that the
+	// ~100k symbols are not copied again into a new slice at the end.
+	var (
+		second chan part
+		rest   string
+		first  int
+	)
+	n1 := strings.Count(data, "\n") + 1
+	n2 := 0
 	if len(data) >= parallelMapSize {
 		if k := strings.IndexByte(data[len(data)/2:], '\n'); k >= 0 {
 			cut := len(data)/2 + k + 1
-			rest := data[cut:]
-			first := strings.Count(data[:cut], "\n") + 1 // line number of rest's first line
-			second = make(chan part, 1)
-			go func() {
-				var p part
-				p.syms, p.nonzero, p.err = parseMapLines(rest, first)
-				second <- p
-			}()
-			data = data[:cut]
+			rest, data = data[cut:], data[:cut]
+			first = strings.Count(data, "\n") + 1 // line number of rest's first line
+			n1, n2 = first, n1-first+1
 		}
 	}
-	syms, nonzero, err := parseMapLines(data, 1)
+	all := make([]Symbol, 0, n1+n2)
+	if rest != "" {
+		second = make(chan part, 1)
+		go func() {
+			var p part
+			p.syms, p.nonzero, p.err = parseMapLines(all[n1:n1:n1+n2], rest, first)
+			second <- p
+		}()
+	}
+	syms, nonzero, err := parseMapLines(all[:0:n1], data, 1)
 	if second != nil {
 		p := <-second
 		if err == nil {
 			err = p.err
 		}
-		syms = append(syms, p.syms...)
+		// Blank lines leave a gap between the halves: close it in place.
+		if len(syms) < n1 {
+			copy(all[len(syms):cap(all)], p.syms)
+		}
+		syms = all[:len(syms)+len(p.syms)]
 		nonzero = nonzero || p.nonzero
 	}
 	if err != nil {
@@ -306,9 +321,9 @@ func parseSymbolMap(raw []byte) (*SymTab, error) {
 	return NewSymTab(syms), nil
 }
 
-// parseMapLines parses the lines of data, numbering them from first.
-func parseMapLines(data string, first int) (syms []Symbol, nonzero bool, err error) {
-	syms = make([]Symbol, 0, strings.Count(data, "\n")+1)
+// parseMapLines appends the symbols of data's lines to syms (which has room
+// for one per line), numbering the lines from first.
+func parseMapLines(syms []Symbol, data string, first int) (_ []Symbol, nonzero bool, err error) {
 	line := first - 1
 	for len(data) > 0 {
 		line++
