@@ -219,23 +219,27 @@ func fmtOutcome(o *guest.Outcome) string {
 
 // WriteJSON prints one JSON record per probe and then the summary object.
 func (v *Verification) WriteJSON(w io.Writer) error {
-	enc := json.NewEncoder(w)
-	for i := range v.Report.Records {
-		r := &v.Report.Records[i]
-		if r.Round < 0 {
-			continue
-		}
-		if err := enc.Encode(r); err != nil {
-			return err
-		}
-	}
-	return enc.Encode(struct {
+	return writeRecordsJSON(w, v.Report.Records, func(r *guest.VerifyRecord) bool { return r.Round >= 0 }, struct {
 		Summary VerifySummary `json:"summary"`
 		Release string        `json:"release"`
 		Policy  string        `json:"policy"`
 		Rounds  int           `json:"rounds"`
 		Notes   []string      `json:"notes,omitempty"`
 	}{v.Summary, v.Report.Release, v.Report.Policy, v.Report.Rounds, v.Report.Notes})
+}
+
+// writeRecordsJSON prints one JSON object per record that keep accepts (the
+// probes of the rounds, not the set-up entries), then the summary object.
+func writeRecordsJSON[R any](w io.Writer, records []R, keep func(*R) bool, summary any) error {
+	enc := json.NewEncoder(w)
+	for i := range records {
+		if r := &records[i]; keep(r) {
+			if err := enc.Encode(r); err != nil {
+				return err
+			}
+		}
+	}
+	return enc.Encode(summary)
 }
 
 // Verify boots the kernel of vc.Deb (or vc.Build) with the kboost-verify step

@@ -2,7 +2,6 @@ package vm
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -211,17 +210,7 @@ func fixedOutcome(v *Verifier, rep *guest.ARM64Report, view fixedView, cached st
 
 // writeFixedJSON prints a fixed-width record as Verification.WriteJSON does.
 func writeFixedJSON(w io.Writer, rep *guest.ARM64Report, o *VerifyOutcome) error {
-	enc := json.NewEncoder(w)
-	for i := range rep.Records {
-		r := &rep.Records[i]
-		if r.Round < 0 {
-			continue
-		}
-		if err := enc.Encode(r); err != nil {
-			return err
-		}
-	}
-	return enc.Encode(struct {
+	return writeRecordsJSON(w, rep.Records, func(r *guest.VerifyRecord) bool { return r.Round >= 0 }, struct {
 		Summary VerifySummary `json:"summary"`
 		Arch    string        `json:"arch"`
 		Release string        `json:"release"`

@@ -373,29 +373,7 @@ func simulate(code []byte, mode decode.Mode, pol *boost.Policy, env *boost.Env, 
 			add(0, path.String(), h)
 		}
 	}
-	n := 0
-	for _, d := range ds {
-		if d.Verdict == kernelsim.Equivalent {
-			n++
-		}
-	}
-	claim := rep.Verdict
-	if rep.Verdict != path.String() {
-		claim = fmt.Sprintf("%s (hit path %s)", rep.Verdict, path)
-	}
-	if rep.Forced {
-		claim = fmt.Sprintf("forced %s (policy: %s)", path, rep.Verdict)
-	}
-	switch kernelsim.Summarize(ds) {
-	case kernelsim.Equivalent:
-		rep.Conclusion = fmt.Sprintf("%s CONFIRMED: the hit matches the CPU on %d/%d states", claim, n, len(ds))
-	case kernelsim.Diverged:
-		rep.Conclusion = fmt.Sprintf("%s REFUTED: the hit differs from the CPU on %d/%d states", claim, len(ds)-n, len(ds))
-	case kernelsim.NotVerifiable:
-		rep.Conclusion = claim + ": not verifiable in user mode (the CPU refuses the instruction at CPL 3)"
-	default:
-		rep.Conclusion = claim + ": inconclusive (timeout or sandbox crash)"
-	}
+	rep.Conclusion = conclude(rep, path, ds, cpuWords)
 	return rep, nil
 }
 

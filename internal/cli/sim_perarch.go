@@ -88,11 +88,24 @@ func simTrials(rep *simReport, a *kernelsim.Arch, path kernelsim.Path, hc []kern
 			InPlace: stateOf(a, &h.RefR), Sim: stateOf(a, &h.HitR), regNames: a.RegNames, ref: h.RefR, hit: h.HitR})
 		ds = append(ds, h.Diff)
 	}
-	rep.Conclusion = conclude(rep, path, ds)
+	rep.Conclusion = conclude(rep, path, ds, emulatorWords)
 }
 
+// backendWords name, in a sim conclusion, what the hit was compared with and
+// why a case could not be decided.
+type backendWords struct {
+	ref           string // what the hit is compared with
+	notVerifiable string // why user mode cannot run the instruction
+	inconclusive  string // what stopped the run
+}
+
+var (
+	emulatorWords = backendWords{"the in-place run", "undefined at EL0, or a system call", "timeout or emulator crash"}
+	cpuWords      = backendWords{"the CPU", "the CPU refuses the instruction at CPL 3", "timeout or sandbox crash"}
+)
+
 // conclude says whether the hits confirm or refute the claim.
-func conclude(rep *simReport, path kernelsim.Path, ds []kernelsim.Diff) string {
+func conclude(rep *simReport, path kernelsim.Path, ds []kernelsim.Diff, w backendWords) string {
 	n := 0
 	for _, d := range ds {
 		if d.Verdict == kernelsim.Equivalent {
@@ -108,11 +121,11 @@ func conclude(rep *simReport, path kernelsim.Path, ds []kernelsim.Diff) string {
 	}
 	switch kernelsim.Summarize(ds) {
 	case kernelsim.Equivalent:
-		return fmt.Sprintf("%s CONFIRMED: the hit matches the in-place run on %d/%d states", claim, n, len(ds))
+		return fmt.Sprintf("%s CONFIRMED: the hit matches %s on %d/%d states", claim, w.ref, n, len(ds))
 	case kernelsim.Diverged:
-		return fmt.Sprintf("%s REFUTED: the hit differs from the in-place run on %d/%d states", claim, len(ds)-n, len(ds))
+		return fmt.Sprintf("%s REFUTED: the hit differs from %s on %d/%d states", claim, w.ref, len(ds)-n, len(ds))
 	case kernelsim.NotVerifiable:
-		return claim + ": not verifiable in user mode (undefined at EL0, or a system call)"
+		return claim + ": not verifiable in user mode (" + w.notVerifiable + ")"
 	}
-	return claim + ": inconclusive (timeout or emulator crash)"
+	return claim + ": inconclusive (" + w.inconclusive + ")"
 }
