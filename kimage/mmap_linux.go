@@ -49,3 +49,30 @@ type mapping struct {
 func (m *mapping) Close() error {
 	return errors.Join(syscall.Munmap(m.mem), m.fh.Close())
 }
+
+// mappedMapSize is the size from which a symbol map is mapped instead of read.
+const mappedMapSize = 1 << 20
+
+// readSymbolFile returns the contents of a symbol map. A regular file of at
+// least mappedMapSize bytes is mapped read-only with its page tables filled
+// in one call (MAP_POPULATE): on virtual machines where every page fault is
+// an exit to the hypervisor, reading a kallsyms copy into fresh memory cost
+// more than parsing it. The mapping is never unmapped, since the symbol
+// names parsed from it are substrings of it and a symbol table lives as long
+// as the process that loaded it; maps are loaded once per process.
+func readSymbolFile(path string) ([]byte, error) {
+	fh, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer fh.Close()
+	st, err := fh.Stat()
+	if err != nil || !st.Mode().IsRegular() || st.Size() < mappedMapSize || st.Size() != int64(int(st.Size())) {
+		return os.ReadFile(path)
+	}
+	mem, err := syscall.Mmap(int(fh.Fd()), 0, int(st.Size()), syscall.PROT_READ, syscall.MAP_PRIVATE|syscall.MAP_POPULATE)
+	if err != nil {
+		return os.ReadFile(path)
+	}
+	return mem, nil
+}

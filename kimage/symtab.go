@@ -4,13 +4,14 @@ import (
 	"fmt"
 	"io"
 	"iter"
-	"os"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"unsafe"
+
+	"github.com/kboost/kboost/internal/memhint"
 )
 
 // Symbol is one entry of a symbol table.
@@ -234,10 +235,11 @@ func (t *SymTab) Lookup(addr uint64) (sym Symbol, off uint64, ok bool) {
 
 // LoadSymbols reads a System.map or /proc/kallsyms-format file.
 func LoadSymbols(path string) (*SymTab, error) {
-	// os.ReadFile sizes its buffer from the file (io.ReadAll would grow and copy
-	// it a dozen times for a 10 MB kallsyms); /proc files report size 0 and
-	// are read until EOF all the same.
-	data, err := os.ReadFile(path)
+	// A large regular file is mapped (readSymbolFile); otherwise os.ReadFile
+	// sizes its buffer from the file (io.ReadAll would grow and copy it a
+	// dozen times for a 10 MB kallsyms); /proc files report size 0 and are
+	// read until EOF all the same.
+	data, err := readSymbolFile(path)
 	if err != nil {
 		return nil, err
 	}
@@ -291,6 +293,8 @@ func parseSymbolMap(raw []byte) (*SymTab, error) {
 		}
 	}
 	all := make([]Symbol, 0, n1+n2)
+	memhint.Prefault(all) // 6 MB for a kernel, about to be filled
+
 	if rest != "" {
 		second = make(chan part, 1)
 		go func() {

@@ -12,6 +12,7 @@ import (
 	"sync"
 
 	"github.com/kboost/kboost/boost"
+	"github.com/kboost/kboost/internal/memhint"
 	"github.com/kboost/kboost/kimage"
 )
 
@@ -36,6 +37,7 @@ func Select(f *kimage.File, selectors []string) ([]Request, error) {
 	var reqs []Request
 	if len(selectors) == 0 {
 		reqs = make([]Request, 0, f.Symbols.Len())
+		memhint.Prefault(reqs) // ~100 bytes per symbol, about half of them functions
 		for s := range f.Symbols.Funcs() {
 			if s.Module == "" && s.Size > 0 && s.Size <= MaxFuncSize && !IsMarker(s.Name) {
 				if sec, ok := f.SectionAt(s.Addr); ok && sec.Exec {

@@ -1,0 +1,33 @@
+//go:build linux
+
+package memhint
+
+import (
+	"syscall"
+	"unsafe"
+)
+
+// madvPopulateWrite is MADV_POPULATE_WRITE (Linux 5.14): fault a range in,
+// writable, in one system call.
+const madvPopulateWrite = 23
+
+// minBytes is the size below which Prefault does nothing: a system call
+// costs more than the few faults it would save.
+const minBytes = 1 << 20
+
+// Prefault backs the whole capacity of s with memory now. The whole pages
+// inside the backing array are populated; its contents are unchanged.
+func Prefault[T any](s []T) {
+	var zero T
+	n := uintptr(cap(s)) * unsafe.Sizeof(zero)
+	if n < minBytes {
+		return
+	}
+	p := uintptr(unsafe.Pointer(unsafe.SliceData(s[:1])))
+	start := (p + 4095) &^ 4095
+	end := (p + n) &^ 4095
+	if end <= start {
+		return
+	}
+	syscall.Syscall(syscall.SYS_MADVISE, start, end-start, madvPopulateWrite)
+}

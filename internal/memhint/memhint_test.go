@@ -1,0 +1,21 @@
+package memhint
+
+import "testing"
+
+// TestPrefaultKeepsContents: the hint never changes what the slice holds,
+// for slices below and above the threshold, empty or not.
+func TestPrefaultKeepsContents(t *testing.T) {
+	for _, n := range []int{0, 1, 4096, 3 << 20} {
+		s := make([]uint32, n, n+17)
+		for i := range s {
+			s[i] = uint32(i) * 2654435761
+		}
+		Prefault(s)
+		for i := range s {
+			if s[i] != uint32(i)*2654435761 {
+				t.Fatalf("n=%d: element %d changed", n, i)
+			}
+		}
+	}
+	Prefault([]byte(nil))
+}
