@@ -533,8 +533,8 @@ func Run(f *kimage.File, pol *boost.Policy, env *boost.Env, reqs []Request, patc
 		err  error
 		ok   chan struct{}
 	}
-	todo := make(chan *job, workers*4)
-	order := make(chan *job, workers*16)
+	todo := make(chan *job, workers)
+	order := make(chan *job, workers*2)
 	for w := 0; w < workers; w++ {
 		h := newHandler()
 		au := pol.NewAuditor(env)
