@@ -87,7 +87,7 @@ type Formatter struct {
 // NewFormatter returns a Formatter holding at most max memoized texts (0: 1<<20).
 func NewFormatter(max int) *Formatter {
 	if max <= 0 {
-		max = 1 << 16
+		max = 1 << 14
 	}
 	return &Formatter{cache: make(map[string]string, 1024), max: max}
 }

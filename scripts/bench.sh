@@ -36,12 +36,19 @@ a_ob=$(best objdump -d -M intel64 "$KBOOST_VMLINUX")
 a_kb=$(best "$bin/kboost" decode --json "$KBOOST_VMLINUX")
 b_x86=$(best "$bin/x86asmloop" "$KBOOST_VMLINUX")
 b_kb=$(best "$bin/kboost" audit --summary --symbols "$KBOOST_KALLSYMS" "$KBOOST_VMLINUX")
-/usr/bin/time -o "$bin/time" -f "%M" "$bin/kboost" audit --summary --symbols "$KBOOST_KALLSYMS" "$KBOOST_VMLINUX" >/dev/null 2>&1
-mem=$(tail -1 "$bin/time")
+rss() {
+  /usr/bin/time -o "$bin/time" -f "%M" "$@" >/dev/null 2>&1
+  tail -1 "$bin/time"
+}
+mem=$(rss "$bin/kboost" audit --summary --symbols "$KBOOST_KALLSYMS" "$KBOOST_VMLINUX")
+mem_text=$(rss "$bin/kboost" audit --symbols "$KBOOST_KALLSYMS" "$KBOOST_VMLINUX")
+mem_json=$(rss "$bin/kboost" audit --json --symbols "$KBOOST_KALLSYMS" "$KBOOST_VMLINUX")
 size=$(stat -c %s "$KBOOST_VMLINUX")
 
 echo "load:    $(cut -d' ' -f1-3 /proc/loadavg) (1, 5, 15 min)"
 printf '\n%-44s %10s %10s %8s %8s\n' "comparison (best of $RUNS)" kboost peer ratio target
 printf '%-44s %9ss %9ss %7.2fx %8s\n' "(a) decode --json vs objdump -d" "$a_kb" "$a_ob" "$(echo "$a_ob $a_kb" | awk '{print $1/$2}')" ">= 2x"
 printf '%-44s %9ss %9ss %7.2fx %8s\n' "(b) audit --summary vs x86asm.Decode loop" "$b_kb" "$b_x86" "$(echo "$b_x86 $b_kb" | awk '{print $1/$2}')" ">= 3x"
-printf '%-44s %9sM %9sM %7.2fx %8s\n' "(c) audit peak RSS vs vmlinux size" "$((mem / 1024))" "$((size / 1048576))" "$(echo "$mem $size" | awk '{print ($1*1024)/$2}')" "< 2x"
+for m in "--summary:$mem" "(text):$mem_text" "--json:$mem_json"; do
+  printf '%-44s %9sM %9sM %7.2fx %8s\n' "(c) audit ${m%%:*} peak RSS vs vmlinux size" "$((${m##*:} / 1024))" "$((size / 1048576))" "$(echo "${m##*:} $size" | awk '{print ($1*1024)/$2}')" "< 2x"
+done

@@ -520,13 +520,19 @@ type Handler func(res *Result) ([]byte, error)
 // Run audits every request with the policy on all CPUs. Each worker gets its own
 // Handler from newHandler (so formatters and counters need no locks) and reuses
 // one boost.Auditor; write receives each request's output in request order.
-func Run(f *kimage.File, pol *boost.Policy, env *boost.Env, reqs []Request, patch *Patcher, newHandler func() Handler, write func([]byte) error) error {
+// maxChunk bounds how many consecutive requests a worker takes at once (0:
+// 64); a caller that prints every boundary passes a smaller one, since a
+// chunk's output waits in memory until the chunks before it are written.
+func Run(f *kimage.File, pol *boost.Policy, env *boost.Env, reqs []Request, patch *Patcher, maxChunk int, newHandler func() Handler, write func([]byte) error) error {
 	workers := runtime.GOMAXPROCS(0)
 	// Requests go to the workers in chunks of consecutive functions: a kernel
 	// has ~50k of them, and a channel hand-off per function would cost more
 	// than auditing a small one.
+	if maxChunk <= 0 {
+		maxChunk = 64
+	}
 	chunk := len(reqs) / (workers * 64)
-	chunk = max(1, min(chunk, 64))
+	chunk = max(1, min(chunk, maxChunk))
 	type job struct {
 		reqs []Request
 		out  []byte

@@ -211,7 +211,14 @@ func runAudit(s Streams, o auditOpts, args []string) error {
 			return buf, nil
 		}
 	}
-	err = audit.Run(f, pol, env, reqs, patch, newHandler, func(b []byte) error {
+	// Printed output waits in memory until the chunks before it are written:
+	// smaller chunks when every boundary is printed (a whole kernel's text
+	// or JSON is about a gigabyte).
+	maxChunk := 16
+	if o.summary {
+		maxChunk = 0
+	}
+	err = audit.Run(f, pol, env, reqs, patch, maxChunk, newHandler, func(b []byte) error {
 		prog.update(uint64(done.Load()), uint64(len(reqs)))
 		_, err := w.Write(b)
 		return err

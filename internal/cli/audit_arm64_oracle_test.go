@@ -447,7 +447,7 @@ func TestOracleAuditARM64(t *testing.T) {
 			return nil, ty.compare(a, byFunc[a.Func.Name])
 		}
 	}
-	if err := audit.Run(f, pol, env, reqs, patch, newHandler, func([]byte) error { return nil }); err != nil {
+	if err := audit.Run(f, pol, env, reqs, patch, 0, newHandler, func([]byte) error { return nil }); err != nil {
 		t.Fatal(err)
 	}
 	sort.Strings(differ)
