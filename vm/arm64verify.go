@@ -59,29 +59,14 @@ func VerifyARM64(ctx context.Context, vc ARM64VerifyConfig) (*ARM64Verification,
 	if err != nil {
 		return nil, fmt.Errorf("vm: config of %s: %w", filepath.Base(vc.Deb), err)
 	}
-	// The kernel's answers depend on the kernel, the probes asked for and the
-	// recorder, not on kboost's predictions: the record is cached by those and
-	// predicted again on every use.
-	rec := vc.Args
-	rec.Policy = ""
-	raw, err := json.Marshal(rec)
+	v := &ARM64Verification{}
+	cached, err := cachedRecord(vc.Deb, ARM64, cfg, guest.ARM64RecordVersion, vc.Args, vc.NoCache, &v.Report, func(raw json.RawMessage) error {
+		return v.boot(ctx, cfg, dk, raw)
+	})
 	if err != nil {
 		return nil, err
 	}
-	machine := strings.Join(append(append(append([]string{}, ARM64.Machine...), cfg.QEMUArgs...), cfg.Append...), " ")
-	h := sha256.Sum256([]byte(fmt.Sprintf("%s\n%s\n%d\n%s", filepath.Base(vc.Deb), machine, guest.ARM64RecordVersion, raw)))
-	cache := filepath.Join(CacheDir(), "verify", fmt.Sprintf("%s-%s.json", strings.TrimSuffix(filepath.Base(vc.Deb), ".deb"), hex.EncodeToString(h[:])[:16]))
-	v := &ARM64Verification{}
-	if b, err := os.ReadFile(cache); err == nil && !vc.NoCache && json.Unmarshal(b, &v.Report) == nil && len(v.Report.Records) > 0 {
-		v.Cached = cache
-	} else {
-		if err := v.boot(ctx, cfg, dk, raw); err != nil {
-			return nil, err
-		}
-		if b, err := json.Marshal(&v.Report); err == nil {
-			_ = writeFileAtomic(cache, b, 0o644)
-		}
-	}
+	v.Cached = cached
 	tables, err := ARM64ImageTables(ctx, vc.Deb, dk, Config{Timeout: vc.VM.Timeout}, &v.Report)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -417,4 +402,32 @@ func sumCounts(m map[string]int) int {
 		n += v
 	}
 	return n
+}
+
+// cachedRecord returns the guest's record for a verification of deb on arch:
+// from the cache when one was made for the same package, QEMU machine
+// (arch.Machine, cfg.QEMUArgs, cfg.Append), recorder version and arguments
+// (the kernel's answers do not depend on kboost's predictions, so the
+// policy is left out and predictions are made again on every use), else by
+// boot, whose record is then cached. cached names the cache file used, ""
+// after a boot.
+func cachedRecord(deb string, arch *Arch, cfg Config, version int, args guest.ARM64VerifyArgs, noCache bool, report *guest.ARM64Report, boot func(raw json.RawMessage) error) (cached string, err error) {
+	args.Policy = ""
+	raw, err := json.Marshal(args)
+	if err != nil {
+		return "", err
+	}
+	machine := strings.Join(append(append(append([]string{}, arch.Machine...), cfg.QEMUArgs...), cfg.Append...), " ")
+	h := sha256.Sum256([]byte(fmt.Sprintf("%s\n%s\n%d\n%s", filepath.Base(deb), machine, version, raw)))
+	cache := filepath.Join(CacheDir(), "verify", fmt.Sprintf("%s-%s.json", strings.TrimSuffix(filepath.Base(deb), ".deb"), hex.EncodeToString(h[:])[:16]))
+	if b, err := os.ReadFile(cache); err == nil && !noCache && json.Unmarshal(b, report) == nil && len(report.Records) > 0 {
+		return cache, nil
+	}
+	if err := boot(raw); err != nil {
+		return "", err
+	}
+	if b, err := json.Marshal(report); err == nil {
+		_ = writeFileAtomic(cache, b, 0o644)
+	}
+	return "", nil
 }

@@ -3,13 +3,11 @@ package vm
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -67,26 +65,14 @@ func VerifyARM(ctx context.Context, vc ARMVerifyConfig) (*ARMVerification, error
 	if err != nil {
 		return nil, fmt.Errorf("vm: config of %s: %w", filepath.Base(vc.Deb), err)
 	}
-	rec := vc.Args
-	rec.Policy = ""
-	raw, err := json.Marshal(rec)
+	v := &ARMVerification{}
+	cached, err := cachedRecord(vc.Deb, ARM, cfg, guest.ARMRecordVersion, vc.Args, vc.NoCache, &v.Report, func(raw json.RawMessage) error {
+		return v.boot(ctx, cfg, dk, raw)
+	})
 	if err != nil {
 		return nil, err
 	}
-	machine := strings.Join(append(append(append([]string{}, ARM.Machine...), cfg.QEMUArgs...), cfg.Append...), " ")
-	h := sha256.Sum256([]byte(fmt.Sprintf("%s\n%s\n%d\n%s", filepath.Base(vc.Deb), machine, guest.ARMRecordVersion, raw)))
-	cache := filepath.Join(CacheDir(), "verify", fmt.Sprintf("%s-%s.json", strings.TrimSuffix(filepath.Base(vc.Deb), ".deb"), hex.EncodeToString(h[:])[:16]))
-	v := &ARMVerification{}
-	if b, err := os.ReadFile(cache); err == nil && !vc.NoCache && json.Unmarshal(b, &v.Report) == nil && len(v.Report.Records) > 0 {
-		v.Cached = cache
-	} else {
-		if err := v.boot(ctx, cfg, dk, raw); err != nil {
-			return nil, err
-		}
-		if b, err := json.Marshal(&v.Report); err == nil {
-			_ = writeFileAtomic(cache, b, 0o644)
-		}
-	}
+	v.Cached = cached
 	tables, err := FillARMImage(img, 0, &v.Report)
 	if err != nil {
 		return nil, err
