@@ -250,27 +250,9 @@ func appendVecDiff(f []string, x, y []byte) []string {
 // b (in one batch) and compares them. Both runs have the hit's slot page
 // mapped with the same contents.
 func CheckHitA64(b Backend, p *A64Probe, path Path, slot []byte, trials []Trial) ([]HitCheck, error) {
-	out := make([]HitCheck, len(trials))
-	cases := make([]Case, 0, 2*len(trials))
-	for i := range trials {
-		out[i].Trial = trials[i]
-		out[i].Ref = p.RefCase(&trials[i])
-		h, err := p.HitCase(path, slot, &trials[i])
-		if err != nil {
-			return nil, err
-		}
-		out[i].Hit = h
-		out[i].Ref.Slot, out[i].Ref.SlotOffset = h.Slot, h.SlotOffset
-		cases = append(cases, out[i].Ref, h)
-	}
-	res := make([]Result, len(cases))
-	if err := b.Run(cases, res); err != nil {
-		return nil, err
-	}
-	for i := range out {
-		out[i].RefR, out[i].HitR = res[2*i], res[2*i+1]
-		p.FixHit(path, &out[i].HitR)
-		out[i].Diff = p.CompareHit(&out[i].Hit, &out[i].RefR, &out[i].HitR)
-	}
-	return out, nil
+	return checkHits(b, p, path, slot, trials)
+}
+
+func (p *A64Probe) compareHit(_ Path, c *Case, ref, cand *Result) Diff {
+	return p.CompareHit(c, ref, cand)
 }

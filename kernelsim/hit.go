@@ -208,12 +208,33 @@ type HitCheck struct {
 // (in one batch) and compares them. Both runs have the hit's slot page
 // mapped with the same contents; only the in-place run does not enter it.
 func CheckHit(b Backend, p *Probe, path Path, slot []byte, trials []Trial) ([]HitCheck, error) {
+	return checkHits(b, p, path, slot, trials)
+}
+
+func (p *Probe) compareHit(path Path, c *Case, ref, cand *Result) Diff {
+	return p.CompareHit(path, c, ref, cand)
+}
+
+// hitModel is a probe model that CheckHit and CheckHitA64 drive: the
+// in-place case, the hit's case, the handler's write-back and the
+// comparison.
+type hitModel interface {
+	RefCase(t *Trial) Case
+	HitCase(path Path, slot []byte, t *Trial) (Case, error)
+	FixHit(path Path, r *Result)
+	compareHit(path Path, c *Case, ref, cand *Result) Diff
+}
+
+// checkHits runs m in place and through the hit on path for every trial on b
+// (in one batch) and compares them. Both runs have the hit's slot page
+// mapped with the same contents; only the hit enters it.
+func checkHits(b Backend, m hitModel, path Path, slot []byte, trials []Trial) ([]HitCheck, error) {
 	out := make([]HitCheck, len(trials))
 	cases := make([]Case, 0, 2*len(trials))
 	for i := range trials {
 		out[i].Trial = trials[i]
-		out[i].Ref = p.RefCase(&trials[i])
-		h, err := p.HitCase(path, slot, &trials[i])
+		out[i].Ref = m.RefCase(&trials[i])
+		h, err := m.HitCase(path, slot, &trials[i])
 		if err != nil {
 			return nil, err
 		}
@@ -228,8 +249,8 @@ func CheckHit(b Backend, p *Probe, path Path, slot []byte, trials []Trial) ([]Hi
 	}
 	for i := range out {
 		out[i].RefR, out[i].HitR = res[2*i], res[2*i+1]
-		p.FixHit(path, &out[i].HitR)
-		out[i].Diff = p.CompareHit(path, &out[i].Hit, &out[i].RefR, &out[i].HitR)
+		m.FixHit(path, &out[i].HitR)
+		out[i].Diff = m.compareHit(path, &out[i].Hit, &out[i].RefR, &out[i].HitR)
 	}
 	return out, nil
 }
