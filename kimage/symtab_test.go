@@ -217,3 +217,34 @@ func TestShiftAndSetSymbols(t *testing.T) {
 		t.Errorf("after SetSymbols do_thing at %#x", s.Addr)
 	}
 }
+
+// TestByNameFirstOfDuplicates checks the name index against a linear scan on
+// a table where names repeat (local symbols of different files do): ByName
+// returns the first symbol in address order with the name, and nothing for
+// names that are absent.
+func TestByNameFirstOfDuplicates(t *testing.T) {
+	rng := rand.New(rand.NewSource(7))
+	var syms []Symbol
+	for i := 0; i < 50000; i++ {
+		name := fmt.Sprintf("f%d", rng.Intn(20000)) // ~2.5 symbols per name
+		syms = append(syms, Symbol{Name: name, Addr: 0x1000 + uint64(i)*16, Type: 't', Func: true})
+	}
+	st := NewSymTab(syms)
+	first := map[string]uint64{}
+	for s := range st.All() {
+		if _, ok := first[s.Name]; !ok {
+			first[s.Name] = s.Addr
+		}
+	}
+	st.ByName("warm-up: the first look-up scans, later ones use the index")
+	for name, addr := range first {
+		if s, ok := st.ByName(name); !ok || s.Addr != addr {
+			t.Fatalf("ByName(%q) = %#x %v, want %#x", name, s.Addr, ok, addr)
+		}
+	}
+	for i := 20000; i < 21000; i++ {
+		if s, ok := st.ByName(fmt.Sprintf("f%d", i)); ok {
+			t.Fatalf("ByName(f%d) found %+v", i, s)
+		}
+	}
+}
