@@ -524,10 +524,7 @@ func auditA32(au *Auditor, fn Func) (*FuncAudit, error) {
 		a.OptReasons = append(a.OptReasons, Reason{Rule: rOptUnsup.ID, Text: rOptUnsup.Desc})
 	}
 	n := len(a.Entries)
-	if cap(au.arena) < reasonsPerEntry*n {
-		au.arena = make([]Reason, reasonsPerEntry*n)
-		au.optArena = make([]Reason, optReasonsPerEntry*n)
-	}
+	au.reserveReasons(n)
 	var its []uint8
 	if mode == decode.ModeT32 {
 		its = a32ITConds(a)

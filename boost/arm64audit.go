@@ -41,10 +41,7 @@ func auditA64(au *Auditor, fn Func) (*FuncAudit, error) {
 	a.findFtraceA64(env, words)
 	a.OptReasons = append(a.OptReasons, Reason{Rule: rOptUnsup.ID, Text: rOptUnsup.Desc})
 	n := len(a.Entries)
-	if cap(au.arena) < reasonsPerEntry*n {
-		au.arena = make([]Reason, reasonsPerEntry*n)
-		au.optArena = make([]Reason, optReasonsPerEntry*n)
-	}
+	au.reserveReasons(n)
 	s := &au.s
 	for i := range a.Entries {
 		e := &a.Entries[i]

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/kboost/kboost/decode"
+	"github.com/kboost/kboost/internal/memhint"
 )
 
 // Entry is one instruction boundary of an audited function.
@@ -97,6 +98,32 @@ func (p *Policy) NewAuditor(env *Env) *Auditor {
 	return au
 }
 
+// growCap returns s with room for at least n elements and the same
+// contents. It at least doubles the capacity, and pre-faults the new array:
+// the buffers of the largest functions of a kernel take megabytes, and
+// touching fresh memory page by page is slow on virtual machines (see
+// package memhint).
+func growCap[T any](s []T, n int) []T {
+	if n <= cap(s) {
+		return s
+	}
+	t := make([]T, len(s), max(n, 2*cap(s), 16))
+	memhint.Prefault(t)
+	copy(t, s)
+	return t
+}
+
+// reserveReasons makes the reason arenas large enough for n entries: the
+// Reasons and OptReasons of entry i are au.arena[reasonsPerEntry*i:] and
+// au.optArena[optReasonsPerEntry*i:], each with room for a few (decide
+// appends beyond that, into memory of its own).
+func (au *Auditor) reserveReasons(n int) {
+	au.arena = growCap(au.arena[:0], reasonsPerEntry*n)
+	au.arena = au.arena[:cap(au.arena)]
+	au.optArena = growCap(au.optArena[:0], optReasonsPerEntry*n)
+	au.optArena = au.optArena[:cap(au.optArena)]
+}
+
 // siteSlack is how far past a function's end its site window reaches: an
 // instruction that starts inside the function ends at most 15 bytes later.
 const siteSlack = 16
@@ -138,16 +165,13 @@ func (au *Auditor) Audit(fn Func) (*FuncAudit, error) {
 		if end > uint64(len(fn.Bytes)) {
 			end = uint64(len(fn.Bytes))
 		}
-		ks = append(ks, kinsn{})
+		ks = append(growCap(ks, len(ks)+1), kinsn{})
 		k := &ks[len(ks)-1]
 		// Reuse the previous function's entries without zeroing them: the decoder
 		// and decide overwrite Inst and Decision, and the rest is set here.
-		if n := len(a.Entries); n < cap(a.Entries) {
-			a.Entries = a.Entries[:n+1]
-		} else {
-			a.Entries = append(a.Entries, Entry{})
-		}
-		e := &a.Entries[len(a.Entries)-1]
+		n := len(a.Entries)
+		a.Entries = growCap(a.Entries, n+1)[:n+1]
+		e := &a.Entries[n]
 		e.Off = off
 		err := kdecode(k, &e.Inst, fn.Bytes[off:end], mode, fn.Addr+off)
 		e.Len, e.DecodeOK = k.length, err == nil
@@ -173,12 +197,7 @@ func (au *Auditor) Audit(fn Func) (*FuncAudit, error) {
 	a.findFtrace(env)
 	fo := p.funcOpt(a, ks, env, &au.fo)
 
-	// Reasons of all entries share two arenas.
-	n := len(a.Entries)
-	if cap(au.arena) < reasonsPerEntry*n {
-		au.arena = make([]Reason, reasonsPerEntry*n)
-		au.optArena = make([]Reason, optReasonsPerEntry*n)
-	}
+	au.reserveReasons(len(a.Entries))
 	s := &au.s
 	// The function-level facts of a probe are the same at every boundary: only
 	// the address and whether it is an ftrace location change (probeAt).

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/kboost/kboost/internal/memhint"
+
 	"github.com/kboost/kboost/decode"
 )
 
@@ -77,8 +79,12 @@ type SiteTable struct {
 // NewSiteTable builds a known table from spans (any order; empty spans are
 // treated as one byte long, the kernel's "address" sites).
 func NewSiteTable(spans []Span) *SiteTable {
-	t := &SiteTable{known: true, spans: make([]Span, len(spans))}
-	copy(t.spans, spans)
+	return newSiteTable(append(make([]Span, 0, len(spans)), spans...))
+}
+
+// newSiteTable is NewSiteTable taking ownership of spans.
+func newSiteTable(spans []Span) *SiteTable {
+	t := &SiteTable{known: true, spans: spans}
 	for i := range t.spans {
 		if t.spans[i].End <= t.spans[i].Start {
 			t.spans[i].End = t.spans[i].Start + 1
@@ -89,6 +95,7 @@ func NewSiteTable(spans []Span) *SiteTable {
 		sort.Slice(t.spans, func(i, j int) bool { return t.spans[i].Start < t.spans[j].Start })
 	}
 	t.maxEnd = make([]uint64, len(t.spans))
+	memhint.Prefault(t.maxEnd)
 	var m uint64
 	for i, s := range t.spans {
 		if s.End > m {
@@ -102,10 +109,11 @@ func NewSiteTable(spans []Span) *SiteTable {
 // NewAddrTable builds a known table of single addresses.
 func NewAddrTable(addrs []uint64) *SiteTable {
 	spans := make([]Span, len(addrs))
+	memhint.Prefault(spans)
 	for i, a := range addrs {
 		spans[i] = Span{a, a + 1}
 	}
-	return NewSiteTable(spans)
+	return newSiteTable(spans)
 }
 
 // Known reports whether the table was supplied.

@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"strings"
+
+	"github.com/kboost/kboost/internal/memhint"
 )
 
 // Source says where a kernel table came from.
@@ -312,6 +314,7 @@ func (r *tableReader) relSites(t *Table, sec, start, stop string, entry, fieldOf
 		return err
 	}
 	addrs := make([]uint64, 0, len(d)/entry)
+	memhint.Prefault(addrs)
 	for off := 0; off+entry <= len(d); off += entry {
 		field := base + uint64(off+fieldOff)
 		a := r.wrap(field + uint64(s32(d[off+fieldOff:])))
@@ -331,6 +334,7 @@ func (r *tableReader) ptrSites(t *Table, sec, start, stop string, entry int) err
 		return err
 	}
 	addrs := make([]uint64, 0, len(d)/entry)
+	memhint.Prefault(addrs)
 	for off := 0; off+entry <= len(d); off += entry {
 		addrs = append(addrs, r.ptr(d[off:]))
 	}
@@ -363,6 +367,8 @@ func (r *tableReader) altRanges(t *Table) error {
 	}
 	rs := make([]Range, 0, len(d)/altEntrySize)
 	starts := make([]uint64, 0, len(d)/altEntrySize)
+	memhint.Prefault(rs)
+	memhint.Prefault(starts)
 	empty := 0
 	for off := 0; off+altEntrySize <= len(d); off += altEntrySize {
 		a := r.wrap(base + uint64(off) + uint64(s32(d[off:])))

@@ -332,6 +332,7 @@ func mcountLocs(f *kimage.File) ([]uint64, bool) {
 	}
 	ptr := f.Arch.PtrSize
 	locs := make([]uint64, 0, len(data)/ptr)
+	memhint.Prefault(locs)
 	for i := 0; i+ptr <= len(data); i += ptr {
 		if ptr == 8 {
 			locs = append(locs, binary.LittleEndian.Uint64(data[i:]))
@@ -358,6 +359,7 @@ func ReturnSites(f *kimage.File) (sites []uint64, ok bool, err error) {
 		return nil, false, err
 	}
 	sites = make([]uint64, 0, len(data)/4)
+	memhint.Prefault(sites)
 	for i := 0; i+4 <= len(data); i += 4 {
 		rel := int64(int32(binary.LittleEndian.Uint32(data[i:])))
 		sites = append(sites, sec.Addr+uint64(i)+uint64(rel))

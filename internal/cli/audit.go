@@ -16,6 +16,7 @@ import (
 	"github.com/kboost/kboost/decode"
 	"github.com/kboost/kboost/internal/audit"
 	"github.com/kboost/kboost/internal/demo"
+	"github.com/kboost/kboost/internal/memhint"
 	"github.com/kboost/kboost/kimage"
 	"github.com/spf13/cobra"
 )
@@ -128,7 +129,7 @@ func runAudit(s Streams, o auditOpts, args []string) error {
 	var patch *audit.Patcher
 	switch o.returns {
 	case "thunk":
-		if _, ok, _ := audit.ReturnSites(f); ok {
+		if _, ok := f.Section(".return_sites"); ok {
 			notes = append(notes, "return thunks kept as in the file (--returns thunk); on a CPU without retbleed/SRSO mitigation the kernel patches them to ret at boot: --returns ret")
 		}
 		// Kernels whose ftrace records sit after an entry NOP that
@@ -238,7 +239,8 @@ func runAudit(s Streams, o auditOpts, args []string) error {
 }
 
 // prefetchCode reads the sections holding the requested functions (kimage
-// reads a section on first use) so that the workers start on loaded code.
+// reads a section on first use, and maps a mapped file's pages on first
+// touch: one page fault each) so that the workers start on loaded code.
 func prefetchCode(f *kimage.File, reqs []audit.Request) {
 	var last kimage.Section
 	for _, r := range reqs {
@@ -246,7 +248,9 @@ func prefetchCode(f *kimage.File, reqs []audit.Request) {
 			continue
 		}
 		if sec, ok := f.SectionAt(r.Sym.Addr); ok {
-			_, _ = sec.Data()
+			if b, err := sec.Data(); err == nil {
+				memhint.PrefaultRead(b)
+			}
 			last = sec
 		}
 	}

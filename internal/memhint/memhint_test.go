@@ -19,3 +19,19 @@ func TestPrefaultKeepsContents(t *testing.T) {
 	}
 	Prefault([]byte(nil))
 }
+
+// TestPrefaultReadKeepsContents: the same for PrefaultRead, on a slice that
+// does not start or end on a page boundary.
+func TestPrefaultReadKeepsContents(t *testing.T) {
+	b := make([]byte, 3<<20)
+	for i := range b {
+		b[i] = byte(i * 7)
+	}
+	PrefaultRead(b[100 : len(b)-100])
+	PrefaultRead(nil)
+	for i := range b {
+		if b[i] != byte(i*7) {
+			t.Fatalf("byte %d changed", i)
+		}
+	}
+}
