@@ -478,10 +478,35 @@ type funcOptInfo struct {
 	// canBoost caches can_boost() per entry (0 not yet asked, 1 yes, 2 no): each
 	// instruction is covered by the 5-byte region of several optprobe candidates.
 	canBoost []uint8
+	// texts holds the "... at +off" texts of blocks already made, for all
+	// functions: most functions of a kernel have one, and offsets repeat.
+	texts map[optText]string
+}
+
+type optText struct {
+	r   *rule
+	off int64
+}
+
+// maxOptTexts bounds funcOptInfo.texts.
+const maxOptTexts = 1 << 10
+
+// blockText returns r's text for a block at offset off: format with the offset.
+func (fo *funcOptInfo) blockText(r *rule, format string, off int64) string {
+	k := optText{r, off}
+	if t, ok := fo.texts[k]; ok {
+		return t
+	}
+	if fo.texts == nil || len(fo.texts) >= maxOptTexts {
+		fo.texts = make(map[optText]string)
+	}
+	t := fmt.Sprintf(format, off)
+	fo.texts[k] = t
+	return t
 }
 
 func (p *Policy) funcOpt(a *FuncAudit, ks []kinsn, env *Env, fo *funcOptInfo) *funcOptInfo {
-	*fo = funcOptInfo{targets: fo.targets[:0], canBoost: fo.canBoost[:0]}
+	*fo = funcOptInfo{block: fo.block[:0], targets: fo.targets[:0], canBoost: fo.canBoost[:0], texts: fo.texts}
 	if !p.Optprobes {
 		return fo
 	}
@@ -500,7 +525,7 @@ func (p *Policy) funcOpt(a *FuncAudit, ks []kinsn, env *Env, fo *funcOptInfo) *f
 		}
 	}
 	if a.DecodeFailOff >= 0 {
-		add(rOptDecode, fmt.Sprintf("no decode at +%#x", a.DecodeFailOff))
+		add(rOptDecode, fo.blockText(rOptDecode, "no decode at +%#x", a.DecodeFailOff))
 	}
 	ind, thunk := p.indirectRule(env.Config)
 	thunkKnown := env.ThunkEnd != 0
@@ -510,13 +535,13 @@ func (p *Policy) funcOpt(a *FuncAudit, ks []kinsn, env *Env, fo *funcOptInfo) *f
 		}
 		k := &ks[i]
 		if ind && k.isIndirectJump() {
-			add(rOptIndirect, fmt.Sprintf("indirect jump at +%#x", a.Entries[i].Off))
+			add(rOptIndirect, fo.blockText(rOptIndirect, "indirect jump at +%#x", int64(a.Entries[i].Off)))
 			ind = false // report once
 		}
 		if t, ok := k.relTarget(); ok {
 			fo.targets = append(fo.targets, t)
 			if thunk && thunkKnown && t >= env.ThunkStart && t <= env.ThunkEnd {
-				add(rOptThunk, fmt.Sprintf("jump into the retpoline thunks at +%#x", a.Entries[i].Off))
+				add(rOptThunk, fo.blockText(rOptThunk, "jump into the retpoline thunks at +%#x", int64(a.Entries[i].Off)))
 				thunk = false
 			}
 		}

@@ -36,13 +36,26 @@ func Select(f *kimage.File, selectors []string) ([]Request, error) {
 	}
 	var reqs []Request
 	if len(selectors) == 0 {
-		reqs = make([]Request, 0, f.Symbols.Len())
-		memhint.Prefault(reqs) // ~100 bytes per symbol, about half of them functions
+		audited := func(s *kimage.Symbol) bool {
+			if s.Module != "" || s.Size == 0 || s.Size > MaxFuncSize || IsMarker(s.Name) {
+				return false
+			}
+			sec, ok := f.SectionAt(s.Addr)
+			return ok && sec.Exec
+		}
+		// Counted first: a request is ~100 bytes, and a kernel has ~100k
+		// symbols of which about half are audited functions.
+		n := 0
 		for s := range f.Symbols.Funcs() {
-			if s.Module == "" && s.Size > 0 && s.Size <= MaxFuncSize && !IsMarker(s.Name) {
-				if sec, ok := f.SectionAt(s.Addr); ok && sec.Exec {
-					reqs = append(reqs, Request{Sym: s, Symbol: s.Name})
-				}
+			if audited(&s) {
+				n++
+			}
+		}
+		reqs = make([]Request, 0, n)
+		memhint.Prefault(reqs)
+		for s := range f.Symbols.Funcs() {
+			if audited(&s) {
+				reqs = append(reqs, Request{Sym: s, Symbol: s.Name})
 			}
 		}
 		if len(reqs) == 0 {
@@ -525,6 +538,7 @@ type Handler func(res *Result) ([]byte, error)
 // maxChunk bounds how many consecutive requests a worker takes at once (0:
 // 64); a caller that prints every boundary passes a smaller one, since a
 // chunk's output waits in memory until the chunks before it are written.
+// write must not keep the slice it is given after it returns: it is reused.
 func Run(f *kimage.File, pol *boost.Policy, env *boost.Env, reqs []Request, patch *Patcher, maxChunk int, newHandler func() Handler, write func([]byte) error) error {
 	workers := runtime.GOMAXPROCS(0)
 	// Requests go to the workers in chunks of consecutive functions: a kernel
@@ -543,13 +557,22 @@ func Run(f *kimage.File, pol *boost.Policy, env *boost.Env, reqs []Request, patc
 	}
 	todo := make(chan *job, workers)
 	order := make(chan *job, workers*2)
+	// Output buffers go back to the workers once written: a whole kernel's
+	// JSON is about a gigabyte, and growing a fresh buffer for each chunk
+	// allocated several times that.
+	free := make(chan []byte, workers*2)
 	for w := 0; w < workers; w++ {
 		h := newHandler()
 		au := pol.NewAuditor(env)
 		go func() {
+			var res Result // one per worker: a Handler's pointer would move it to the heap each time
 			for j := range todo {
+				select {
+				case j.out = <-free:
+				default:
+				}
 				for _, r := range j.reqs {
-					res := Result{Req: r}
+					res = Result{Req: r}
 					res.Audit, res.Err = auditOne(f, au, r, patch)
 					out, err := h(&res)
 					j.out = append(j.out, out...)
@@ -587,6 +610,11 @@ func Run(f *kimage.File, pol *boost.Policy, env *boost.Env, reqs []Request, patc
 		if len(j.out) > 0 {
 			first = write(j.out)
 		}
+		select {
+		case free <- j.out[:0]:
+		default:
+		}
+		j.out = nil
 		if first == nil {
 			first = j.err
 		}

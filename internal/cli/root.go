@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"runtime/pprof"
 	"strings"
 
@@ -56,6 +57,7 @@ out of line, boosted (slot + jump back) or jump-optimized — and why, rule by r
 				return err
 			}
 			defer f.Close()
+			runtime.GC() // the profile is as of the last collection: include the whole run
 			return pprof.Lookup("allocs").WriteTo(f, 0)
 		}
 		return nil
