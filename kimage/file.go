@@ -149,9 +149,9 @@ func (f *File) ExecSections() []Section {
 
 // SectionAt returns the allocated section with contents holding addr.
 func (f *File) SectionAt(addr uint64) (Section, bool) {
-	for _, s := range f.Sections {
-		if s.Contains(addr) && !s.NoBits {
-			return s, true
+	for i := range f.Sections {
+		if s := &f.Sections[i]; s.Contains(addr) && !s.NoBits {
+			return *s, true
 		}
 	}
 	return Section{}, false

@@ -36,12 +36,18 @@ func Select(f *kimage.File, selectors []string) ([]Request, error) {
 	}
 	var reqs []Request
 	if len(selectors) == 0 {
+		var sec kimage.Section // symbols come in address order: mostly the last one's section
 		audited := func(s *kimage.Symbol) bool {
 			if s.Module != "" || s.Size == 0 || s.Size > MaxFuncSize || IsMarker(s.Name) {
 				return false
 			}
-			sec, ok := f.SectionAt(s.Addr)
-			return ok && sec.Exec
+			if !sec.Contains(s.Addr) || sec.NoBits {
+				var ok bool
+				if sec, ok = f.SectionAt(s.Addr); !ok {
+					return false
+				}
+			}
+			return sec.Exec
 		}
 		// Counted first: a request is ~100 bytes, and a kernel has ~100k
 		// symbols of which about half are audited functions.
