@@ -136,16 +136,12 @@ type Fuzzer struct {
 	nondet map[string]bool
 	// emulated: the backend runs the cases in an emulator, not on the CPU
 	emulated bool
-	extra    []Trial // states for confirming missed boosts
 	// per-block scratch
 	bufs    [][]byte
 	hints   []int
 	hw      []HWLen
 	cases   []Case
 	results []Result
-	// confirmMissed's cases and results (reused: a Result holds 8 KiB)
-	mcases   []Case
-	mresults []Result
 }
 
 // NewFuzzer prepares a fuzz run.
@@ -162,21 +158,26 @@ func NewFuzzer(cfg FuzzConfig) *Fuzzer {
 	if e, ok := cfg.Backend.(interface{ Emulator() string }); ok && e.Emulator() != "" {
 		f.emulated = true
 	}
+	f.rules = judgeRules{
+		key:         func(c *fuzzCase) string { return instKey(&c.inst) },
+		hex:         func(m hitModel) string { return hex.EncodeToString(m.(*Probe).Inst.Bytes()) },
+		randomTrial: f.a.RandomTrial,
+		excuse:      f.excuse,
+		vendorNote: func(c *fuzzCase) string {
+			if amd66Branch(&c.inst) {
+				return "AMD: a 66-prefixed near branch in 64-bit mode takes a 16-bit IP; the kernel's emulation (like Intel CPUs) ignores the prefix"
+			}
+			return ""
+		},
+		variants: f.fewerPrefixes,
+	}
 	return f
 }
 
 type fcase struct {
-	inst     decode.Inst
-	dec      boost.Decision
-	path     Path
-	probe    Probe
-	boostOK  bool // a boosted slot can be built (len <= 10, rebase fits)
-	refAt    int  // index of the first ref case
-	polAt    int  // index of the first policy-hit case (-1)
-	boostAt  int  // index of the first boost-hit case (-1)
-	missCand bool // boosted agreed on every trial: confirm with more states
-	polDiffs []Diff
-	bDiffs   []Diff
+	fuzzCase
+	probe   Probe
+	boostOK bool // a boosted slot can be built (len <= 10, rebase fits)
 }
 
 // Block runs n cases.
@@ -317,152 +318,48 @@ func (f *Fuzzer) Block(n int) error {
 	if err := f.cfg.Backend.Run(f.cases, f.results); err != nil {
 		return err
 	}
-	T := len(f.trials)
+	cs := make([]*fuzzCase, len(fc))
 	for i := range fc {
-		c := &fc[i]
-		judge := func(at int, path Path) []Diff {
-			if at < 0 {
-				return nil
-			}
-			ds := make([]Diff, T)
-			for k := 0; k < T; k++ {
-				r := &f.results[at+k]
-				c.probe.FixHit(path, r)
-				ds[k] = c.probe.CompareHit(path, &f.cases[at+k], &f.results[c.refAt+k], r)
-				f.Stats.Checks++
-			}
-			return ds
-		}
-		c.polDiffs = judge(c.polAt, c.path)
-		c.bDiffs = judge(c.boostAt, PathBoost)
-		f.judge(c)
+		fc[i].m, cs[i] = &fc[i].probe, &fc[i].fuzzCase
 	}
-	return f.confirmMissed(fc)
+	return f.judgeBlock(cs, f.cases, f.results)
 }
 
-func (f *Fuzzer) judge(c *fcase) {
-	T := len(f.trials)
-	if (Summarize(c.bDiffs) == Diverged || Summarize(c.polDiffs) == Diverged) && f.nondeterministic(c, &f.trials[0]) {
-		f.Stats.Nondeterministic++
-		return
-	}
-	if (Summarize(c.bDiffs) == Diverged || Summarize(c.polDiffs) == Diverged) && f.emulated && c.inst.Mode == decode.Mode32 &&
-		c.inst.Enc != decode.EncLegacy && c.inst.VEXvvvv >= 8 {
-		f.Stats.EmulatorArtifacts++
-		return
-	}
-	if (Summarize(c.bDiffs) == Diverged || Summarize(c.polDiffs) == Diverged) && f.uncontrolled(c) {
-		f.Stats.Uncontrolled++
-		return
-	}
-	if Summarize(c.bDiffs) == Diverged && !f.reproduces(c, PathBoost, c.bDiffs) {
-		f.Stats.Unreproducible++
-		return
-	}
-	if Summarize(c.polDiffs) == Diverged && !f.reproduces(c, c.path, c.polDiffs) {
-		f.Stats.Unreproducible++
-		return
-	}
-	switch c.path {
-	case PathBoost:
-		switch Summarize(c.bDiffs) {
-		case Diverged:
-			if f.divergence("unsafe-boost", c, PathBoost, c.bDiffs, c.boostAt) {
-				f.Stats.UnsafeBoosts++
-			} else {
-				f.Stats.Unreproducible++
-			}
-		case NotVerifiable:
-			f.Stats.NotVerifiable++
-		case Inconclusive:
-			f.Stats.Inconclusive++
-		}
-	default:
-		if c.polAt >= 0 {
-			switch Summarize(c.polDiffs) {
-			case Diverged:
-				if !f.divergence("policy-divergence", c, c.path, c.polDiffs, c.polAt) {
-					f.Stats.Unreproducible++
-					break
-				}
-				f.Stats.PolicyDivergences++
-				if amd66Branch(&c.inst) {
-					f.Stats.VendorDivergences++
-				}
-			case NotVerifiable:
-				f.Stats.NotVerifiable++
-			case Inconclusive:
-				f.Stats.Inconclusive++
-			}
-		}
-		if c.boostAt >= 0 && len(c.bDiffs) == T && Summarize(c.bDiffs) == Equivalent {
-			c.missCand = true // confirmed with more states by confirmMissed
-		}
-	}
-}
-
-// missConfirm is how many more random states a missed-boost candidate must
-// agree on (a jcc not taken on three states is no missed boost).
-const missConfirm = 8
-
-// confirmMissed runs every missed-boost candidate of the block boosted from
-// missConfirm fresh states and reports those that still agree everywhere.
-func (f *Fuzzer) confirmMissed(fc []fcase) error {
-	var idx []int
-	for i := range fc {
-		if fc[i].missCand {
-			idx = append(idx, i)
-		}
-	}
-	if len(idx) == 0 {
-		return nil
-	}
-	if len(f.extra) != missConfirm {
-		f.extra = make([]Trial, missConfirm)
-	}
-	for k := range f.extra {
-		f.a.RandomTrial(f.rng, &f.extra[k])
-	}
-	cases := f.mcases[:0]
-	for _, i := range idx {
-		for k := range f.extra {
-			h, err := fc[i].probe.HitCase(PathBoost, nil, &f.extra[k])
-			if err != nil {
-				return err
-			}
-			r := fc[i].probe.RefCase(&f.extra[k])
-			r.Slot, r.SlotOffset = h.Slot, h.SlotOffset
-			cases = append(cases, r, h)
-		}
-	}
-	f.mcases = cases
-	if len(f.mresults) < len(cases) {
-		f.mresults = append(f.mresults, make([]Result, len(cases)-len(f.mresults))...)
-	}
-	rs := f.mresults[:len(cases)]
-	if err := f.cfg.Backend.Run(cases, rs); err != nil {
-		return err
-	}
-	T := len(f.trials) + missConfirm
-	for j, i := range idx {
-		c := &fc[i]
-		ok := true
-		for k := 0; k < missConfirm; k++ {
-			at := 2 * (j*missConfirm + k)
-			f.Stats.Checks++
-			if c.probe.CompareHit(PathBoost, &cases[at+1], &rs[at], &rs[at+1]).Verdict != Equivalent {
-				ok = false
-			}
-		}
-		if !ok {
-			continue
-		}
-		f.Stats.MissedBoosts++
-		f.report(&Finding{Kind: "missed-boost", Key: "missed:" + instKey(&c.inst), Bytes: hex.EncodeToString(c.inst.Bytes()),
-			Asm: decode.Format(&c.inst, nil), Verdict: c.dec.Verdict.String(), Path: c.path.String(), Rules: c.dec.ReasonIDs(),
-			Trials: fmt.Sprintf("0/%d diverged when boosted", T)})
+// excuse: the divergences of c that do not count on x86 (see judgeRules).
+func (f *Fuzzer) excuse(c *fuzzCase) *int {
+	switch {
+	case f.nondeterministic(c, &f.trials[0]):
+		return &f.Stats.Nondeterministic
+	case f.emulated && c.inst.Mode == decode.Mode32 && c.inst.Enc != decode.EncLegacy && c.inst.VEXvvvv >= 8:
+		return &f.Stats.EmulatorArtifacts
+	case f.uncontrolled(c):
+		return &f.Stats.Uncontrolled
 	}
 	return nil
+}
+
+// fewerPrefixes lists the forms of m with one legacy prefix dropped that
+// the policy still sends down path (boosted: at most 10 bytes long).
+func (f *Fuzzer) fewerPrefixes(m hitModel, path Path) []hitModel {
+	p := m.(*Probe)
+	var out []hitModel
+	b := p.Inst.Bytes()
+	for i := 0; i < p.Inst.NPrefix && i < len(b); i++ {
+		nb := append(append([]byte(nil), b[:i]...), b[i+1:]...)
+		np, err := NewProbe(f.a, nb, p.CodeOffset, p.SlotOffset)
+		if err != nil {
+			continue
+		}
+		dd := f.cfg.Policy.ClassifyBytesEnv(nb, f.a.Mode, np.Addr(), &f.env)
+		if PathOf(&dd) != path && path != PathBoost {
+			continue
+		}
+		if path == PathBoost && np.Inst.Len > 10 {
+			continue
+		}
+		out = append(out, np)
+	}
+	return out
 }
 
 // instKey groups findings by what the rules look at: encoding, map, opcode,
@@ -476,99 +373,6 @@ func instKey(in *decode.Inst) string {
 		}
 	}
 	return fmt.Sprintf("%v/%v/%02x/%d/%v/rex%v", in.Enc, in.Map, in.Opcode, reg, in.Prefixes, in.Rex != 0)
-}
-
-// divergence reports the first divergence of an instruction form with a
-// minimized reproducer; false when the minimization run could not make it
-// diverge again (then nothing is reported and the form stays unseen).
-func (f *Fuzzer) divergence(kind string, c *fcase, path Path, ds []Diff, at int) bool {
-	key := kind + ":" + instKey(&c.inst)
-	if f.seen[key] > 0 {
-		f.seen[key]++
-		return true
-	}
-	n, first := 0, -1
-	var fields []string
-	for k, d := range ds {
-		if d.Verdict == Diverged {
-			n++
-			if first < 0 {
-				first = k
-				fields = d.Fields
-			}
-		}
-	}
-	fd := &Finding{Kind: kind, Key: key, Bytes: hex.EncodeToString(c.inst.Bytes()), Asm: decode.Format(&c.inst, nil),
-		Verdict: c.dec.Verdict.String(), Path: path.String(), Rules: c.dec.ReasonIDs(), Diverged: fields,
-		Trials: fmt.Sprintf("%d/%d diverged", n, len(ds))}
-	if amd66Branch(&c.inst) {
-		fd.Note = "AMD: a 66-prefixed near branch in 64-bit mode takes a 16-bit IP; the kernel's emulation (like Intel CPUs) ignores the prefix"
-	}
-	fd.Reproducer = f.minimize(c, path, &f.trials[first])
-	if fd.Reproducer == nil {
-		return false
-	}
-	f.report(fd)
-	return true
-}
-
-// minimize zeroes every register (but the stack pointer) whose value does
-// not matter to the divergence, and drops legacy prefixes that do not.
-func (f *Fuzzer) minimize(c *fcase, path Path, t0 *Trial) *Reproducer {
-	p := c.probe
-	t := *t0
-	check := func(p *Probe, t *Trial) (Diff, Result, Result, bool) {
-		hc, err := CheckHit(f.cfg.Backend, p, path, nil, []Trial{*t})
-		if err != nil || hc[0].Diff.Verdict != Diverged {
-			return Diff{}, Result{}, Result{}, false
-		}
-		return hc[0].Diff, hc[0].RefR, hc[0].HitR, true
-	}
-	d, ref, hit, ok := check(&p, &t)
-	if !ok {
-		return nil
-	}
-	for r := 0; r < f.a.NumGPR(); r++ {
-		if r == rSP || t.Regs.GPR[r] == 0 {
-			continue
-		}
-		t2 := t
-		t2.Regs.GPR[r] = 0
-		if d2, r2, h2, ok := check(&p, &t2); ok {
-			t, d, ref, hit = t2, d2, r2, h2
-		}
-	}
-	// drop prefixes one at a time while the path stays the same and it diverges
-	for changed := true; changed; {
-		changed = false
-		b := p.Inst.Bytes()
-		for i := 0; i < p.Inst.NPrefix && i < len(b); i++ {
-			nb := append(append([]byte(nil), b[:i]...), b[i+1:]...)
-			np, err := NewProbe(f.a, nb, p.CodeOffset, p.SlotOffset)
-			if err != nil {
-				continue
-			}
-			dd := f.cfg.Policy.ClassifyBytesEnv(nb, f.a.Mode, np.Addr(), &f.env)
-			if PathOf(&dd) != path && path != PathBoost {
-				continue
-			}
-			if path == PathBoost && np.Inst.Len > 10 {
-				continue
-			}
-			if d2, r2, h2, ok := check(np, &t); ok {
-				p, d, ref, hit, changed = *np, d2, r2, h2, true
-				break
-			}
-		}
-	}
-	rp := &Reproducer{Bytes: hex.EncodeToString(p.Inst.Bytes()), Regs: map[string]string{}, Flags: fmt.Sprintf("%#x", t.Regs.Flags),
-		InPlace: describe(f.a, &ref), Hit: describe(f.a, &hit), Diff: d.String()}
-	for r := 0; r < f.a.NumGPR(); r++ {
-		if t.Regs.GPR[r] != 0 {
-			rp.Regs[f.a.RegNames[r]] = fmt.Sprintf("%#x", t.Regs.GPR[r])
-		}
-	}
-	return rp
 }
 
 func describe(a *Arch, r *Result) string {
@@ -654,12 +458,12 @@ func isAMD66Branch(in *decode.Inst, cpuLen int) bool {
 // nondeterministic runs the in-place case twice more from the same state:
 // instructions whose result the CPU does not determine from the registers
 // and memory (rdtsc, rdrand, rdpmc...) differ from themselves.
-func (f *Fuzzer) nondeterministic(c *fcase, t *Trial) bool {
+func (f *Fuzzer) nondeterministic(c *fuzzCase, t *Trial) bool {
 	key := instKey(&c.inst)
 	if v, ok := f.nondet[key]; ok {
 		return v
 	}
-	v := f.differs(c.probe.RefCase(t))
+	v := f.differs(c.m.RefCase(t))
 	f.nondet[key] = v
 	return v
 }
@@ -694,34 +498,9 @@ func amd66Branch(in *decode.Inst) bool {
 		(in.Branch == decode.BranchJcc || in.Branch == decode.BranchJmp || in.Branch == decode.BranchCall)
 }
 
-// reproduces reruns the first diverging trial of ds: a finding must diverge
-// again from the same state. In the rerun the in-place case carries the
-// hit's slot image too (not entered), so both runs see the same memory: an
-// instruction whose operand happens to read the slot page is not a finding.
-func (f *Fuzzer) reproduces(c *fcase, path Path, ds []Diff) bool {
-	for k, d := range ds {
-		if d.Verdict != Diverged {
-			continue
-		}
-		hit, err := c.probe.HitCase(path, nil, &f.trials[k])
-		if err != nil {
-			return false
-		}
-		ref := c.probe.RefCase(&f.trials[k])
-		ref.Slot, ref.SlotOffset = hit.Slot, hit.SlotOffset
-		rs := make([]Result, 2)
-		if err := f.cfg.Backend.Run([]Case{ref, hit}, rs); err != nil {
-			return false
-		}
-		c.probe.FixHit(path, &rs[1])
-		return c.probe.CompareHit(path, &hit, &rs[0], &rs[1]).Verdict == Diverged
-	}
-	return false
-}
-
 // uncontrolled: some trial's memory operand lies outside the pages the
 // sandbox controls and the in-place run did not fault on it.
-func (f *Fuzzer) uncontrolled(c *fcase) bool {
+func (f *Fuzzer) uncontrolled(c *fuzzCase) bool {
 	if c.inst.Mode == decode.Mode32 && c.inst.Prefixes&(decode.PfxFS|decode.PfxGS) != 0 &&
 		((c.inst.HasModRM && c.inst.Mod() != 3) || c.inst.DispLen == 4 && !c.inst.HasModRM) {
 		return true // the FS/GS base is not set per case (i386: a TLS segment)

@@ -24,7 +24,6 @@ import (
 type A64Fuzzer struct {
 	fuzzCore
 	nondet map[uint32]bool
-	extra  []Trial
 	// reused buffers
 	cases   []Case
 	results []Result
@@ -35,21 +34,24 @@ func NewA64Fuzzer(cfg FuzzConfig) *A64Fuzzer {
 	f := &A64Fuzzer{nondet: map[uint32]bool{}}
 	f.init(cfg, 0x61363466757a7a, "not applicable: A64 instructions are 4 bytes")
 	f.env.SlotAddr = f.a.Layout.Slot + FuzzSlotOffset
+	f.rules = judgeRules{
+		key:         func(c *fuzzCase) string { return a64Key(c.m.(*A64Probe).Word, &c.dec) },
+		hex:         func(m hitModel) string { return a64Hex(m.(*A64Probe).Word) },
+		randomTrial: f.a.RandomTrialA64,
+		excuse: func(c *fuzzCase) *int {
+			if f.nondeterministic(c) {
+				return &f.Stats.Nondeterministic
+			}
+			return nil
+		},
+	}
 	return f
 }
 
 type a64case struct {
-	w        uint32
-	inst     decode.Inst
-	dec      boost.Decision
-	path     Path
-	probe    A64Probe
-	refAt    int
-	polAt    int
-	boostAt  int
-	polDiffs []Diff
-	bDiffs   []Diff
-	missCand bool
+	fuzzCase
+	w     uint32
+	probe A64Probe
 }
 
 // Block runs n cases.
@@ -95,7 +97,6 @@ func (f *A64Fuzzer) Block(n int) error {
 		a.RandomTrialA64(f.rng, &f.trials[k])
 	}
 	f.cases = f.cases[:0]
-	T := len(f.trials)
 	for i := range fc {
 		c := &fc[i]
 		c.refAt, c.polAt, c.boostAt = len(f.cases), -1, -1
@@ -134,226 +135,32 @@ func (f *A64Fuzzer) Block(n int) error {
 	if err := f.cfg.Backend.Run(f.cases, f.results); err != nil {
 		return err
 	}
+	cs := make([]*fuzzCase, len(fc))
 	for i := range fc {
-		c := &fc[i]
-		judge := func(at int, path Path) []Diff {
-			if at < 0 {
-				return nil
-			}
-			ds := make([]Diff, T)
-			for k := 0; k < T; k++ {
-				r := &f.results[at+k]
-				c.probe.FixHit(path, r)
-				ds[k] = c.probe.CompareHit(&f.cases[at+k], &f.results[c.refAt+k], r)
-				f.Stats.Checks++
-			}
-			return ds
-		}
-		c.polDiffs = judge(c.polAt, c.path)
-		c.bDiffs = judge(c.boostAt, PathBoost)
-		f.judge(c)
+		fc[i].m, cs[i] = &fc[i].probe, &fc[i].fuzzCase
 	}
-	return f.confirmMissed(fc)
-}
-
-func (f *A64Fuzzer) judge(c *a64case) {
-	bd, pd := Summarize(c.bDiffs), Summarize(c.polDiffs)
-	if (bd == Diverged || pd == Diverged) && f.nondeterministic(c) {
-		f.Stats.Nondeterministic++
-		return
-	}
-	if bd == Diverged && !f.reproduces(c, PathBoost, c.bDiffs) {
-		f.Stats.Unreproducible++
-		return
-	}
-	if pd == Diverged && !f.reproduces(c, c.path, c.polDiffs) {
-		f.Stats.Unreproducible++
-		return
-	}
-	switch c.path {
-	case PathBoost:
-		switch bd {
-		case Diverged:
-			if f.divergence("unsafe-boost", c, PathBoost, c.bDiffs) {
-				f.Stats.UnsafeBoosts++
-			} else {
-				f.Stats.Unreproducible++
-			}
-		case NotVerifiable:
-			f.Stats.NotVerifiable++
-		case Inconclusive:
-			f.Stats.Inconclusive++
-		}
-	default:
-		if c.polAt >= 0 {
-			switch pd {
-			case Diverged:
-				if f.divergence("policy-divergence", c, c.path, c.polDiffs) {
-					f.Stats.PolicyDivergences++
-				} else {
-					f.Stats.Unreproducible++
-				}
-			case NotVerifiable:
-				f.Stats.NotVerifiable++
-			case Inconclusive:
-				f.Stats.Inconclusive++
-			}
-		}
-		if c.path == PathSingleStep && c.boostAt >= 0 && bd == Equivalent {
-			c.missCand = true
-		}
-	}
-}
-
-// confirmMissed runs every missed-boost candidate boosted from missConfirm
-// fresh states and reports those that still agree everywhere.
-func (f *A64Fuzzer) confirmMissed(fc []a64case) error {
-	var idx []int
-	for i := range fc {
-		if fc[i].missCand {
-			idx = append(idx, i)
-		}
-	}
-	if len(idx) == 0 {
-		return nil
-	}
-	if len(f.extra) != missConfirm {
-		f.extra = make([]Trial, missConfirm)
-	}
-	for k := range f.extra {
-		f.a.RandomTrialA64(f.rng, &f.extra[k])
-	}
-	cases := make([]Case, 0, 2*missConfirm*len(idx))
-	for _, i := range idx {
-		for k := range f.extra {
-			h, err := fc[i].probe.HitCase(PathBoost, nil, &f.extra[k])
-			if err != nil {
-				return err
-			}
-			r := fc[i].probe.RefCase(&f.extra[k])
-			r.Slot, r.SlotOffset = h.Slot, h.SlotOffset
-			cases = append(cases, r, h)
-		}
-	}
-	rs := make([]Result, len(cases))
-	if err := f.cfg.Backend.Run(cases, rs); err != nil {
-		return err
-	}
-	for j, i := range idx {
-		c := &fc[i]
-		ok := true
-		for k := 0; k < missConfirm; k++ {
-			at := 2 * (j*missConfirm + k)
-			f.Stats.Checks++
-			if c.probe.CompareHit(&cases[at+1], &rs[at], &rs[at+1]).Verdict != Equivalent {
-				ok = false
-			}
-		}
-		if !ok {
-			continue
-		}
-		f.Stats.MissedBoosts++
-		f.report(&Finding{Kind: "missed-boost", Key: "missed:" + a64Key(c), Bytes: a64Hex(c.w), Asm: decode.Format(&c.inst, nil),
-			Verdict: c.dec.Verdict.String(), Path: c.path.String(), Rules: c.dec.ReasonIDs(),
-			Trials: fmt.Sprintf("0/%d diverged when boosted", len(f.trials)+missConfirm)})
-	}
-	return nil
+	return f.judgeBlock(cs, f.cases, f.results)
 }
 
 // a64Key groups findings: the deciding rules and the top 11 bits of the word
 // (enough to tell the instruction groups apart).
-func a64Key(c *a64case) string {
-	return fmt.Sprintf("%03x/%s", c.w>>21, strings.Join(c.dec.ReasonIDs(), ","))
+func a64Key(w uint32, d *boost.Decision) string {
+	return fmt.Sprintf("%03x/%s", w>>21, strings.Join(d.ReasonIDs(), ","))
 }
 
 func a64Hex(w uint32) string {
 	return fmt.Sprintf("%02x%02x%02x%02x", byte(w), byte(w>>8), byte(w>>16), byte(w>>24))
 }
 
-// divergence reports the first divergence of a group with a minimized
-// reproducer; false when the minimization could not make it diverge again.
-func (f *A64Fuzzer) divergence(kind string, c *a64case, path Path, ds []Diff) bool {
-	key := kind + ":" + a64Key(c)
-	if f.seen[key] > 0 {
-		f.seen[key]++
-		return true
-	}
-	n, first := 0, -1
-	var fields []string
-	for k, d := range ds {
-		if d.Verdict == Diverged {
-			n++
-			if first < 0 {
-				first, fields = k, d.Fields
-			}
-		}
-	}
-	fd := &Finding{Kind: kind, Key: key, Bytes: a64Hex(c.w), Asm: decode.Format(&c.inst, nil),
-		Verdict: c.dec.Verdict.String(), Path: path.String(), Rules: c.dec.ReasonIDs(), Diverged: fields,
-		Trials: fmt.Sprintf("%d/%d diverged", n, len(ds))}
-	fd.Reproducer = f.minimize(c, path, &f.trials[first])
-	if fd.Reproducer == nil {
-		return false
-	}
-	f.report(fd)
-	return true
-}
-
-// minimize zeroes every register (but sp) whose value does not matter to the
-// divergence.
-func (f *A64Fuzzer) minimize(c *a64case, path Path, t0 *Trial) *Reproducer {
-	t := *t0
-	check := func(t *Trial) (Diff, Result, Result, bool) {
-		hc, err := CheckHitA64(f.cfg.Backend, &c.probe, path, nil, []Trial{*t})
-		if err != nil || hc[0].Diff.Verdict != Diverged {
-			return Diff{}, Result{}, Result{}, false
-		}
-		return hc[0].Diff, hc[0].RefR, hc[0].HitR, true
-	}
-	d, ref, hit, ok := check(&t)
-	if !ok {
-		return nil
-	}
-	for r := 0; r < a64RegSP; r++ {
-		if t.Regs.GPR[r] == 0 {
-			continue
-		}
-		t2 := t
-		t2.Regs.GPR[r] = 0
-		if d2, r2, h2, ok := check(&t2); ok {
-			t, d, ref, hit = t2, d2, r2, h2
-		}
-	}
-	rp := &Reproducer{Bytes: a64Hex(c.w), Regs: map[string]string{}, Flags: fmt.Sprintf("%#x", t.Regs.Flags),
-		InPlace: describe(f.a, &ref), Hit: describe(f.a, &hit), Diff: d.String()}
-	for r := 0; r <= a64RegSP; r++ {
-		if t.Regs.GPR[r] != 0 {
-			rp.Regs[f.a.RegNames[r]] = fmt.Sprintf("%#x", t.Regs.GPR[r])
-		}
-	}
-	return rp
-}
-
 // nondeterministic runs the in-place case three times from the first state.
-func (f *A64Fuzzer) nondeterministic(c *a64case) bool {
-	if v, ok := f.nondet[c.w]; ok {
+func (f *A64Fuzzer) nondeterministic(c *fuzzCase) bool {
+	w := c.m.(*A64Probe).Word
+	if v, ok := f.nondet[w]; ok {
 		return v
 	}
-	v := f.differs(c.probe.RefCase(&f.trials[0]))
-	f.nondet[c.w] = v
+	v := f.differs(c.m.RefCase(&f.trials[0]))
+	f.nondet[w] = v
 	return v
-}
-
-// reproduces reruns the first diverging trial of ds.
-func (f *A64Fuzzer) reproduces(c *a64case, path Path, ds []Diff) bool {
-	for k, d := range ds {
-		if d.Verdict != Diverged {
-			continue
-		}
-		hc, err := CheckHitA64(f.cfg.Backend, &c.probe, path, nil, []Trial{f.trials[k]})
-		return err == nil && hc[0].Diff.Verdict == Diverged
-	}
-	return false
 }
 
 // A64Gen generates A64 words for the fuzzer: random words within

@@ -21,6 +21,13 @@ type fuzzCore struct {
 	start  time.Time
 	cpu0   time.Duration
 	trials []Trial
+	// Judging (Fuzzer and A64Fuzzer; see fuzzjudge.go): the engine's rules,
+	// the states that confirm missed boosts, and their cases and results
+	// (reused: a Result holds 8 KiB).
+	rules    judgeRules
+	extra    []Trial
+	mcases   []Case
+	mresults []Result
 }
 
 // init sets up the core for cfg: Trials defaults to 3 and Env to

@@ -1,0 +1,286 @@
+package kernelsim
+
+import (
+	"fmt"
+	"math/rand/v2"
+
+	"github.com/kboost/kboost/boost"
+	"github.com/kboost/kboost/decode"
+)
+
+// fuzzCase is one fuzzed instruction as the judging steps shared by Fuzzer
+// (x86) and A64Fuzzer see it; each engine's case embeds it.
+type fuzzCase struct {
+	m        hitModel // the probe (set once the block's cases no longer move)
+	inst     decode.Inst
+	dec      boost.Decision
+	path     Path // where the policy sends a hit
+	refAt    int  // index of the first in-place case
+	polAt    int  // index of the first policy-hit case (-1: none)
+	boostAt  int  // index of the first boost-hit case (-1: none)
+	polDiffs []Diff
+	bDiffs   []Diff
+	missCand bool // boosted, it agreed on every trial: confirm with more states
+}
+
+// judgeRules are an engine's parts of judging a case: how findings are
+// grouped and shown, and which divergences do not count.
+type judgeRules struct {
+	// key groups the findings of one instruction form.
+	key func(c *fuzzCase) string
+	// hex shows the probed bytes of m.
+	hex func(m hitModel) string
+	// randomTrial draws a fresh state (confirming missed boosts).
+	randomTrial func(rng *rand.Rand, t *Trial)
+	// excuse returns the count to bump when a divergence of c does not
+	// count (a nondeterministic instruction, an emulator artifact...), or
+	// nil when it does.
+	excuse func(c *fuzzCase) *int
+	// vendorNote explains a divergence that is a vendor difference (it is
+	// counted apart as well), "" for others. nil: none.
+	vendorNote func(c *fuzzCase) string
+	// variants lists smaller forms of m to try while minimizing (x86: one
+	// legacy prefix fewer, still decided for path). nil: none.
+	variants func(m hitModel, path Path) []hitModel
+}
+
+// judgeBlock compares every hit of the block's cases with its in-place run
+// (cases and results as the backend ran them), judges each case and
+// confirms the missed-boost candidates.
+func (f *fuzzCore) judgeBlock(cs []*fuzzCase, cases []Case, results []Result) error {
+	T := len(f.trials)
+	for _, c := range cs {
+		diffs := func(at int, path Path) []Diff {
+			if at < 0 {
+				return nil
+			}
+			ds := make([]Diff, T)
+			for k := 0; k < T; k++ {
+				r := &results[at+k]
+				c.m.FixHit(path, r)
+				ds[k] = c.m.compareHit(path, &cases[at+k], &results[c.refAt+k], r)
+				f.Stats.Checks++
+			}
+			return ds
+		}
+		c.polDiffs = diffs(c.polAt, c.path)
+		c.bDiffs = diffs(c.boostAt, PathBoost)
+		f.judge(c)
+	}
+	return f.confirmMissed(cs)
+}
+
+// judge counts one case: a divergence (boosted, or on the policy's path)
+// counts only when the engine does not excuse it and it reproduces from the
+// same state; a case that agreed when boosted although the policy does not
+// boost it becomes a missed-boost candidate.
+func (f *fuzzCore) judge(c *fuzzCase) {
+	bd, pd := Summarize(c.bDiffs), Summarize(c.polDiffs)
+	if bd == Diverged || pd == Diverged {
+		if n := f.rules.excuse(c); n != nil {
+			*n++
+			return
+		}
+	}
+	if bd == Diverged && !f.reproduces(c.m, PathBoost, c.bDiffs) {
+		f.Stats.Unreproducible++
+		return
+	}
+	if pd == Diverged && !f.reproduces(c.m, c.path, c.polDiffs) {
+		f.Stats.Unreproducible++
+		return
+	}
+	switch c.path {
+	case PathBoost:
+		switch bd {
+		case Diverged:
+			if f.divergence("unsafe-boost", c, PathBoost, c.bDiffs) {
+				f.Stats.UnsafeBoosts++
+			} else {
+				f.Stats.Unreproducible++
+			}
+		case NotVerifiable:
+			f.Stats.NotVerifiable++
+		case Inconclusive:
+			f.Stats.Inconclusive++
+		}
+	default:
+		if c.polAt >= 0 {
+			switch pd {
+			case Diverged:
+				if !f.divergence("policy-divergence", c, c.path, c.polDiffs) {
+					f.Stats.Unreproducible++
+					break
+				}
+				f.Stats.PolicyDivergences++
+				if f.rules.vendorNote != nil && f.rules.vendorNote(c) != "" {
+					f.Stats.VendorDivergences++
+				}
+			case NotVerifiable:
+				f.Stats.NotVerifiable++
+			case Inconclusive:
+				f.Stats.Inconclusive++
+			}
+		}
+		if c.boostAt >= 0 && bd == Equivalent {
+			c.missCand = true // confirmed with more states by confirmMissed
+		}
+	}
+}
+
+// missConfirm is how many more random states a missed-boost candidate must
+// agree on (a jcc not taken on three states is no missed boost).
+const missConfirm = 8
+
+// confirmMissed runs every missed-boost candidate of the block boosted from
+// missConfirm fresh states (in one batch) and reports those that still
+// agree everywhere.
+func (f *fuzzCore) confirmMissed(cs []*fuzzCase) error {
+	var cands []*fuzzCase
+	for _, c := range cs {
+		if c.missCand {
+			cands = append(cands, c)
+		}
+	}
+	if len(cands) == 0 {
+		return nil
+	}
+	if len(f.extra) != missConfirm {
+		f.extra = make([]Trial, missConfirm)
+	}
+	for k := range f.extra {
+		f.rules.randomTrial(f.rng, &f.extra[k])
+	}
+	cases := f.mcases[:0]
+	for _, c := range cands {
+		for k := range f.extra {
+			h, err := c.m.HitCase(PathBoost, nil, &f.extra[k])
+			if err != nil {
+				return err
+			}
+			r := c.m.RefCase(&f.extra[k])
+			r.Slot, r.SlotOffset = h.Slot, h.SlotOffset
+			cases = append(cases, r, h)
+		}
+	}
+	f.mcases = cases
+	if len(f.mresults) < len(cases) {
+		f.mresults = append(f.mresults, make([]Result, len(cases)-len(f.mresults))...)
+	}
+	rs := f.mresults[:len(cases)]
+	if err := f.cfg.Backend.Run(cases, rs); err != nil {
+		return err
+	}
+	T := len(f.trials) + missConfirm
+	for j, c := range cands {
+		ok := true
+		for k := 0; k < missConfirm; k++ {
+			at := 2 * (j*missConfirm + k)
+			f.Stats.Checks++
+			if c.m.compareHit(PathBoost, &cases[at+1], &rs[at], &rs[at+1]).Verdict != Equivalent {
+				ok = false
+			}
+		}
+		if !ok {
+			continue
+		}
+		f.Stats.MissedBoosts++
+		f.report(&Finding{Kind: "missed-boost", Key: "missed:" + f.rules.key(c), Bytes: f.rules.hex(c.m),
+			Asm: decode.Format(&c.inst, nil), Verdict: c.dec.Verdict.String(), Path: c.path.String(), Rules: c.dec.ReasonIDs(),
+			Trials: fmt.Sprintf("0/%d diverged when boosted", T)})
+	}
+	return nil
+}
+
+// divergence reports the first divergence of an instruction form with a
+// minimized reproducer; false when the minimization run could not make it
+// diverge again (then nothing is reported and the form stays unseen).
+func (f *fuzzCore) divergence(kind string, c *fuzzCase, path Path, ds []Diff) bool {
+	key := kind + ":" + f.rules.key(c)
+	if f.seen[key] > 0 {
+		f.seen[key]++
+		return true
+	}
+	n, first := 0, -1
+	var fields []string
+	for k, d := range ds {
+		if d.Verdict == Diverged {
+			n++
+			if first < 0 {
+				first, fields = k, d.Fields
+			}
+		}
+	}
+	fd := &Finding{Kind: kind, Key: key, Bytes: f.rules.hex(c.m), Asm: decode.Format(&c.inst, nil),
+		Verdict: c.dec.Verdict.String(), Path: path.String(), Rules: c.dec.ReasonIDs(), Diverged: fields,
+		Trials: fmt.Sprintf("%d/%d diverged", n, len(ds))}
+	if f.rules.vendorNote != nil {
+		fd.Note = f.rules.vendorNote(c)
+	}
+	fd.Reproducer = f.minimize(c.m, path, &f.trials[first])
+	if fd.Reproducer == nil {
+		return false
+	}
+	f.report(fd)
+	return true
+}
+
+// minimize zeroes every register (but the stack pointer) whose value does
+// not matter to the divergence of m on path from t0, then tries the
+// engine's smaller variants of m while it still diverges.
+func (f *fuzzCore) minimize(m hitModel, path Path, t0 *Trial) *Reproducer {
+	t := *t0
+	check := func(m hitModel, t *Trial) (Diff, Result, Result, bool) {
+		hc, err := checkHits(f.cfg.Backend, m, path, nil, []Trial{*t})
+		if err != nil || hc[0].Diff.Verdict != Diverged {
+			return Diff{}, Result{}, Result{}, false
+		}
+		return hc[0].Diff, hc[0].RefR, hc[0].HitR, true
+	}
+	d, ref, hit, ok := check(m, &t)
+	if !ok {
+		return nil
+	}
+	for r := 0; r < f.a.NumGPR(); r++ {
+		if r == f.a.sp || t.Regs.GPR[r] == 0 {
+			continue
+		}
+		t2 := t
+		t2.Regs.GPR[r] = 0
+		if d2, r2, h2, ok := check(m, &t2); ok {
+			t, d, ref, hit = t2, d2, r2, h2
+		}
+	}
+	for changed := f.rules.variants != nil; changed; {
+		changed = false
+		for _, v := range f.rules.variants(m, path) {
+			if d2, r2, h2, ok := check(v, &t); ok {
+				m, d, ref, hit, changed = v, d2, r2, h2, true
+				break
+			}
+		}
+	}
+	rp := &Reproducer{Bytes: f.rules.hex(m), Regs: map[string]string{}, Flags: fmt.Sprintf("%#x", t.Regs.Flags),
+		InPlace: describe(f.a, &ref), Hit: describe(f.a, &hit), Diff: d.String()}
+	for r := 0; r < f.a.NumGPR(); r++ {
+		if t.Regs.GPR[r] != 0 {
+			rp.Regs[f.a.RegNames[r]] = fmt.Sprintf("%#x", t.Regs.GPR[r])
+		}
+	}
+	return rp
+}
+
+// reproduces reruns the first diverging trial of ds: a finding must diverge
+// again from the same state. In the rerun the in-place case carries the
+// hit's slot image too (not entered), so both runs see the same memory: an
+// instruction whose operand happens to read the slot page is not a finding.
+func (f *fuzzCore) reproduces(m hitModel, path Path, ds []Diff) bool {
+	for k, d := range ds {
+		if d.Verdict != Diverged {
+			continue
+		}
+		hc, err := checkHits(f.cfg.Backend, m, path, nil, []Trial{f.trials[k]})
+		return err == nil && hc[0].Diff.Verdict == Diverged
+	}
+	return false
+}
