@@ -22,10 +22,18 @@ import (
 // TestOracleARM64Kallsyms boots Debian's arm64 kernel once (then uses the cache)
 // and checks its kallsyms dump.
 func TestOracleARM64Kallsyms(t *testing.T) {
+	checkDebianKallsyms(t, "linux-image-arm64", "_stext", "_etext", "vfs_read", "el1h_64_sync")
+}
+
+// checkDebianKallsyms boots the Debian kernel package pkg once (then uses
+// the cache) and checks its kallsyms dump: well-formed, with the named
+// symbols.
+func checkDebianKallsyms(t *testing.T, pkg string, want ...string) {
+	t.Helper()
 	oracleGate(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	p, err := DebianKallsyms(ctx, "linux-image-arm64")
+	p, err := DebianKallsyms(ctx, pkg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,7 +45,7 @@ func TestOracleARM64Kallsyms(t *testing.T) {
 		t.Fatal(err)
 	}
 	syms, _ := parseKallsyms(t, b)
-	for _, n := range []string{"_stext", "_etext", "vfs_read", "el1h_64_sync"} {
+	for _, n := range want {
 		if _, ok := syms[n]; !ok {
 			t.Errorf("kallsyms has no %s", n)
 		}

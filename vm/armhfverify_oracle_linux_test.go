@@ -18,27 +18,7 @@ import (
 // TestOracleARMKallsyms boots Debian's armhf (armmp) kernel once (then uses
 // the cache) and checks its kallsyms dump.
 func TestOracleARMKallsyms(t *testing.T) {
-	oracleGate(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	p, err := DebianKallsyms(ctx, "linux-image-armmp")
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := os.ReadFile(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := CheckKallsyms(b); err != nil {
-		t.Fatal(err)
-	}
-	syms, _ := parseKallsyms(t, b)
-	for _, n := range []string{"_stext", "_etext", "vfs_read", "__gnu_mcount_nc"} {
-		if _, ok := syms[n]; !ok {
-			t.Errorf("kallsyms has no %s", n)
-		}
-	}
-	t.Logf("%s: %d bytes", p, len(b))
+	checkDebianKallsyms(t, "linux-image-armmp", "_stext", "_etext", "vfs_read", "__gnu_mcount_nc")
 }
 
 // TestOracleVerifyARM boots Debian's armhf (armmp, ARM-mode) kernel and
