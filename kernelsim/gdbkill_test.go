@@ -69,13 +69,22 @@ func taggedProcs(tag string) []string {
 // killHelperRounds starts the test helper run (a -test.run pattern of this
 // binary) with envVar set to a fresh tag, waits for its READY line and for want
 // tagged processes (what: "sandbox", "emulator"), SIGKILLs it after pause(round)
-// and fails unless every tagged process is gone within 3 s; rounds times.
+// and fails unless every tagged process is gone within 3 s and the helper's
+// temporary directory ($TMPDIR) is empty; rounds times.
 func killHelperRounds(t *testing.T, rounds int, helper, envVar, tagPrefix string, want int, what string, pause func(round int) time.Duration) {
 	t.Helper()
 	for round := range rounds {
 		tag := fmt.Sprintf("%s-%d-%d", tagPrefix, os.Getpid(), round)
+		// Like /tmp, reachable by the emulator (it runs as nobody), which
+		// t.TempDir's directories are not.
+		tmp, err := os.MkdirTemp("", "kboost-killtest-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.RemoveAll(tmp) })
+		os.Chmod(tmp, 0o1777)
 		cmd := exec.Command(os.Args[0], "-test.run=^"+helper+"$", "-test.v")
-		cmd.Env = append(os.Environ(), envVar+"="+tag)
+		cmd.Env = append(os.Environ(), envVar+"="+tag, "TMPDIR="+tmp)
 		out, err := cmd.StdoutPipe()
 		if err != nil {
 			t.Fatal(err)
@@ -117,6 +126,13 @@ func killHelperRounds(t *testing.T, rounds int, helper, envVar, tagPrefix string
 				t.Fatalf("round %d: %s processes survive their owner: %q", round, what, left)
 			}
 			time.Sleep(20 * time.Millisecond)
+		}
+		if ents, _ := os.ReadDir(tmp); len(ents) > 0 {
+			var names []string
+			for _, e := range ents {
+				names = append(names, e.Name())
+			}
+			t.Errorf("round %d: the killed %s's owner left %q in its temporary directory", round, what, names)
 		}
 	}
 }

@@ -208,19 +208,22 @@ func (g *GDB) start() error {
 			return g.setupErr("writing the runner: %v", err)
 		}
 		g.files = []*os.File{os.NewFile(uintptr(g.dataFD), "data"), os.NewFile(uintptr(g.exeFD), "runner")}
-		if g.dir, err = os.MkdirTemp("", "kboost-gdb-"); err != nil {
-			return g.setupErr("%v", err)
-		}
-		if os.Geteuid() == 0 {
-			os.Chown(g.dir, 65534, 65534)
-		}
 	}
 	for i := range emRecords {
 		g.data[i] = 0
 	}
 	emuHeaderInit(g.data, g.t, g.r.handler)
+	// The stub's socket lives in a private directory only until kboost has
+	// connected: then both go, so that nothing is left in /tmp even when
+	// kboost is killed later.
+	var err error
+	if g.dir, err = os.MkdirTemp("", "kboost-gdb-"); err != nil {
+		return g.setupErr("%v", err)
+	}
+	if os.Geteuid() == 0 {
+		os.Chown(g.dir, 65534, 65534)
+	}
 	sock := filepath.Join(g.dir, "gdb")
-	os.Remove(sock)
 	args := []string{"-g", sock, "-0", "kboost-sandbox-" + g.arch.Name, "/proc/self/fd/4"}
 	if g.opts.Tag != "" {
 		args = append(args, g.opts.Tag)
@@ -266,7 +269,8 @@ func (g *GDB) start() error {
 			return g.setupErr("%s: no gdb stub at %s after 10s", g.qemu, sock)
 		}
 	}
-	os.Remove(sock)
+	os.RemoveAll(g.dir)
+	g.dir = ""
 	g.nc = nc
 	g.conn = newRSPConn(nc)
 	if err := g.conn.handshake(); err != nil {
@@ -358,6 +362,10 @@ func (g *GDB) kill() {
 		}
 	}
 	g.cmd = nil
+	if g.dir != "" { // a start that failed before connecting
+		os.RemoveAll(g.dir)
+		g.dir = ""
+	}
 }
 
 // Close implements Backend.
@@ -380,9 +388,6 @@ func (g *GDB) Close() error {
 				unix.Close(fd)
 			}
 		}
-	}
-	if g.dir != "" {
-		os.RemoveAll(g.dir)
 	}
 	return nil
 }
