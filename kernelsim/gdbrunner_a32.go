@@ -160,17 +160,21 @@ func genA32Pass(l Layout, handler, codeFill, slotFill uint32) (*a32asm, error) {
 		sigact(sig, D+a32HAct)
 	}
 	sigact(13, D+a32HIgn) // SIGPIPE: see genA64Runner
-	// fillers (A32: UDF #0 in the code page, UDF #0x51a7 in the slot page)
-	for i, pf := range []struct{ at, fill uint32 }{{uint32(l.Orig), codeFill}, {uint32(l.Slot), slotFill}} {
-		lb := fmt.Sprintf("pfill%d", i)
-		a.movImm(r0, pf.at)
-		a.movImm(r1, pf.fill)
-		a.movImm(r9, PageSize/4)
-		a.mark(lb)
-		a.emit(0xE4801004) // str r1, [r0], #4
-		a.subsImm8(r9, r9, 1)
-		a.bc(a32NE, lb)
+	// fillPages fills the code page with codeFill and the slot page with
+	// slotFill (A32: UDF #0 and UDF #0x51a7); labels start with prefix.
+	fillPages := func(prefix string) {
+		for i, pf := range []struct{ at, fill uint32 }{{uint32(l.Orig), codeFill}, {uint32(l.Slot), slotFill}} {
+			lb := fmt.Sprintf("%s%d", prefix, i)
+			a.movImm(r0, pf.at)
+			a.movImm(r1, pf.fill)
+			a.movImm(r9, PageSize/4)
+			a.mark(lb)
+			a.emit(0xE4801004) // str r1, [r0], #4
+			a.subsImm8(r9, r9, 1)
+			a.bc(a32NE, lb)
+		}
 	}
+	fillPages("pfill")
 	a.movImm(r9, 1)
 	a.str(r9, r8, emHReady)
 	// --- idle
@@ -273,16 +277,7 @@ func genA32Pass(l Layout, handler, codeFill, slotFill uint32) (*a32asm, error) {
 	// into them beyond its image (PC-relative stores reach the whole
 	// page); a divergence that such a store caused does not reproduce in
 	// the next batch
-	for i, pf := range []struct{ at, fill uint32 }{{uint32(l.Orig), codeFill}, {uint32(l.Slot), slotFill}} {
-		lb := fmt.Sprintf("bfill%d", i)
-		a.movImm(r0, pf.at)
-		a.movImm(r1, pf.fill)
-		a.movImm(r9, PageSize/4)
-		a.mark(lb)
-		a.emit(0xE4801004) // str r1, [r0], #4
-		a.subsImm8(r9, r9, 1)
-		a.bc(a32NE, lb)
-	}
+	fillPages("bfill")
 	a.b("next")
 	// --- return entry (from the stub: ldr pc)
 	a.mark("ret")
