@@ -3,9 +3,7 @@
 package cli
 
 import (
-	"encoding/json"
 	"os"
-	"strings"
 	"testing"
 )
 
@@ -19,10 +17,7 @@ func TestSimFuzzA32(t *testing.T) {
 	if os.Getenv("KBOOST_ORACLE") == "" {
 		t.Skip("set KBOOST_ORACLE=1 (runs qemu-arm-static)")
 	}
-	for _, tc := range []struct {
-		args []string
-		want []string
-	}{
+	runSimCases(t, []simCase{
 		{[]string{"sim", "--arch", "arm", "--trials", "2", "02", "00", "81", "e0"},
 			[]string{"add\tr0, r1, r2", "mov\tpc, lr", "singlestep (hit path single-step) CONFIRMED"}},
 		{[]string{"sim", "--arch", "arm", "--trials", "2", "--force", "boost", "02", "00", "81", "e0"},
@@ -37,26 +32,8 @@ func TestSimFuzzA32(t *testing.T) {
 			[]string{"REFUTED"}},
 		{[]string{"sim", "--arch", "arm", "--trials", "2", "02", "00", "00", "eb"},
 			[]string{"emulate CONFIRMED"}},
-	} {
-		out, stderr, code := run(t, tc.args...)
-		if code != 0 {
-			t.Errorf("%v: exit %d: %s", tc.args, code, stderr)
-			continue
-		}
-		for _, w := range tc.want {
-			if !strings.Contains(out, w) {
-				t.Errorf("%v: output lacks %q:\n%s", tc.args, w, out)
-			}
-		}
-	}
-	out, stderr, code := run(t, "fuzz", "--arch", "arm", "-n", "2000", "--json")
-	if code != 0 {
-		t.Fatalf("fuzz: exit %d: %s", code, stderr)
-	}
-	var sum map[string]any
-	if err := json.Unmarshal([]byte(out), &sum); err != nil {
-		t.Fatalf("fuzz --json: %v\n%s", err, out)
-	}
+	}, nil)
+	sum, _ := runFuzzJSON(t, "fuzz", "--arch", "arm", "-n", "2000", "--json")
 	if sum["policy"] != "linux-6.1-arm" || sum["checks"].(float64) < 1000 || sum["slot_problems"].(float64) != 0 {
 		t.Errorf("fuzz summary: policy %v, checks %v, slot problems %v", sum["policy"], sum["checks"], sum["slot_problems"])
 	}

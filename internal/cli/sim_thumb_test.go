@@ -45,10 +45,7 @@ func TestSimFuzzThumb(t *testing.T) {
 	if os.Getenv("KBOOST_ORACLE") == "" {
 		t.Skip("set KBOOST_ORACLE=1 (runs qemu-arm-static)")
 	}
-	for _, tc := range []struct {
-		args []string
-		want []string
-	}{
+	runSimCases(t, []simCase{
 		{[]string{"sim", "--arch", "thumb", "--trials", "2", "88", "18"},
 			[]string{"70 47", "singlestep (hit path single-step) CONFIRMED"}},
 		{[]string{"sim", "--arch", "thumb", "--trials", "3", "--it", "eq", "88", "18"},
@@ -69,26 +66,8 @@ func TestSimFuzzThumb(t *testing.T) {
 			[]string{"29 e9 10 01", "CONFIRMED"}},
 		{[]string{"sim", "--arch", "thumb", "--trials", "2", "01", "eb", "02", "00"},
 			[]string{"CONFIRMED"}},
-	} {
-		out, stderr, code := run(t, tc.args...)
-		if code != 0 {
-			t.Errorf("%v: exit %d: %s", tc.args, code, stderr)
-			continue
-		}
-		for _, w := range tc.want {
-			if !strings.Contains(out, w) {
-				t.Errorf("%v: output lacks %q:\n%s", tc.args, w, out)
-			}
-		}
-	}
-	out, stderr, code := run(t, "fuzz", "--arch", "thumb", "-n", "2000", "--json")
-	if code != 0 {
-		t.Fatalf("fuzz: exit %d: %s", code, stderr)
-	}
-	var sum map[string]any
-	if err := json.Unmarshal([]byte(out), &sum); err != nil {
-		t.Fatalf("fuzz --json: %v\n%s", err, out)
-	}
+	}, nil)
+	sum, _ := runFuzzJSON(t, "fuzz", "--arch", "thumb", "-n", "2000", "--json")
 	if sum["policy"] != "linux-6.1-thumb" || sum["arch"] != "thumb" || sum["checks"].(float64) < 1000 || sum["slot_problems"].(float64) != 0 {
 		t.Errorf("fuzz summary: policy %v, checks %v, slot problems %v", sum["policy"], sum["checks"], sum["slot_problems"])
 	}
