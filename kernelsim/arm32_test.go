@@ -137,15 +137,19 @@ func TestA32Differential(t *testing.T) {
 			t.Errorf("%s: %v (%v %v)", c.why, err, d.Verdict, d.ReasonIDs())
 			continue
 		}
-		var ds []Diff
+		wantHitVerdict(t, hc, c.want, fmt.Sprintf("%s (%08x, %v, %s)", c.why, c.w, path, p.Action))
+	}
+}
+
+// wantHitVerdict fails the test unless the checks fold (Summarize) to want,
+// then showing both runs of each check; what names the case.
+func wantHitVerdict(t *testing.T, hc []HitCheck, want Verdict, what string) {
+	t.Helper()
+	ds := hitDiffs(hc)
+	if got := Summarize(ds); got != want {
+		t.Errorf("%s: %v, want %v: %v", what, got, want, ds)
 		for _, h := range hc {
-			ds = append(ds, h.Diff)
-		}
-		if got := Summarize(ds); got != c.want {
-			t.Errorf("%s (%08x, %v, %s): %v, want %v: %v", c.why, c.w, path, p.Action, got, c.want, ds)
-			for _, h := range hc {
-				t.Logf("  ref %v pc=%#x %v / hit %v pc=%#x %v", h.RefR.Outcome, h.RefR.Regs.PC, h.RefR.Fault, h.HitR.Outcome, h.HitR.Regs.PC, h.HitR.Fault)
-			}
+			t.Logf("  ref %v pc=%#x %v / hit %v pc=%#x %v", h.RefR.Outcome, h.RefR.Regs.PC, h.RefR.Fault, h.HitR.Outcome, h.HitR.Regs.PC, h.HitR.Fault)
 		}
 	}
 }
@@ -214,4 +218,13 @@ func TestA32Fuzz(t *testing.T) {
 		t.Errorf("checks %d, slot problems %d", st.Checks, st.SlotProblems)
 	}
 	t.Logf("%d cases, %d checks, %d kernel divergences, %d not verifiable, %d inconclusive (unmodelled %v)", st.Cases, st.Checks, st.PolicyDivergences, st.NotVerifiable, st.Inconclusive, f.Unmodelled)
+}
+
+// hitDiffs lists the checks' diffs.
+func hitDiffs(hc []HitCheck) []Diff {
+	ds := make([]Diff, len(hc))
+	for i := range hc {
+		ds[i] = hc[i].Diff
+	}
+	return ds
 }

@@ -60,11 +60,7 @@ func hits(t *testing.T, a *Arch, code []byte, path Path) ([]HitCheck, Verdict) {
 	if err != nil {
 		t.Fatalf("% x %v: %v", code, path, err)
 	}
-	var ds []Diff
-	for _, h := range hc {
-		ds = append(ds, h.Diff)
-	}
-	return hc, Summarize(ds)
+	return hc, Summarize(hitDiffs(hc))
 }
 
 func wantVerdict(t *testing.T, a *Arch, code []byte, path Path, want Verdict) []HitCheck {

@@ -3,6 +3,7 @@
 package kernelsim
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"testing"
@@ -166,15 +167,6 @@ func TestThumbDifferential(t *testing.T) {
 			t.Errorf("%s: %v (%v %v)", c.why, err, d.Verdict, d.ReasonIDs())
 			continue
 		}
-		var ds []Diff
-		for _, h := range hc {
-			ds = append(ds, h.Diff)
-		}
-		if got := Summarize(ds); got != c.want {
-			t.Errorf("%s (%s, %v, %s): %v, want %v: %v", c.why, t32Hex(c.w), path, p.Action, got, c.want, ds)
-			for _, h := range hc {
-				t.Logf("  ref %v pc=%#x %v / hit %v pc=%#x %v", h.RefR.Outcome, h.RefR.Regs.PC, h.RefR.Fault, h.HitR.Outcome, h.HitR.Regs.PC, h.HitR.Fault)
-			}
-		}
+		wantHitVerdict(t, hc, c.want, fmt.Sprintf("%s (%s, %v, %s)", c.why, t32Hex(c.w), path, p.Action))
 	}
 }
