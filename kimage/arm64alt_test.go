@@ -185,22 +185,8 @@ func TestARM64Alternatives(t *testing.T) {
 	// leaving the sequence keeps its target, the CBZ aimed at the end of the
 	// sequence is copied as it is, the ADRP keeps its page.
 	target := func(w uint32, pc uint64) uint64 {
-		var x [4]byte
-		binary.LittleEndian.PutUint32(x[:], w)
-		in, err := arm64asm.Decode(x[:])
-		if err != nil {
-			t.Fatalf("x/arch: %#08x: %v", w, err)
-		}
-		for _, a := range in.Args {
-			if r, ok := a.(arm64asm.PCRel); ok {
-				if in.Op == arm64asm.ADRP {
-					return (pc &^ 0xFFF) + uint64(int64(r))
-				}
-				return pc + uint64(int64(r))
-			}
-		}
-		t.Fatalf("x/arch: %v has no PC-relative operand", in)
-		return 0
+		_, to := xarchPCRel(t, w, pc)
+		return to
 	}
 	replB := uint64(synBase + synAltRepl + 4)
 	if got, w := target(word(b, synBase+0x10090), synBase+0x10090), target(0x14000040, replB); got != w {
@@ -338,24 +324,6 @@ func TestA64AltInsnMatchesXArch(t *testing.T) {
 		{0x54000000, 0xF, 19, 5}, {0xB4000000, 0x1F, 19, 5}, {0x35000000, 0x1F, 19, 5}, // B.cond, CBZ, CBNZ
 		{0x36000000, 0x1F | 0x1F<<19 | 1<<31, 14, 5}, {0x37000000, 0x1F, 14, 5}, // TBZ, TBNZ
 	}
-	dec := func(w uint32, pc uint64) (arm64asm.Inst, uint64) {
-		var x [4]byte
-		binary.LittleEndian.PutUint32(x[:], w)
-		in, err := arm64asm.Decode(x[:])
-		if err != nil {
-			t.Fatalf("x/arch: %#08x: %v", w, err)
-		}
-		for _, a := range in.Args {
-			if rel, ok := a.(arm64asm.PCRel); ok {
-				if in.Op == arm64asm.ADRP {
-					return in, (pc &^ 0xFFF) + uint64(int64(rel))
-				}
-				return in, pc + uint64(int64(rel))
-			}
-		}
-		t.Fatalf("x/arch: %v has no PC-relative operand", in)
-		return in, 0
-	}
 	checked := 0
 	for i := 0; i < 20000; i++ {
 		alt := uint64(0xffff800009000000) + uint64(r.Intn(1<<20))*4
@@ -378,8 +346,8 @@ func TestA64AltInsnMatchesXArch(t *testing.T) {
 		if !ok {
 			t.Fatalf("%#08x refused", w)
 		}
-		in0, t0 := dec(w, from)
-		in1, t1 := dec(got, to)
+		in0, t0 := xarchPCRel(t, w, from)
+		in1, t1 := xarchPCRel(t, got, to)
 		if in0.Op != in1.Op {
 			t.Fatalf("%v became %v", in0, in1)
 		}
@@ -454,4 +422,27 @@ func FuzzARM64AlternativesApply(f *testing.F) {
 		b := make([]byte, int(n)%0x400)
 		at.Apply(addr, b, &all)
 	})
+}
+
+// xarchPCRel decodes w at pc with golang.org/x/arch and returns it with the
+// address its PC-relative operand names (ADRP: the 4 KiB page); a word
+// x/arch cannot decode, or one without such an operand, fails the test.
+func xarchPCRel(t *testing.T, w uint32, pc uint64) (arm64asm.Inst, uint64) {
+	t.Helper()
+	var x [4]byte
+	binary.LittleEndian.PutUint32(x[:], w)
+	in, err := arm64asm.Decode(x[:])
+	if err != nil {
+		t.Fatalf("x/arch: %#08x: %v", w, err)
+	}
+	for _, a := range in.Args {
+		if rel, ok := a.(arm64asm.PCRel); ok {
+			if in.Op == arm64asm.ADRP {
+				return in, (pc &^ 0xFFF) + uint64(int64(rel))
+			}
+			return in, pc + uint64(int64(rel))
+		}
+	}
+	t.Fatalf("x/arch: %v has no PC-relative operand", in)
+	return in, 0
 }
