@@ -245,13 +245,13 @@ func (s *Sandbox) spawnOnce() error {
 	case !ws.Stopped() || ws.StopSignal() != unix.SIGTRAP:
 		return fail(s.setupErr("unexpected stop %#x during set-up", ws))
 	}
-	var regs unix.PtraceRegs
-	if err := unix.PtraceGetRegs(pid, &regs); err != nil {
-		return fail(s.setupErr("PTRACE_GETREGS: %v", err))
+	pc, err := tracedPC(pid)
+	if err != nil {
+		return fail(s.setupErr("%v", err))
 	}
-	if regs.Rip != s.rc.int3At || atomic.LoadUint32(s.hdr32(hState)) != 1 {
+	if pc != s.rc.int3At || atomic.LoadUint32(s.hdr32(hState)) != 1 {
 		return fail(s.setupErr("runner stopped at %#x (state %d), want the set-up breakpoint at %#x",
-			regs.Rip, atomic.LoadUint32(s.hdr32(hState)), s.rc.int3At))
+			pc, atomic.LoadUint32(s.hdr32(hState)), s.rc.int3At))
 	}
 	// Batches run without ptrace: every signal would otherwise stop the tracee.
 	if err := unix.PtraceDetach(pid); err != nil {
@@ -320,11 +320,11 @@ func (s *Sandbox) inspect() string {
 	if _, err := unix.Wait4(s.pid, &ws, unix.WALL, nil); err != nil || !ws.Stopped() {
 		return ""
 	}
-	var r unix.PtraceRegs
-	if err := unix.PtraceGetRegs(s.pid, &r); err != nil {
+	pc, err := tracedPC(s.pid)
+	if err != nil {
 		return ""
 	}
-	return fmt.Sprintf(" at pc %#x (case %d)", r.Rip, atomic.LoadUint32(s.hdr32(hIdx)))
+	return fmt.Sprintf(" at pc %#x (case %d)", pc, atomic.LoadUint32(s.hdr32(hIdx)))
 }
 
 // argv is the runner's command line: its name and the tag.
