@@ -474,12 +474,49 @@ func JmpRel32(from, to uint64) ([]byte, error) {
 	return []byte{0xE9, byte(u), byte(u >> 8), byte(u >> 16), byte(u >> 24)}, nil
 }
 
+// ExecMode chooses what executes a sandbox's cases.
+type ExecMode uint8
+
+const (
+	// ExecAuto runs the cases on the CPU where the kernel runs the mode's
+	// executables, else under the mode's qemu-user emulator (i386 on hosts
+	// that refuse 32-bit code: a probe decides once per process).
+	ExecAuto ExecMode = iota
+	// ExecCPU runs the cases on the CPU or fails with ErrNotSupported.
+	ExecCPU
+	// ExecQEMU runs the cases under the mode's qemu-user emulator.
+	ExecQEMU
+)
+
+var execNames = [...]string{ExecAuto: "auto", ExecCPU: "cpu", ExecQEMU: "qemu"}
+
+func (m ExecMode) String() string {
+	if int(m) < len(execNames) {
+		return execNames[m]
+	}
+	return fmt.Sprintf("ExecMode(%d)", m)
+}
+
+// ExecModeNames lists the names ParseExecMode accepts.
+func ExecModeNames() []string { return execNames[:] }
+
+// ParseExecMode reads "auto", "cpu" or "qemu".
+func ParseExecMode(s string) (ExecMode, error) {
+	for i, n := range execNames {
+		if s == n {
+			return ExecMode(i), nil
+		}
+	}
+	return 0, fmt.Errorf("kernelsim: execution backend %q: want auto, cpu or qemu", s)
+}
+
 // Options tune New.
 type Options struct {
-	// Emulator chooses what executes the cases: "" runs them on the CPU and,
-	// for i386 on a host that refuses 32-bit executables, falls back to
-	// qemu-i386-static; "none" insists on the CPU; any other value is the
-	// path of a qemu-user binary to use.
+	// Exec chooses what executes the cases (ExecAuto when zero).
+	Exec ExecMode
+	// Emulator is the path of the qemu-user binary to use under ExecQEMU
+	// (or instead of the CPU, whatever Exec says), replacing the mode's
+	// default emulator found on PATH.
 	Emulator string
 	// Tag is appended to the sandbox's command line (to find its processes).
 	Tag string

@@ -83,12 +83,14 @@
 // core's rate; the wall-clock rate (ChecksPerSecond) equals it on an idle
 // machine and is lower when other work shares the cores.
 //
-// i386 cases run in a 32-bit compat-mode process where the kernel allows it.
-// Where it does not (this project's PVM guests refuse 32-bit executables and
-// 32-bit code segments), New falls back to qemu-i386-static running the same
-// runner, isolated in new PID/network/IPC namespaces as nobody; such a
-// sandbox reports its emulator through Sandbox.Emulator and has no hardware
-// length oracle.
+// Options.Exec chooses what executes the cases. i386 cases run in a 32-bit
+// compat-mode process where the kernel allows it ([NativeExec] probes that
+// once per process by running a minimal static executable); where it does
+// not (some hosts refuse 32-bit executables with ENOEXEC), ExecAuto falls
+// back to qemu-i386-static running the same runner, isolated in new
+// PID/network/IPC namespaces as nobody. ExecCPU and ExecQEMU insist on one.
+// An emulated sandbox reports its emulator through Sandbox.Emulator and has
+// no hardware length oracle.
 //
 // [Sandbox.HWLengths] and [HWLength] are the sandsifter length oracle: bytes
 // placed against the unmapped page after the code page, run with the trap

@@ -109,8 +109,11 @@ func NewGDBMode(a *Arch, o Options, mode GDBMode) (*GDB, error) {
 		a = &c
 	}
 	g := &GDB{arch: a, t: a.emu, opts: o, Watchdog: 50 * time.Millisecond, dataFD: -1, exeFD: -1, mode: mode}
+	if o.Exec == ExecCPU {
+		return nil, fmt.Errorf("kernelsim: %s code runs only under %s here, not on the CPU: %w", a.Name, g.t.qemu, ErrNotSupported)
+	}
 	g.qemu = o.Emulator
-	if g.qemu == "" || g.qemu == "none" {
+	if g.qemu == "" {
 		p, err := exec.LookPath(g.t.qemu)
 		if err != nil {
 			return nil, fmt.Errorf("kernelsim: %s not found (install qemu-user-static): %w", g.t.qemu, ErrNotSupported)

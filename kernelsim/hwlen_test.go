@@ -115,14 +115,33 @@ func TestHWLengthQuick(t *testing.T) {
 	if out[0].N != 1 {
 		t.Errorf("nop nop: length %d", out[0].N)
 	}
-	// i386 under an emulator has no hardware length oracle
-	s32, err := New(I386)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s32.Close()
-	err = s32.HWLengths(bs, out)
-	if s32.Emulator() != "" && !errors.Is(err, ErrNotSupported) {
-		t.Errorf("i386 under %s: %v, want ErrNotSupported", s32.Emulator(), err)
+	// i386: the same outcomes on the CPU (SYSCALL left out: compat mode
+	// runs it on AMD and raises #UD on Intel); none under an emulator
+	for _, o := range execOptions(t, I386) {
+		s32, err := NewWithOptions(I386, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s32.Close()
+		bs32 := bs[:4]
+		out32 := make([]HWLen, len(bs32))
+		err = s32.HWLengths(bs32, out32)
+		if s32.Emulator() != "" {
+			if !errors.Is(err, ErrNotSupported) {
+				t.Errorf("i386 under %s: %v, want ErrNotSupported", s32.Emulator(), err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("i386 on the CPU: %v", err)
+		}
+		for i := range bs32 {
+			if out32[i].Outcome != want[i] {
+				t.Errorf("i386 % x: %v, want %v", bs32[i], out32[i].Outcome, want[i])
+			}
+		}
+		if out32[0].N != 1 {
+			t.Errorf("i386 nop nop: length %d", out32[0].N)
+		}
 	}
 }

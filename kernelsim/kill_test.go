@@ -19,12 +19,15 @@ func TestHelperFuzzLoop(t *testing.T) {
 	}
 	var ss []*Sandbox
 	for _, a := range []*Arch{X86_64, I386} {
-		s, err := NewWithOptions(a, Options{Tag: tag})
-		if err != nil {
-			fmt.Println("ERROR", err)
-			os.Exit(1)
+		for _, o := range execOptions(t, a) {
+			o.Tag = tag
+			s, err := NewWithOptions(a, o)
+			if err != nil {
+				fmt.Println("ERROR", err)
+				os.Exit(1)
+			}
+			ss = append(ss, s)
 		}
-		ss = append(ss, s)
 	}
 	fmt.Println("READY")
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -53,6 +56,8 @@ func TestNoStraySandbox(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts subprocesses")
 	}
-	killHelperRounds(t, 3, "TestHelperFuzzLoop", "KBOOST_SANDBOX_HELPER", "kboost-stray-test", 2, "sandbox",
+	// one sandbox per backend the helper opens (see execOptions)
+	n := len(execOptions(t, X86_64)) + len(execOptions(t, I386))
+	killHelperRounds(t, 3, "TestHelperFuzzLoop", "KBOOST_SANDBOX_HELPER", "kboost-stray-test", n, "sandbox",
 		func(round int) time.Duration { return time.Duration(50+100*round) * time.Millisecond })
 }

@@ -20,7 +20,7 @@ func TestMemoryImages(t *testing.T) {
 	for _, s := range sandboxes(t) {
 		a := s.Arch()
 		l := a.Layout
-		t.Run(a.Name, func(t *testing.T) {
+		t.Run(sbName(s), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(7, 7))
 			imgs := make([][2][]byte, 3)
 			for i := range imgs {

@@ -12,11 +12,8 @@ import (
 // reports how they ended; the sandbox must survive (restarts are counted).
 func TestRandomBytes(t *testing.T) {
 	oracle(t)
-	for _, a := range []*Arch{X86_64, I386} {
-		s, err := New(a)
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, s := range sandboxes(t) {
+		a := s.Arch()
 		s.Watchdog = 20 * time.Millisecond
 		rng := rand.New(rand.NewPCG(3, 4))
 		n := 20000

@@ -147,6 +147,7 @@ var _ [recStride - recEnd]struct{} // records fit their stride
 // target is everything mode-specific about the hardware sandbox.
 type target struct {
 	is64       bool
+	qemu       string // the qemu-user emulator of this mode (ExecQEMU)
 	elfClass   byte
 	elfMachine uint16
 	auditArch  uint32
@@ -167,7 +168,7 @@ type target struct {
 }
 
 var target64 = &target{
-	is64: true, elfClass: 2, elfMachine: 62, auditArch: 0xC000003E, ptr: 8,
+	is64: true, elfClass: 2, elfMachine: 62, auditArch: 0xC000003E, ptr: 8, qemu: "qemu-x86_64-static",
 	// far from everything case code can reach with a register or disp32
 	codeBase: 0x7e00_0000_0000, dataBase: 0x7e00_0010_0000,
 	nrMmap: 9, nrPrctl: 157, nrGetppid: 110, nrSigaltstack: 131, nrRtSigaction: 13,
@@ -180,7 +181,7 @@ var target64 = &target{
 }
 
 var target32 = &target{
-	is64: false, elfClass: 1, elfMachine: 3, auditArch: 0x40000003, ptr: 4,
+	is64: false, elfClass: 1, elfMachine: 3, auditArch: 0x40000003, ptr: 4, qemu: "qemu-i386-static",
 	codeBase: 0x1000_0000, dataBase: 0x1010_0000,
 	nrMmap: 192, nrPrctl: 172, nrGetppid: 64, nrSigaltstack: 186, nrRtSigaction: 174,
 	nrRtSigreturn: 173, nrFutex: 240, nrExitGroup: 252, nrExit: 1, nrSetitimer: 104,

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -77,14 +78,15 @@ func NewWithOptions(a *Arch, o Options) (*Sandbox, error) {
 		a = &c
 	}
 	s := &Sandbox{arch: a, t: a.target, Watchdog: 200 * time.Millisecond, exeFD: -1, opts: o}
-	if o.Emulator != "" && o.Emulator != "none" {
-		s.emu = o.Emulator
+	emu, err := chooseEmulator(a, o)
+	if err != nil {
+		return nil, err
 	}
+	s.emu = emu
 	s.rc, s.image = s.t.runnerImage(a.Layout, s.emu != "")
 	s.stub = s.t.returnStub(s.rc.done)
 	s.owner = make(chan func())
 	go s.ownerLoop()
-	var err error
 	s.do(func() { err = s.spawn() })
 	if err != nil {
 		s.Close()
@@ -140,28 +142,109 @@ func init() {
 	}
 }
 
-// spawn creates the shared memory, starts the runner under ptrace, lets it
-// set itself up, checks where it stopped and detaches. Runs on the owner thread.
-func (s *Sandbox) spawn() error {
-	err := s.spawnOnce()
-	if err == nil || s.emu != "" || s.opts.Emulator == "none" || !errors.Is(err, unix.ENOEXEC) || s.t.is64 {
-		return err
+// chooseEmulator says which qemu-user binary runs a's cases under o, or ""
+// for the CPU.
+func chooseEmulator(a *Arch, o Options) (string, error) {
+	lookup := func() (string, error) {
+		if o.Emulator != "" {
+			return o.Emulator, nil
+		}
+		q, err := exec.LookPath(a.target.qemu)
+		if err != nil {
+			return "", fmt.Errorf("kernelsim: %s under an emulator needs %s (install qemu-user-static): %w", a.Name, a.target.qemu, ErrNotSupported)
+		}
+		return q, nil
 	}
-	// This kernel refuses 32-bit executables (no IA32 emulation, or a
-	// hypervisor without compat mode): fall back to qemu-user.
-	q, lerr := exec.LookPath("qemu-i386-static")
-	if lerr != nil {
-		return fmt.Errorf("%w (and no qemu-i386-static to emulate i386: install qemu-user-static): %w", err, ErrNotSupported)
+	switch o.Exec {
+	case ExecQEMU:
+		return lookup()
+	case ExecCPU:
+		if o.Emulator != "" {
+			return "", fmt.Errorf("kernelsim: an emulator (%s) was given with execution on the CPU: %w", o.Emulator, ErrBadCase)
+		}
+		if err := NativeExec(a); err != nil {
+			return "", fmt.Errorf("%w; run it under %s instead (--exec qemu)", err, a.target.qemu)
+		}
+		return "", nil
 	}
-	s.emu = q
-	s.rc, s.image = s.t.runnerImage(s.arch.Layout, true)
-	s.stub = s.t.returnStub(s.rc.done)
-	unix.Close(s.exeFD)
-	s.exeFD = -1
-	return s.spawnOnce()
+	if o.Emulator != "" {
+		return o.Emulator, nil
+	}
+	if err := NativeExec(a); err != nil {
+		if q, lerr := lookup(); lerr == nil {
+			return q, nil
+		}
+		return "", fmt.Errorf("%w (and no %s to emulate it: install qemu-user-static)", err, a.target.qemu)
+	}
+	return "", nil
 }
 
-func (s *Sandbox) spawnOnce() error {
+var nativeProbe = map[*target]*struct {
+	once sync.Once
+	err  error
+}{target64: {}, target32: {}}
+
+// NativeExec reports whether this kernel runs a's executables on the CPU: nil
+// if so, else an error wrapping ErrNotSupported that says why. The answer
+// comes from running a minimal static executable of a's mode once per
+// process (hosts differ: some kernels, or hypervisors without compat mode,
+// refuse 32-bit executables with ENOEXEC).
+func NativeExec(a *Arch) error {
+	if a == nil || a.target == nil {
+		return fmt.Errorf("kernelsim: no hardware sandbox for %v: %w", a, ErrNotSupported)
+	}
+	p := nativeProbe[a.target]
+	p.once.Do(func() { p.err = probeNative(a) })
+	return p.err
+}
+
+// probeNative runs "exit(0)" as a static executable of a's mode.
+func probeNative(a *Arch) error {
+	t := a.target
+	code := []byte{0xB8, 60, 0, 0, 0, 0x31, 0xFF, 0x0F, 0x05} // mov $60,%eax; xor %edi,%edi; syscall
+	if !t.is64 {
+		code = []byte{0xB8, 1, 0, 0, 0, 0x31, 0xDB, 0xCD, 0x80} // mov $1,%eax; xor %ebx,%ebx; int $0x80
+	}
+	fd, err := unix.MemfdCreate("kboost-probe", unix.MFD_CLOEXEC)
+	if err != nil {
+		return fmt.Errorf("kernelsim: probing %s execution: memfd_create: %v", a.Name, err)
+	}
+	defer unix.Close(fd)
+	if _, err := unix.Pwrite(fd, t.buildELF(t.codeBase, code), 0); err != nil {
+		return fmt.Errorf("kernelsim: probing %s execution: %v", a.Name, err)
+	}
+	pid, err := syscall.ForkExec(fmt.Sprintf("/proc/self/fd/%d", fd), []string{"kboost-probe-" + a.Name},
+		&syscall.ProcAttr{Env: []string{}, Sys: &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}})
+	if errors.Is(err, unix.ENOEXEC) {
+		return fmt.Errorf("kernelsim: this kernel refuses %s executables (ENOEXEC: no IA32 emulation, or a hypervisor without compat mode): %w", a.Name, ErrNotSupported)
+	}
+	if err != nil {
+		return fmt.Errorf("kernelsim: probing %s execution: %v", a.Name, err)
+	}
+	var ws unix.WaitStatus
+	if _, err := unix.Wait4(pid, &ws, 0, nil); err != nil {
+		return fmt.Errorf("kernelsim: probing %s execution: wait4: %v", a.Name, err)
+	}
+	if !ws.Exited() || ws.ExitStatus() != 0 {
+		return fmt.Errorf("kernelsim: a minimal %s executable did not exit cleanly (%s): %w", a.Name, describeStatus(ws), ErrNotSupported)
+	}
+	return nil
+}
+
+func describeStatus(ws unix.WaitStatus) string {
+	switch {
+	case ws.Exited():
+		return fmt.Sprintf("exit status %d", ws.ExitStatus())
+	case ws.Signaled():
+		return "killed by " + ws.Signal().String()
+	}
+	return fmt.Sprintf("wait status %#x", uint32(ws))
+}
+
+// spawn creates the shared memory, starts the runner under ptrace, lets
+// it set itself up, checks where it stopped and detaches. Runs on the owner
+// thread.
+func (s *Sandbox) spawn() error {
 	if s.exeFD < 0 {
 		fd, err := unix.MemfdCreate("kboost-runner", unix.MFD_CLOEXEC)
 		if err != nil {
@@ -670,12 +753,8 @@ func describeWait(ws unix.WaitStatus, s *Sandbox) string {
 	case ws.Exited() && ws.ExitStatus() == 99:
 		return fmt.Sprintf("signal %d in the runner at %#x",
 			binary.LittleEndian.Uint32(s.data[offHdr+hRFSig:]), binary.LittleEndian.Uint64(s.data[offHdr+hRFIP:]))
-	case ws.Exited():
-		return fmt.Sprintf("exit status %d", ws.ExitStatus())
-	case ws.Signaled():
-		return ws.Signal().String()
 	}
-	return fmt.Sprintf("status %#x", uint32(ws))
+	return describeStatus(ws)
 }
 
 // crashed records the results before the crashing case, marks it Crashed and

@@ -29,6 +29,9 @@ func New(a *Arch) (*Sandbox, error) { return nil, unsupported() }
 // NewWithOptions fails with ErrNotSupported on this platform.
 func NewWithOptions(a *Arch, o Options) (*Sandbox, error) { return nil, unsupported() }
 
+// NativeExec fails with ErrNotSupported on this platform.
+func NativeExec(a *Arch) error { return unsupported() }
+
 // Arch implements Backend.
 func (s *Sandbox) Arch() *Arch { return nil }
 

@@ -22,6 +22,7 @@ import (
 func newFuzzCmd(s Streams) *cobra.Command {
 	var (
 		archName, policyName, out, tag string
+		execName                       string
 		n, trials                      int
 		dur, caseTimeout               time.Duration
 		seed                           uint64
@@ -91,6 +92,11 @@ problems; handlers kboost does not model count as inconclusive.`,
 			if err != nil {
 				return err
 			}
+			ex, err := kernelsim.ParseExecMode(execName)
+			if err != nil {
+				return usagef("--exec: %v", err)
+			}
+			opts := kernelsim.Options{Exec: ex, Tag: tag}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			var fw *bufio.Writer
@@ -115,11 +121,11 @@ problems; handlers kboost does not model count as inconclusive.`,
 				from string
 			)
 			if ac != nil {
-				if sb, fz, from, err = ac.fuzz(pol, trials, seed, tag, onFinding); err != nil {
+				if sb, fz, from, err = ac.fuzz(pol, trials, seed, opts, onFinding); err != nil {
 					return err
 				}
 			} else {
-				x, err := kernelsim.NewWithOptions(a, kernelsim.Options{Tag: tag})
+				x, err := kernelsim.NewWithOptions(a, opts)
 				if err != nil {
 					return err
 				}
@@ -219,6 +225,7 @@ problems; handlers kboost does not model count as inconclusive.`,
 	f.BoolVar(&jsonOut, "json", false, "print the final summary as a JSON object")
 	f.BoolVar(&quiet, "quiet", false, "no progress lines when stderr is not a terminal")
 	f.IntVar(&trials, "trials", 3, "random register states per case")
+	addExecFlag(cmd, &execName)
 	f.StringVar(&tag, "sandbox-tag", "", "tag appended to the sandbox command line (tests)")
 	f.MarkHidden("sandbox-tag")
 	return cmd

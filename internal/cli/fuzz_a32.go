@@ -11,9 +11,9 @@ import (
 // set (kernelsim.ARM32 or kernelsim.Thumb): it starts the qemu-arm backend
 // and an A32Fuzzer on it. A32 words are mutated from a cached 32-bit ARM
 // vmlinux when there is one; Thumb is generated from its encoding groups.
-func newARM32Fuzz(a *kernelsim.Arch) func(pol *boost.Policy, trials int, seed uint64, tag string, onFinding func(*kernelsim.Finding)) (fuzzBackend, fuzzEngine, string, error) {
-	return func(pol *boost.Policy, trials int, seed uint64, tag string, onFinding func(*kernelsim.Finding)) (fuzzBackend, fuzzEngine, string, error) {
-		g, err := kernelsim.NewGDB(a, kernelsim.Options{Tag: tag})
+func newARM32Fuzz(a *kernelsim.Arch) func(pol *boost.Policy, trials int, seed uint64, opts kernelsim.Options, onFinding func(*kernelsim.Finding)) (fuzzBackend, fuzzEngine, string, error) {
+	return func(pol *boost.Policy, trials int, seed uint64, opts kernelsim.Options, onFinding func(*kernelsim.Finding)) (fuzzBackend, fuzzEngine, string, error) {
+		g, err := kernelsim.NewGDB(a, opts)
 		if err != nil {
 			return nil, nil, "", err
 		}

@@ -27,8 +27,8 @@ type fuzzEngine interface {
 
 // newA64Fuzz starts the qemu-aarch64 backend and an A64 fuzzer on it,
 // mutating words of the cached Debian arm64 vmlinux when there is one.
-func newA64Fuzz(pol *boost.Policy, trials int, seed uint64, tag string, onFinding func(*kernelsim.Finding)) (fuzzBackend, fuzzEngine, string, error) {
-	g, err := kernelsim.NewGDB(kernelsim.ARM64, kernelsim.Options{Tag: tag})
+func newA64Fuzz(pol *boost.Policy, trials int, seed uint64, opts kernelsim.Options, onFinding func(*kernelsim.Finding)) (fuzzBackend, fuzzEngine, string, error) {
+	g, err := kernelsim.NewGDB(kernelsim.ARM64, opts)
 	if err != nil {
 		return nil, nil, "", err
 	}

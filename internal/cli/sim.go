@@ -22,7 +22,7 @@ import (
 func newSimCmd(s Streams) *cobra.Command {
 	var (
 		archName, policyName, addrStr, slotStr, force string
-		itCond                                        string
+		itCond, execName                              string
 		trials                                        int
 		seed                                          uint64
 		jsonOut, color, preempt                       bool
@@ -132,8 +132,12 @@ instruction of an IT block, as the kernel's thumb_check_cc sees it.`,
 				}
 				set[strings.ToLower(k)] = x
 			}
+			ex, err := kernelsim.ParseExecMode(execName)
+			if err != nil {
+				return usagef("--exec: %v", err)
+			}
 			simf := func(s *simArgs) (*simReport, error) {
-				return simulate(s.code, s.mode, s.pol, s.env, s.addr, s.slot, s.force, s.trials, s.seed, s.set)
+				return simulate(s.code, s.mode, s.pol, s.env, s.addr, s.slot, s.force, s.trials, s.seed, s.set, s.opts)
 			}
 			if ac != nil {
 				if !cmd.Flags().Changed("addr") {
@@ -144,7 +148,8 @@ instruction of an IT block, as the kernel's thumb_check_cc sees it.`,
 				}
 				simf = ac.sim
 			}
-			rep, err := simf(&simArgs{code: code, mode: mode, pol: pol, env: env, addr: addr, slot: slot, force: fp, trials: trials, seed: seed, set: set, it: itCond})
+			rep, err := simf(&simArgs{code: code, mode: mode, pol: pol, env: env, addr: addr, slot: slot, force: fp, trials: trials, seed: seed, set: set, it: itCond,
+				opts: kernelsim.Options{Exec: ex}})
 			if err != nil {
 				return err
 			}
@@ -163,6 +168,7 @@ instruction of an IT block, as the kernel's thumb_check_cc sees it.`,
 	f.StringVar(&addrStr, "addr", "0xffffffff81000000", "probe address (i386: default 0xc1000000, arm64: 0xffff800008010000, arm and thumb: 0xc0100000)")
 	f.StringVar(&slotStr, "slot", "0xffffffffa0000000", "slot address, in the module area (i386: default 0xf8000000, arm64: 0xffff800000800000, arm and thumb: 0xbf000000)")
 	f.StringVar(&itCond, "it", "", "thumb: run the instruction as the last of a one-instruction IT block with this condition (eq, ne, ...)")
+	addExecFlag(cmd, &execName)
 	f.StringVar(&force, "force", "", "simulate this hit path instead of the policy's: boost, single-step, emulate")
 	f.IntVar(&trials, "trials", 4, "random register states")
 	f.Uint64Var(&seed, "seed", 1, "random seed for the register states")
@@ -226,7 +232,7 @@ type simReport struct {
 
 func hexAddr(v uint64) string { return fmt.Sprintf("%#x", v) }
 
-func simulate(code []byte, mode decode.Mode, pol *boost.Policy, env *boost.Env, addr, slotAddr uint64, force kernelsim.Path, ntrials int, seed uint64, set map[string]uint64) (*simReport, error) {
+func simulate(code []byte, mode decode.Mode, pol *boost.Policy, env *boost.Env, addr, slotAddr uint64, force kernelsim.Path, ntrials int, seed uint64, set map[string]uint64, opts kernelsim.Options) (*simReport, error) {
 	a, err := kernelsim.ArchFor(mode)
 	if err != nil {
 		return nil, err
@@ -296,7 +302,7 @@ func simulate(code []byte, mode decode.Mode, pol *boost.Policy, env *boost.Env, 
 		}
 	}
 	// execution in the sandbox
-	sb, err := kernelsim.New(a)
+	sb, err := kernelsim.NewWithOptions(a, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -314,6 +320,8 @@ func simulate(code []byte, mode decode.Mode, pol *boost.Policy, env *boost.Env, 
 	rep.Sandbox = fmt.Sprintf("code at %#x, slot at %#x", p.Addr(), p.SlotAddr())
 	if sb.Emulator() != "" {
 		rep.Sandbox += ", executed by " + sb.Emulator()
+	} else {
+		rep.Sandbox += ", executed on the CPU"
 	}
 	rng := rand.New(rand.NewPCG(seed, 0x73696d))
 	ts := make([]kernelsim.Trial, max(ntrials, 1))

@@ -110,7 +110,7 @@ func simulateARM32(s *simArgs) (*simReport, error) {
 		rep.Conclusion = fmt.Sprintf("refused (%s): no hit to simulate; try --force boost", d.Errno)
 		return rep, nil
 	}
-	g, err := kernelsim.NewGDB(a, kernelsim.Options{})
+	g, err := kernelsim.NewGDB(a, s.opts)
 	if err != nil {
 		return nil, err
 	}

@@ -91,7 +91,7 @@ func simulateA64(s *simArgs) (*simReport, error) {
 		rep.Conclusion = "refused: the slot is out of reach of a B back to addr+4"
 		return rep, nil
 	}
-	g, err := kernelsim.NewGDB(a, kernelsim.Options{})
+	g, err := kernelsim.NewGDB(a, s.opts)
 	if err != nil {
 		return nil, err
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/kboost/kboost/boost"
 	"github.com/kboost/kboost/decode"
 	"github.com/kboost/kboost/kernelsim"
+	"github.com/spf13/cobra"
 )
 
 // simArgs are the inputs of one `kboost sim` run.
@@ -23,6 +24,7 @@ type simArgs struct {
 	seed       uint64
 	set        map[string]uint64
 	it         string // Thumb: the condition of an IT block ending at the probe
+	opts       kernelsim.Options
 }
 
 // armCmd is what `kboost sim` and `kboost fuzz` need per ARM instruction
@@ -37,7 +39,7 @@ type armCmd struct {
 	random func(a *kernelsim.Arch, rng *rand.Rand, t *kernelsim.Trial)
 	flags  []string
 	// fuzz starts the backend and the fuzzer with its generator.
-	fuzz func(pol *boost.Policy, trials int, seed uint64, tag string, onFinding func(*kernelsim.Finding)) (fuzzBackend, fuzzEngine, string, error)
+	fuzz func(pol *boost.Policy, trials int, seed uint64, opts kernelsim.Options, onFinding func(*kernelsim.Finding)) (fuzzBackend, fuzzEngine, string, error)
 }
 
 var armCmds map[decode.Mode]*armCmd
@@ -128,4 +130,12 @@ func conclude(rep *simReport, path kernelsim.Path, ds []kernelsim.Diff, w backen
 		return claim + ": not verifiable in user mode (" + w.notVerifiable + ")"
 	}
 	return claim + ": inconclusive (" + w.inconclusive + ")"
+}
+
+// addExecFlag adds --exec (sim and fuzz): what executes the cases.
+func addExecFlag(cmd *cobra.Command, v *string) {
+	cmd.Flags().StringVar(v, "exec", "auto", "what executes the cases: auto (the CPU where this kernel runs the mode's code, else its qemu-user emulator), cpu or qemu")
+	cmd.RegisterFlagCompletionFunc("exec", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+		return kernelsim.ExecModeNames(), cobra.ShellCompDirectiveNoFileComp
+	})
 }
