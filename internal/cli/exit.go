@@ -158,15 +158,27 @@ func (d *durationFlag) Type() string { return "duration" }
 func (d *durationFlag) Set(s string) error {
 	v, err := time.ParseDuration(s)
 	if err != nil {
-		return fmt.Errorf("want a duration such as %v or %v (units ns us ms s m h)", d.min.Round(time.Millisecond), 5*time.Minute)
+		return fmt.Errorf("want a duration such as 30s or 5m (units ns us ms s m h)")
 	}
 	if v == 0 && d.zeroOK {
 		*d.p = 0
 		return nil
 	}
 	if v < d.min || v > d.max {
-		return fmt.Errorf("out of range: want %v to %v", d.min, d.max)
+		return fmt.Errorf("out of range: want %s to %s", fmtDuration(d.min), fmtDuration(d.max))
 	}
 	*d.p = v
 	return nil
+}
+
+// fmtDuration writes d without zero minutes and seconds (720h, 5m, 10s).
+func fmtDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = s[:len(s)-2]
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = s[:len(s)-2]
+	}
+	return s
 }
