@@ -222,7 +222,7 @@ problems; handlers kboost does not model count as inconclusive.`,
 	f.StringVar(&out, "out", "", "write findings to this file as JSON lines")
 	f.BoolVar(&jsonOut, "json", false, "print the final summary as a JSON object")
 	f.BoolVar(&quiet, "quiet", false, "no progress lines when stderr is not a terminal")
-	countVar(f, &trials, "trials", "", 3, 1, 100, "random register states per case (1 to 100)")
+	countVar(f, &trials, "trials", "", 3, 1, 32, "random register states per case (1 to 32: a batch holds every state of 64 cases)")
 	f.StringVar(&tag, "sandbox-tag", "", "tag appended to the sandbox command line (tests)")
 	f.MarkHidden("sandbox-tag")
 	return cmd
