@@ -43,7 +43,7 @@ func (e *ExitError) ExitCode() int { return e.Code }
 
 // interrupted is the error of a command stopped by a signal (exit 130).
 func interrupted(what string) error {
-	return &ExitError{ExitInterrupted, fmt.Errorf("%s: %w (the summary above covers the work done)", what, ErrInterrupted)}
+	return &ExitError{ExitInterrupted, fmt.Errorf("%s: %w (the output above covers the work done)", what, ErrInterrupted)}
 }
 
 // findingf is the error of a command whose report shows a finding (exit 1).
