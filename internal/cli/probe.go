@@ -249,13 +249,11 @@ so does kboost.`,
 				}
 				fmt.Fprintf(s.Out, "%s %s\n", time.Now().Format("15:04:05"), strings.Join(parts, " "))
 			}
-			if err := loader.Watch(ctx, specs, opt); err != nil {
-				return err
-			}
-			if ctx.Err() != nil {
+			err = loader.Watch(ctx, specs, opt)
+			if ctx.Err() != nil { // Ctrl-C is how a watch ends: the probes are removed
 				return interrupted("probe watch")
 			}
-			return nil
+			return err
 		},
 	}
 	watch.Flags().BoolVar(&useTracefs, "tracefs", false, "use tracefs kprobe_events instead of the perf PMU (leaks if killed: kboost probe sweep)")

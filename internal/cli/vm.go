@@ -132,6 +132,9 @@ record per probe and a final summary object.`,
 				}
 				fmt.Fprintf(s.Err, "kboost: building (or reusing) the boost kernel from %s\n", vm.DefaultKernelSource)
 				build, err := vm.BuildBoostKernel(ctx, ko)
+				if err != nil && ctx.Err() != nil {
+					return interrupted("vm verify: building the boost kernel")
+				}
 				if err != nil {
 					return err
 				}
