@@ -56,7 +56,7 @@ func ParseMode(s string) (Mode, error) {
 	case "t32", "thumb", "thumb2", "thumb-2":
 		return ModeT32, nil
 	}
-	return ModeInvalid, fmt.Errorf("unknown mode %q (want 32, 64, arm64, arm or thumb): %w", s, ErrMode)
+	return ModeInvalid, fmt.Errorf("unknown architecture %q (want x86-64, i386, arm64, arm or thumb): %w", s, ErrMode)
 }
 
 // Vendor selects the rules where Intel and AMD processors decode differently.

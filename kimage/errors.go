@@ -31,6 +31,8 @@ var (
 	ErrNotSupported = errors.New("not supported on this platform")
 	// ErrAddress: an address lies in no section with file contents.
 	ErrAddress = errors.New("address not backed by file contents")
+	// ErrUnknownPackage: a kernel meta package kboost does not know how to fetch.
+	ErrUnknownPackage = errors.New("unknown kernel meta package")
 )
 
 // FormatError describes malformed input: what was being read, where, and why.

@@ -51,7 +51,7 @@ func CacheDir() string {
 func FetchDebianKernel(ctx context.Context, meta string) (string, error) {
 	arch, ok := debMetaArch[meta]
 	if !ok {
-		return "", fmt.Errorf("unknown kernel meta package %q (known: %s)", meta, strings.Join(knownMetas(), ", "))
+		return "", fmt.Errorf("%w %q (known: %s)", ErrUnknownPackage, meta, strings.Join(knownMetas(), ", "))
 	}
 	dir := filepath.Join(CacheDir(), "debs")
 	if err := os.MkdirAll(dir, 0o755); err != nil {

@@ -2,15 +2,20 @@ package cli
 
 import (
 	"bufio"
+	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
+	"path"
 	"runtime/debug"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 	"unsafe"
 
@@ -107,6 +112,15 @@ func runAudit(s Streams, o auditOpts, args []string) error {
 			return err
 		}
 	}
+	for _, sel := range o.funcs {
+		if !strings.ContainsAny(sel, "*?[") {
+			if _, err := kimage.ParsePoint(sel); err != nil {
+				return usagef("--func %q: %v", sel, err)
+			}
+		} else if _, err := path.Match(sel, ""); err != nil {
+			return usagef("--func %q: bad glob (%v)", sel, err)
+		}
+	}
 	// Choosing the functions, reading the code and building the site tables are
 	// independent: do them at the same time.
 	var (
@@ -133,6 +147,10 @@ func runAudit(s Streams, o auditOpts, args []string) error {
 	}
 	env.Config.PostHandler = o.post
 	if selErr != nil {
+		// a selector that names nothing in the file is the caller's mistake
+		if len(o.funcs) > 0 && (errors.Is(selErr, kimage.ErrNoSymbol) || errors.Is(selErr, audit.ErrNoFunctions)) {
+			return &UsageError{Msg: selErr.Error() + " (names come from the file's symbols or --symbols; globs such as 'vfs_*' match several)"}
+		}
 		return selErr
 	}
 	var patch *audit.Patcher
@@ -172,6 +190,10 @@ func runAudit(s Streams, o auditOpts, args []string) error {
 			fmt.Fprintf(w, "# note: %s\n", n)
 		}
 	}
+	// Ctrl-C stops the workers at their next function; what was audited is
+	// written (and summarised with --summary), then the exit status is 130.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
 	start := time.Now()
 	prog := newProgress(s.Err, "audit")
 	var (
@@ -187,6 +209,9 @@ func runAudit(s Streams, o auditOpts, args []string) error {
 		fm := decode.NewFormatter(0)
 		var buf []byte
 		return func(res *audit.Result) ([]byte, error) {
+			if ctx.Err() != nil {
+				return nil, ErrInterrupted
+			}
 			done.Add(1)
 			if res.Err != nil {
 				sum.errors++
@@ -202,6 +227,9 @@ func runAudit(s Streams, o auditOpts, args []string) error {
 			sum.funcs++
 			if res.Req.Point {
 				d, err := a.At(res.Req.Off)
+				if errors.Is(err, boost.ErrOffset) { // names the point already
+					return nil, &UsageError{Msg: err.Error() + "; give an offset inside it"}
+				}
 				if err != nil {
 					return nil, fmt.Errorf("%s: %w", res.Req.Symbol, err)
 				}
@@ -241,7 +269,8 @@ func runAudit(s Streams, o auditOpts, args []string) error {
 		return err
 	})
 	prog.finish()
-	if err != nil {
+	stopped := errors.Is(err, ErrInterrupted)
+	if err != nil && !stopped {
 		return err
 	}
 	if o.summary {
@@ -250,6 +279,12 @@ func runAudit(s Streams, o auditOpts, args []string) error {
 			total.merge(x)
 		}
 		total.write(w, o.jsonOut, time.Since(start), notes)
+	}
+	if stopped {
+		if err := w.Flush(); err != nil {
+			return err
+		}
+		return interrupted(fmt.Sprintf("audit: %d of %d functions audited", done.Load(), len(reqs)))
 	}
 	return w.Flush()
 }

@@ -41,7 +41,8 @@ the cached Debian vmlinux, else from /usr/bin), and for each one:
     slot with the IP fixup, or the kernel's emulation) from several random
     register states, comparing registers, flags, IP, stack and scratch memory.
 
-Findings go to --out as JSON lines (deduplicated by instruction form, each with a
+Exit status: 1 when there are unsafe boosts or length errors, 130 when
+interrupted (after the summary). Findings go to --out as JSON lines (deduplicated by instruction form, each with a
 minimized reproducer): unsafe-boost (boosted but diverges: a kboost or kernel
 bug), policy-divergence (the kernel's emulation or single-step diverges from the
 CPU: a finding about Linux), missed-boost (not boosted, but boosting agreed on
@@ -86,7 +87,7 @@ problems; handlers kboost does not model count as inconclusive.`,
 				return usagef("policy %s does not model %s", pol.Name, archName)
 			}
 			if n <= 0 && dur <= 0 {
-				return usagef("give -n N or --duration D")
+				return usagef("give -n N (cases, e.g. -n 100000) or --duration D (e.g. --duration 5m)")
 			}
 			a, err := kernelsim.ArchFor(mode)
 			if err != nil {
@@ -208,27 +209,43 @@ problems; handlers kboost does not model count as inconclusive.`,
 			if jsonOut {
 				enc := json.NewEncoder(s.Out)
 				enc.SetIndent("", "  ")
-				return enc.Encode(sum)
+				if err := enc.Encode(sum); err != nil {
+					return err
+				}
+				return fuzzExit(&sum)
 			}
 			printFuzzSummary(s.Out, &sum)
-			return nil
+			return fuzzExit(&sum)
 		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&archName, "arch", "x86-64", "instruction set: x86-64, i386, arm64, arm or thumb (the ARM ones run under qemu-aarch64-static / qemu-arm-static)")
 	f.StringVar(&policyName, "policy", "linux-6.1", "kernel policy (see 'kboost policies'; default linux-6.1-arm64, linux-6.1-arm, linux-6.1-thumb for those)")
-	f.IntVarP(&n, "n", "n", 0, "number of cases")
-	f.DurationVar(&dur, "duration", 0, "run for this long (e.g. 30s, 5m)")
-	f.DurationVar(&caseTimeout, "case-timeout", 0, "x86: user CPU time one execution may take before it counts as timed out (default 10ms; 60ms under qemu)")
+	countVar(f, &n, "n", "n", 0, 1, 1e9, "number of cases (up to 1e9; e.g. 1e6)")
+	durationVar(f, &dur, "duration", 0, time.Second, 30*24*time.Hour, true, "run for this long (e.g. 30s, 5m; 1s to 720h)")
+	durationVar(f, &caseTimeout, "case-timeout", 0, time.Millisecond, 10*time.Second, true, "x86: user CPU time one execution may take before it counts as timed out (1ms to 10s; default 10ms, 60ms under qemu)")
 	f.Uint64Var(&seed, "seed", 1, "random seed (the run is deterministic for a seed and sample set)")
 	f.StringVar(&out, "out", "", "write findings to this file as JSON lines")
 	f.BoolVar(&jsonOut, "json", false, "print the final summary as a JSON object")
 	f.BoolVar(&quiet, "quiet", false, "no progress lines when stderr is not a terminal")
-	f.IntVar(&trials, "trials", 3, "random register states per case")
+	countVar(f, &trials, "trials", "", 3, 1, 32, "random register states per case (1 to 32: a batch holds every state of 64 cases)")
 	addExecFlag(cmd, &execName)
 	f.StringVar(&tag, "sandbox-tag", "", "tag appended to the sandbox command line (tests)")
 	f.MarkHidden("sandbox-tag")
 	return cmd
+}
+
+// fuzzExit is the exit status of a fuzz run, after its summary: 130 when
+// interrupted, 1 with unsafe boosts or decoder/CPU length errors (the
+// findings about kboost; kernel divergences are findings about Linux).
+func fuzzExit(s *fuzzSummary) error {
+	switch {
+	case s.Interrupted:
+		return interrupted("fuzz")
+	case s.UnsafeBoosts > 0 || s.LengthErrors > 0:
+		return findingf("%d unsafe boosts, %d length errors", s.UnsafeBoosts, s.LengthErrors)
+	}
+	return nil
 }
 
 type fuzzSummary struct {

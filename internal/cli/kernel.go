@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -104,7 +105,12 @@ Then: kboost audit VMLINUX --symbols KALLSYMS --config CONFIG.`,
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			kf, err := fetchKernelFiles(ctx, args[0], noBoot)
-			if err != nil {
+			switch {
+			case errors.Is(err, kimage.ErrUnknownPackage):
+				return &UsageError{Msg: err.Error()}
+			case err != nil && ctx.Err() != nil:
+				return interrupted("kernel fetch")
+			case err != nil:
 				return err
 			}
 			switch {

@@ -249,11 +249,15 @@ so does kboost.`,
 				}
 				fmt.Fprintf(s.Out, "%s %s\n", time.Now().Format("15:04:05"), strings.Join(parts, " "))
 			}
-			return loader.Watch(ctx, specs, opt)
+			err = loader.Watch(ctx, specs, opt)
+			if ctx.Err() != nil { // Ctrl-C is how a watch ends: the probes are removed
+				return interrupted("probe watch")
+			}
+			return err
 		},
 	}
 	watch.Flags().BoolVar(&useTracefs, "tracefs", false, "use tracefs kprobe_events instead of the perf PMU (leaks if killed: kboost probe sweep)")
-	watch.Flags().DurationVar(&interval, "interval", time.Second, "time between hit-count lines")
+	durationVar(watch.Flags(), &interval, "interval", time.Second, 10*time.Millisecond, time.Hour, false, "time between hit-count lines (10ms to 1h)")
 	cmd.AddCommand(add, list, rm, sweep, watch)
 	return cmd
 }

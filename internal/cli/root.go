@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -62,6 +61,10 @@ out of line, boosted (slot + jump back) or jump-optimized — and why, rule by r
 		}
 		return nil
 	}
+	// a bad flag value is a usage mistake (exit 2), typed here once
+	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
+		return &UsageError{Msg: err.Error() + " (see '" + cmd.CommandPath() + " --help')"}
+	})
 	root.SetIn(s.In)
 	root.SetOut(s.Out)
 	root.SetErr(s.Err)
@@ -80,27 +83,17 @@ out of line, boosted (slot + jump back) or jump-optimized — and why, rule by r
 	return root
 }
 
-// UsageError marks a mistake in how kboost was called (exit status 2).
-type UsageError struct{ Msg string }
-
-func (e *UsageError) Error() string { return e.Msg }
-
-func usagef(format string, a ...any) error { return &UsageError{fmt.Sprintf(format, a...)} }
-
-// Main runs kboost with args and returns the process exit status.
+// Main runs kboost with args and returns the process exit status: 0, or
+// the status the error carries (ExitError, UsageError), else 1.
 func Main(args []string, in io.Reader, out, errw io.Writer) int {
 	root := NewRoot(Streams{In: in, Out: out, Err: errw})
 	root.SetArgs(args)
 	err := root.Execute()
 	if err == nil {
-		return 0
+		return ExitOK
 	}
 	fmt.Fprintln(errw, "kboost:", err)
-	var ue *UsageError
-	if errors.As(err, &ue) || isCobraUsage(err) {
-		return 2
-	}
-	return 1
+	return exitCode(err)
 }
 
 func isCobraUsage(err error) bool {

@@ -8,9 +8,13 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"os"
+	"os/signal"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/kboost/kboost/boost"
@@ -23,7 +27,7 @@ func newSimCmd(s Streams) *cobra.Command {
 	var (
 		archName, policyName, addrStr, slotStr, force string
 		itCond, execName                              string
-		trials                                        int
+		trials, show                                  int
 		seed                                          uint64
 		jsonOut, color, preempt                       bool
 		sets                                          []string
@@ -57,7 +61,17 @@ linux-6.1-thumb) takes a Thumb instruction as 'kboost decode --arch thumb' does
 halfwords) and runs it in Thumb state: the kernel's slot [insn, bx lr] called
 the way its t16/t32_emulate_* handler does, or its simulation; --addr's bit 1
 places it at either halfword of a word, and --it COND makes it the last
-instruction of an IT block, as the kernel's thumb_check_cc sees it.`,
+instruction of an IT block, as the kernel's thumb_check_cc sees it.
+
+--trials N states (default 4; up to 1e9, and 1e6-style values are taken) run
+in batches of 256, so memory stays bounded whatever N. The report shows the
+first --show states (default 8) in full, then up to --show more states that
+diverge, and counts every state: how many matched, diverged (with the
+registers and memory words that differed, and how often), were not
+verifiable or inconclusive; --json reports the same (trials: the states
+shown; states: the counts). Runs longer than a few seconds print their
+progress on stderr. Ctrl-C stops the run and reports the states checked so
+far (exit status 130). A REFUTED verdict exits with status 1.`,
 		Example: `  kboost sim 48 8b 05 10 00 00 00
   kboost sim --force boost e8 00 00 00 00
   kboost sim --arch i386 --policy linux-2.6.17-i386 89 c8
@@ -136,9 +150,7 @@ instruction of an IT block, as the kernel's thumb_check_cc sees it.`,
 			if err != nil {
 				return usagef("--exec: %v", err)
 			}
-			simf := func(s *simArgs) (*simReport, error) {
-				return simulate(s.code, s.mode, s.pol, s.env, s.addr, s.slot, s.force, s.trials, s.seed, s.set, s.opts)
-			}
+			simf := simulate
 			if ac != nil {
 				if !cmd.Flags().Changed("addr") {
 					addr = ac.addr
@@ -148,17 +160,29 @@ instruction of an IT block, as the kernel's thumb_check_cc sees it.`,
 				}
 				simf = ac.sim
 			}
-			rep, err := simf(&simArgs{code: code, mode: mode, pol: pol, env: env, addr: addr, slot: slot, force: fp, trials: trials, seed: seed, set: set, it: itCond,
-				opts: kernelsim.Options{Exec: ex}})
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			sa := &simArgs{ctx: ctx, code: code, mode: mode, pol: pol, env: env, addr: addr, slot: slot, force: fp, trials: trials, show: show, seed: seed, set: set, it: itCond,
+				prog: newSimProgress(s.Err, trials), opts: kernelsim.Options{Exec: ex}}
+			rep, err := simf(sa)
 			if err != nil {
 				return err
 			}
 			if jsonOut {
 				enc := json.NewEncoder(s.Out)
 				enc.SetIndent("", "  ")
-				return enc.Encode(rep)
+				if err := enc.Encode(rep); err != nil {
+					return err
+				}
+			} else {
+				printSim(s.Out, rep, color || isTerminal(s.Out))
 			}
-			printSim(s.Out, rep, color || isTerminal(s.Out))
+			switch st := rep.States; {
+			case st != nil && st.Interrupted:
+				return interrupted("sim")
+			case st != nil && st.Diverged > 0:
+				return findingf("the %s hit is REFUTED on %d of %d states", rep.Path, st.Diverged, st.Total)
+			}
 			return nil
 		},
 	}
@@ -170,7 +194,8 @@ instruction of an IT block, as the kernel's thumb_check_cc sees it.`,
 	f.StringVar(&itCond, "it", "", "thumb: run the instruction as the last of a one-instruction IT block with this condition (eq, ne, ...)")
 	addExecFlag(cmd, &execName)
 	f.StringVar(&force, "force", "", "simulate this hit path instead of the policy's: boost, single-step, emulate")
-	f.IntVar(&trials, "trials", 4, "random register states")
+	countVar(f, &trials, "trials", "", 4, 1, 1e9, "random register states, streamed in batches (1 to 1e9; e.g. 1e6)")
+	countVar(f, &show, "show", "", 8, 0, 1000, "states printed in full (and at most as many more that diverge)")
 	f.Uint64Var(&seed, "seed", 1, "random seed for the register states")
 	f.BoolVar(&jsonOut, "json", false, "print the report as JSON")
 	f.StringArrayVar(&sets, "set", nil, "set a register in every state, REG=HEX (repeatable; e.g. --set rcx=1 --set flags=0x40)")
@@ -196,6 +221,7 @@ type simState struct {
 
 type simTrial struct {
 	Hit      int      `json:"hit,omitempty"` // 2006 lazy booster: hit number
+	State    int      `json:"state"`         // 1..--trials: which state
 	HitPath  string   `json:"hit_path"`
 	Verdict  string   `json:"verdict"`
 	Diverged []string `json:"diverged,omitempty"`
@@ -225,14 +251,16 @@ type simReport struct {
 	Problems    []string      `json:"layout_problems,omitempty"`
 	RangeError  string        `json:"slot_refused,omitempty"`
 	Sandbox     string        `json:"sandbox"`
-	Trials      []simTrial    `json:"trials"`
+	Trials      []simTrial    `json:"trials"` // the states shown in full
+	States      *simStates    `json:"states,omitempty"`
 	Lazy        []string      `json:"lazy_boost,omitempty"`
 	Conclusion  string        `json:"conclusion"`
 }
 
 func hexAddr(v uint64) string { return fmt.Sprintf("%#x", v) }
 
-func simulate(code []byte, mode decode.Mode, pol *boost.Policy, env *boost.Env, addr, slotAddr uint64, force kernelsim.Path, ntrials int, seed uint64, set map[string]uint64, opts kernelsim.Options) (*simReport, error) {
+func simulate(s *simArgs) (*simReport, error) {
+	code, mode, pol, env, addr, slotAddr, force, set := s.code, s.mode, s.pol, s.env, s.addr, s.slot, s.force, s.set
 	a, err := kernelsim.ArchFor(mode)
 	if err != nil {
 		return nil, err
@@ -302,7 +330,7 @@ func simulate(code []byte, mode decode.Mode, pol *boost.Policy, env *boost.Env, 
 		}
 	}
 	// execution in the sandbox
-	sb, err := kernelsim.NewWithOptions(a, opts)
+	sb, err := kernelsim.NewWithOptions(a, s.opts)
 	if err != nil {
 		return nil, err
 	}
@@ -323,43 +351,40 @@ func simulate(code []byte, mode decode.Mode, pol *boost.Policy, env *boost.Env, 
 	} else {
 		rep.Sandbox += ", executed on the CPU"
 	}
-	rng := rand.New(rand.NewPCG(seed, 0x73696d))
-	ts := make([]kernelsim.Trial, max(ntrials, 1))
-	for i := range ts {
-		a.RandomTrial(rng, &ts[i])
+	fill := func(rng *rand.Rand, t *kernelsim.Trial) error {
+		a.RandomTrial(rng, t)
 		for k, v := range set {
 			if k == "flags" {
-				ts[i].Regs.Flags = v
+				t.Regs.Flags = v
 				continue
 			}
 			r := slices.Index(a.RegNames, k)
 			if r < 0 {
-				return nil, usagef("--set %s: no register %q on %s (registers: %s, flags)", k, k, a.Name, strings.Join(a.RegNames, " "))
+				return usagef("--set %s: no register %q on %s (registers: %s, flags)", k, k, a.Name, strings.Join(a.RegNames, " "))
 			}
 			if k == a.RegNames[4] {
-				return nil, usagef("--set %s: the stack pointer is fixed by the sandbox", k)
+				return usagef("--set %s: the stack pointer is fixed by the sandbox", k)
 			}
-			ts[i].Regs.GPR[r] = v
+			t.Regs.GPR[r] = v
 		}
+		return nil
 	}
-	var ds []kernelsim.Diff
-	add := func(hit int, hp string, h kernelsim.HitCheck) {
-		st := simTrial{Hit: hit, HitPath: hp, Verdict: h.Diff.Verdict.String(), Diverged: h.Diff.Fields,
-			InPlace: stateOf(a, &h.RefR), Sim: stateOf(a, &h.HitR), regNames: a.RegNames, ref: h.RefR, hit: h.HitR}
-		rep.Trials = append(rep.Trials, st)
-		ds = append(ds, h.Diff)
-	}
+	run := newSimRun(s, rep, a, fill)
 	switch {
 	case pol.Name == "linux-2.6.17-i386" && !rep.Forced:
-		hs, err := kernelsim.Lazy2006(sb, p, 3, ts)
-		if err != nil {
-			return nil, err
-		}
-		for i, h := range hs {
-			rep.Lazy = append(rep.Lazy, fmt.Sprintf("hit %d: %v, boostable %v -> %v, jmp back at slot+%d", i+1, h.Path, h.Before, h.After, h.JmpAt))
-			for _, c := range h.Checks {
-				add(i+1, h.Path.String(), c)
+		lz := kernelsim.NewLazyReplay(p)
+		s.prog.setTotal(3 * s.trials)
+		for hit := 1; hit <= 3 && !run.st.Interrupted; hit++ {
+			h, err := lz.Begin()
+			if err != nil {
+				return nil, err
 			}
+			err = run.run(hit, h.Path.String(), func(ts []kernelsim.Trial) ([]kernelsim.HitCheck, error) { return lz.Run(sb, ts) })
+			if err != nil {
+				return nil, err
+			}
+			h = lz.End()
+			rep.Lazy = append(rep.Lazy, fmt.Sprintf("hit %d: %v, boostable %v -> %v, jmp back at slot+%d", hit, h.Path, h.Before, h.After, h.JmpAt))
 		}
 	case path == kernelsim.PathNone:
 		rep.Conclusion = fmt.Sprintf("refused (%s): no hit to simulate; try --force boost", m.Decision.Errno)
@@ -368,20 +393,15 @@ func simulate(code []byte, mode decode.Mode, pol *boost.Policy, env *boost.Env, 
 		rep.Conclusion = "refused: the RIP-relative operand is out of reach of the slot"
 		return rep, nil
 	default:
-		hc, err := kernelsim.CheckHit(sb, p, path, nil, ts)
-		var ee *kernelsim.EmulateError
-		if errors.As(err, &ee) {
-			rep.Conclusion = ee.Error()
-			return rep, nil
-		}
+		err := run.runOne(path, cpuWords, func(ts []kernelsim.Trial) ([]kernelsim.HitCheck, error) {
+			return kernelsim.CheckHit(sb, p, path, nil, ts)
+		})
 		if err != nil {
 			return nil, err
 		}
-		for _, h := range hc {
-			add(0, path.String(), h)
-		}
+		return rep, nil
 	}
-	rep.Conclusion = conclude(rep, path, ds, cpuWords)
+	run.conclude(path, cpuWords)
 	return rep, nil
 }
 
@@ -439,10 +459,10 @@ func printSim(w io.Writer, r *simReport, color bool) {
 	if r.Sandbox != "" {
 		fmt.Fprintf(w, "sandbox  %s\n", r.Sandbox)
 	}
-	for i, t := range r.Trials {
-		title := fmt.Sprintf("state %d", i+1)
+	for _, t := range r.Trials {
+		title := fmt.Sprintf("state %d", t.State)
 		if t.Hit > 0 {
-			title = fmt.Sprintf("hit %d (%s), state %d", t.Hit, t.HitPath, i%max(len(r.Trials)/3, 1)+1)
+			title = fmt.Sprintf("hit %d (%s), state %d", t.Hit, t.HitPath, t.State)
 		}
 		fmt.Fprintf(w, "\n%s: %s\n", title, t.Verdict)
 		fmt.Fprintf(w, "  %-7s %-22s %-22s\n", "", "in place", "kprobe hit ("+t.HitPath+")")
@@ -475,7 +495,80 @@ func printSim(w io.Writer, r *simReport, color bool) {
 			}
 		}
 	}
+	if st := r.States; st != nil && st.Total > len(r.Trials) {
+		printSimStates(w, st, len(r.Trials))
+	}
 	fmt.Fprintf(w, "\nverdict  %s\n", r.Conclusion)
+}
+
+// printSimStates counts the states of a run longer than what was shown.
+func printSimStates(w io.Writer, st *simStates, shown int) {
+	fmt.Fprintf(w, "\nstates   %d checked, %d shown above (--show N shows more): %d matched, %d diverged, %d not verifiable, %d inconclusive\n",
+		st.Total, shown, st.Equivalent, st.Diverged, st.NotVerifiable, st.Inconclusive)
+	if len(st.DivergedFields) == 0 {
+		return
+	}
+	fs := make([]string, 0, len(st.DivergedFields))
+	for f := range st.DivergedFields {
+		fs = append(fs, f)
+	}
+	sort.Slice(fs, func(i, j int) bool {
+		if st.DivergedFields[fs[i]] != st.DivergedFields[fs[j]] {
+			return st.DivergedFields[fs[i]] > st.DivergedFields[fs[j]]
+		}
+		return fs[i] < fs[j]
+	})
+	var parts []string
+	for _, f := range fs {
+		parts = append(parts, fmt.Sprintf("%s %d", f, st.DivergedFields[f]))
+	}
+	fmt.Fprintf(w, "differed %s (states per field)\n", strings.Join(parts, ", "))
+}
+
+// simProgress prints a long sim's progress on stderr: a line updated in
+// place on a terminal (after a second), else a line at 10 s and every 30 s
+// after.
+type simProgress struct {
+	w           io.Writer
+	tty         bool
+	total       int
+	start, last time.Time
+	wroteOnTerm bool
+}
+
+func newSimProgress(w io.Writer, total int) *simProgress {
+	return &simProgress{w: w, tty: isTerminal(w), total: total, start: time.Now()}
+}
+
+// setTotal sets the number of states of the whole run (lazy boosts: every hit).
+func (p *simProgress) setTotal(n int) {
+	if p != nil {
+		p.total = n
+	}
+}
+
+func (p *simProgress) update(done, diverged int) {
+	if p == nil {
+		return
+	}
+	el := time.Since(p.start)
+	switch {
+	case p.tty && time.Since(p.last) >= 200*time.Millisecond && el >= time.Second:
+		fmt.Fprintf(p.w, "\r\033[Ksim: %d of %d states (%.0f/s), %d diverged", done, p.total, float64(done)/el.Seconds(), diverged)
+		p.wroteOnTerm = true
+	case !p.tty && el >= 10*time.Second && time.Since(p.last) >= 30*time.Second:
+		fmt.Fprintf(p.w, "sim: %s: %d of %d states (%.0f/s), %d diverged\n", el.Round(time.Second), done, p.total, float64(done)/el.Seconds(), diverged)
+	default:
+		return
+	}
+	p.last = time.Now()
+}
+
+func (p *simProgress) finish() {
+	if p != nil && p.wroteOnTerm {
+		fmt.Fprint(p.w, "\r\033[K")
+		p.wroteOnTerm = false
+	}
 }
 
 func spaced(h string) string {

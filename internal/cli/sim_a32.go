@@ -3,7 +3,6 @@ package cli
 import (
 	"encoding/binary"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"strings"
 
@@ -116,20 +115,12 @@ func simulateARM32(s *simArgs) (*simReport, error) {
 	}
 	defer g.Close()
 	rep.Sandbox = fmt.Sprintf("code at %#x, slot at %#x, executed by %s through its gdb stub; kernel action %q", p.Addr(), p.SlotAddr(), g.Emulator(), p.Action)
-	ts, err := ac.trials(s)
+	err = newSimRun(s, rep, a, ac.fill(s)).runOne(path, emulatorWords, func(ts []kernelsim.Trial) ([]kernelsim.HitCheck, error) {
+		return kernelsim.CheckHitA32(g, p, path, slot, ts)
+	})
 	if err != nil {
 		return nil, err
 	}
-	hc, err := kernelsim.CheckHitA32(g, p, path, slot, ts)
-	var ee *kernelsim.EmulateError
-	if errors.As(err, &ee) {
-		rep.Conclusion = ee.Error()
-		return rep, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	simTrials(rep, a, path, hc)
 	return rep, nil
 }
 

@@ -100,19 +100,11 @@ func simulateA64(s *simArgs) (*simReport, error) {
 	slotOff := min(int(slotAddr%kernelsim.PageSize), kernelsim.PageSize-kernelsim.ImageSize)
 	p := &kernelsim.A64Probe{Arch: a, Word: w, CodeOffset: codeOff, SlotOffset: slotOff}
 	rep.Sandbox = fmt.Sprintf("code at %#x, slot at %#x, executed by %s through its gdb stub", p.Addr(), p.SlotAddr(), g.Emulator())
-	ts, err := armCmds[decode.ModeA64].trials(s)
+	err = newSimRun(s, rep, a, armCmds[decode.ModeA64].fill(s)).runOne(path, emulatorWords, func(ts []kernelsim.Trial) ([]kernelsim.HitCheck, error) {
+		return kernelsim.CheckHitA64(g, p, path, nil, ts)
+	})
 	if err != nil {
 		return nil, err
 	}
-	hc, err := kernelsim.CheckHitA64(g, p, path, nil, ts)
-	var ee *kernelsim.EmulateError
-	if errors.As(err, &ee) {
-		rep.Conclusion = ee.Error()
-		return rep, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	simTrials(rep, a, path, hc)
 	return rep, nil
 }

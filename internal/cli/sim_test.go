@@ -107,7 +107,7 @@ func sandboxProcs(tag string) []string {
 }
 
 // TestFuzzSignals: Ctrl-C (SIGINT) stops `kboost fuzz` cleanly with the
-// summary printed; SIGKILL leaves no sandbox process behind.
+// summary printed and exit status 130; SIGKILL leaves no sandbox process behind.
 func TestFuzzSignals(t *testing.T) {
 	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGKILL} {
 		tag := fmt.Sprintf("kboost-fuzz-signal-%d-%d", os.Getpid(), sig)
@@ -131,8 +131,8 @@ func TestFuzzSignals(t *testing.T) {
 		err := cmd.Wait()
 		if sig == syscall.SIGINT {
 			var sum map[string]any
-			if err != nil || json.Unmarshal(out.Bytes(), &sum) != nil || sum["interrupted"] != true {
-				t.Errorf("SIGINT: %v, output %q", err, out.String())
+			if cmd.ProcessState.ExitCode() != ExitInterrupted || json.Unmarshal(out.Bytes(), &sum) != nil || sum["interrupted"] != true {
+				t.Errorf("SIGINT: %v (want exit status %d), output %q", err, ExitInterrupted, out.String())
 			}
 		}
 		deadline = time.Now().Add(3 * time.Second)

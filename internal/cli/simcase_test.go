@@ -4,6 +4,7 @@ package cli
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -14,14 +15,19 @@ type simCase struct {
 	want []string
 }
 
-// runSimCases runs every case: each must exit 0 and print every wanted
-// string; check, when not nil, looks at each output too.
+// runSimCases runs every case: each must exit 0 (1 when it expects a
+// REFUTED verdict) and print every wanted string; check, when not nil,
+// looks at each output too.
 func runSimCases(t *testing.T, cases []simCase, check func(args []string, out string)) {
 	t.Helper()
 	for _, tc := range cases {
 		out, stderr, code := run(t, tc.args...)
-		if code != 0 {
-			t.Errorf("%v: exit %d: %s", tc.args, code, stderr)
+		want := ExitOK
+		if slices.ContainsFunc(tc.want, func(w string) bool { return strings.Contains(w, "REFUTED") }) {
+			want = ExitFailure
+		}
+		if code != want {
+			t.Errorf("%v: exit %d, want %d: %s", tc.args, code, want, stderr)
 			continue
 		}
 		for _, w := range tc.want {

@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path"
 	"slices"
 	"strings"
 	"sync"
@@ -27,7 +28,7 @@ func newVMCmd(s Streams) *cobra.Command {
 	var (
 		arch, kernel, funcs, deb, policy string
 		sample, nonBoundary, spacing     int
-		maxSize                          uint64
+		maxSize                          int
 		seed                             int64
 		jsonOut, verbose, failOnDiff     bool
 		noCache                          bool
@@ -103,7 +104,7 @@ record per probe and a final summary object.`,
 			// Flags left at their defaults stay zero: the architecture's
 			// defaults, and the key of its cached records.
 			if cmd.Flags().Changed("max-size") {
-				req.MaxSize = maxSize
+				req.MaxSize = uint64(maxSize)
 			}
 			if cmd.Flags().Changed("non-boundary") {
 				req.NonBoundary = nonBoundary
@@ -113,9 +114,15 @@ record per probe and a final summary object.`,
 			}
 			if funcs != "" {
 				if strings.ContainsAny(funcs, "*?[") {
+					if _, err := path.Match(funcs, ""); err != nil {
+						return usagef("--funcs %q: bad glob (%v): want NAME[,NAME...] or a pattern such as 'vfs_*'", funcs, err)
+					}
 					req.Pattern = funcs
 				} else {
 					req.Funcs = strings.Split(funcs, ",")
+					if slices.Contains(req.Funcs, "") {
+						return usagef("--funcs %q: an empty name: want NAME[,NAME...] (no spaces, no empty items)", funcs)
+					}
 				}
 			}
 			if deb == "" && kernel == "boost" {
@@ -125,6 +132,9 @@ record per probe and a final summary object.`,
 				}
 				fmt.Fprintf(s.Err, "kboost: building (or reusing) the boost kernel from %s\n", vm.DefaultKernelSource)
 				build, err := vm.BuildBoostKernel(ctx, ko)
+				if err != nil && ctx.Err() != nil {
+					return interrupted("vm verify: building the boost kernel")
+				}
 				if err != nil {
 					return err
 				}
@@ -144,6 +154,9 @@ record per probe and a final summary object.`,
 			o, err := v.Verify(ctx, req)
 			prog.finish()
 			if err != nil {
+				if ctx.Err() != nil {
+					return interrupted("vm verify")
+				}
 				return err
 			}
 			if o.Cached != "" {
@@ -168,17 +181,17 @@ record per probe and a final summary object.`,
 	f.StringVar(&kernel, "kernel", "debian", "kernel to boot: debian (the architecture's current Debian kernel) or boost (x86-64: built from linux-source-6.1 with PREEMPT_NONE, cached)")
 	f.StringVar(&deb, "deb", "", "boot this kernel package instead of --kernel")
 	f.StringVar(&funcs, "funcs", "", "functions: NAME[,NAME...] or a glob such as 'vfs_*'")
-	f.IntVar(&sample, "sample", 0, "pick N functions at random (seeded by --seed) among the selection, or among all functions up to --max-size bytes")
+	countVar(f, &sample, "sample", "", 0, 1, 1e5, "pick N functions (1 to 1e5) at random (seeded by --seed) among the selection, or among all functions up to --max-size bytes")
 	f.Int64Var(&seed, "seed", 1, "seed for --sample")
-	f.Uint64Var(&maxSize, "max-size", 512, "largest function --sample picks (bytes)")
-	f.IntVar(&nonBoundary, "non-boundary", 2, "offsets that are not instruction boundaries tried per function (-1: none; arm64, arm: misaligned offsets)")
-	f.IntVar(&spacing, "spacing", 24, "least distance between probes of one function in one round (x86-64)")
+	countVar(f, &maxSize, "max-size", "", 512, 1, 1<<20, "largest function --sample picks (bytes, 1 to 1048576)")
+	countVar(f, &nonBoundary, "non-boundary", "", 2, -1, 64, "offsets that are not instruction boundaries tried per function (0 to 64; -1: none; arm64, arm: misaligned offsets)")
+	countVar(f, &spacing, "spacing", "", 24, 1, 4096, "least distance between probes of one function in one round (x86-64; 1 to 4096 bytes)")
 	f.StringVar(&policy, "policy", "", "kboost policy that predicts (default: linux-6.1, linux-6.1-arm64 or linux-6.1-arm by --arch; none: the kernel's outcomes only)")
 	f.BoolVar(&jsonOut, "json", false, "one JSON record per probe, then a summary object")
 	f.BoolVar(&verbose, "verbose", false, "copy the guest console to stderr")
 	f.BoolVar(&failOnDiff, "fail", true, "exit 1 unless every probe agrees on every field")
 	f.BoolVar(&noCache, "no-cache", false, "boot even when the kernel's record is cached (arm64, arm)")
-	f.DurationVar(&timeout, "timeout", 30*time.Minute, "bound for the whole run")
+	durationVar(f, &timeout, "timeout", 30*time.Minute, time.Minute, 48*time.Hour, false, "bound for the whole run (1m to 48h)")
 	cmd.AddCommand(verify)
 	return cmd
 }
