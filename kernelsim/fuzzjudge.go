@@ -82,23 +82,25 @@ func (f *fuzzCore) judge(c *fuzzCase) {
 			return
 		}
 	}
-	if bd == Diverged && !f.reproduces(c.m, PathBoost, c.bDiffs) {
-		f.Stats.Unreproducible++
-		return
+	var bRep, pRep *HitCheck
+	if bd == Diverged {
+		if bRep = f.reproduces(c.m, PathBoost, c.bDiffs); bRep == nil {
+			f.Stats.Unreproducible++
+			return
+		}
 	}
-	if pd == Diverged && !f.reproduces(c.m, c.path, c.polDiffs) {
-		f.Stats.Unreproducible++
-		return
+	if pd == Diverged {
+		if pRep = f.reproduces(c.m, c.path, c.polDiffs); pRep == nil {
+			f.Stats.Unreproducible++
+			return
+		}
 	}
 	switch c.path {
 	case PathBoost:
 		switch bd {
 		case Diverged:
-			if f.divergence("unsafe-boost", c, PathBoost, c.bDiffs) {
-				f.Stats.UnsafeBoosts++
-			} else {
-				f.Stats.Unreproducible++
-			}
+			f.divergence("unsafe-boost", c, PathBoost, c.bDiffs, bRep)
+			f.Stats.UnsafeBoosts++
 		case NotVerifiable:
 			f.Stats.NotVerifiable++
 		case Inconclusive:
@@ -108,10 +110,7 @@ func (f *fuzzCore) judge(c *fuzzCase) {
 		if c.polAt >= 0 {
 			switch pd {
 			case Diverged:
-				if !f.divergence("policy-divergence", c, c.path, c.polDiffs) {
-					f.Stats.Unreproducible++
-					break
-				}
+				f.divergence("policy-divergence", c, c.path, c.polDiffs, pRep)
 				f.Stats.PolicyDivergences++
 				if f.rules.vendorNote != nil && f.rules.vendorNote(c) != "" {
 					f.Stats.VendorDivergences++
@@ -193,13 +192,14 @@ func (f *fuzzCore) confirmMissed(cs []*fuzzCase) error {
 }
 
 // divergence reports the first divergence of an instruction form with a
-// minimized reproducer; false when the minimization run could not make it
-// diverge again (then nothing is reported and the form stays unseen).
-func (f *fuzzCore) divergence(kind string, c *fuzzCase, path Path, ds []Diff) bool {
+// reproducer minimized from rep, the rerun that reproduced it. Whether a
+// divergence counts does not depend on the forms seen before (a campaign's
+// blocks are independent: see Seek).
+func (f *fuzzCore) divergence(kind string, c *fuzzCase, path Path, ds []Diff, rep *HitCheck) {
 	key := kind + ":" + f.rules.key(c)
 	if f.seen[key] > 0 {
 		f.seen[key]++
-		return true
+		return
 	}
 	n, first := 0, -1
 	var fields []string
@@ -217,19 +217,15 @@ func (f *fuzzCore) divergence(kind string, c *fuzzCase, path Path, ds []Diff) bo
 	if f.rules.vendorNote != nil {
 		fd.Note = f.rules.vendorNote(c)
 	}
-	fd.Reproducer = f.minimize(c.m, path, &f.trials[first])
-	if fd.Reproducer == nil {
-		return false
-	}
+	fd.Reproducer = f.minimize(c.m, path, rep)
 	f.report(fd)
-	return true
 }
 
 // minimize zeroes every register (but the stack pointer) whose value does
-// not matter to the divergence of m on path from t0, then tries the
-// engine's smaller variants of m while it still diverges.
-func (f *fuzzCore) minimize(m hitModel, path Path, t0 *Trial) *Reproducer {
-	t := *t0
+// not matter to the divergence of m on path from rep's state, then tries
+// the engine's smaller variants of m while it still diverges.
+func (f *fuzzCore) minimize(m hitModel, path Path, rep *HitCheck) *Reproducer {
+	t := rep.Trial
 	check := func(m hitModel, t *Trial) (Diff, Result, Result, bool) {
 		hc, err := checkHits(f.cfg.Backend, m, path, nil, []Trial{*t})
 		if err != nil || hc[0].Diff.Verdict != Diverged {
@@ -237,10 +233,7 @@ func (f *fuzzCore) minimize(m hitModel, path Path, t0 *Trial) *Reproducer {
 		}
 		return hc[0].Diff, hc[0].RefR, hc[0].HitR, true
 	}
-	d, ref, hit, ok := check(m, &t)
-	if !ok {
-		return nil
-	}
+	d, ref, hit := rep.Diff, rep.RefR, rep.HitR
 	for r := 0; r < f.a.NumGPR(); r++ {
 		if r == f.a.sp || t.Regs.GPR[r] == 0 {
 			continue
@@ -274,13 +267,16 @@ func (f *fuzzCore) minimize(m hitModel, path Path, t0 *Trial) *Reproducer {
 // again from the same state. In the rerun the in-place case carries the
 // hit's slot image too (not entered), so both runs see the same memory: an
 // instruction whose operand happens to read the slot page is not a finding.
-func (f *fuzzCore) reproduces(m hitModel, path Path, ds []Diff) bool {
+func (f *fuzzCore) reproduces(m hitModel, path Path, ds []Diff) *HitCheck {
 	for k, d := range ds {
 		if d.Verdict != Diverged {
 			continue
 		}
 		hc, err := checkHits(f.cfg.Backend, m, path, nil, []Trial{f.trials[k]})
-		return err == nil && hc[0].Diff.Verdict == Diverged
+		if err != nil || hc[0].Diff.Verdict != Diverged {
+			return nil
+		}
+		return &hc[0]
 	}
-	return false
+	return nil
 }

@@ -129,7 +129,7 @@ problems; handlers kboost does not model count as inconclusive.`,
 				samples, from = kernelsim.SampleKernelInsts(mode, 200000, seed)
 				gen := kernelsim.NewFuzzSource(mode, seed, samples)
 				fz = kernelsim.NewFuzzer(kernelsim.FuzzConfig{
-					Backend: sb, Policy: pol, Trials: trials, Seed: seed, Next: gen.Next, OnFinding: onFinding,
+					Backend: sb, Policy: pol, Trials: trials, Seed: seed, Source: gen, OnFinding: onFinding,
 				})
 			}
 			defer sb.Close()
@@ -191,9 +191,6 @@ problems; handlers kboost does not model count as inconclusive.`,
 			st := fz.Finish()
 			sum := fuzzSummary{FuzzStats: st, Arch: a.Name, Policy: pol.Name, Seed: seed, Samples: from, Interrupted: ctx.Err() != nil,
 				Emulator: sb.Emulator(), Trials: max(trials, 1)}
-			if u, ok := fz.(interface{ UnmodelledActions() map[string]int }); ok && len(u.UnmodelledActions()) > 0 {
-				sum.Unmodelled = u.UnmodelledActions()
-			}
 			if fw != nil {
 				if err := fw.Flush(); err != nil {
 					return err
@@ -233,9 +230,6 @@ type fuzzSummary struct {
 	Samples     string `json:"samples_from"`
 	Emulator    string `json:"emulator,omitempty"`
 	Interrupted bool   `json:"interrupted"`
-	// Unmodelled counts, by kernel action, the hits kboost has no model of
-	// (32-bit ARM; included in inconclusive).
-	Unmodelled map[string]int `json:"unmodelled,omitempty"`
 }
 
 func printFuzzSummary(w io.Writer, s *fuzzSummary) {

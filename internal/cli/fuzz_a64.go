@@ -34,7 +34,7 @@ func newA64Fuzz(pol *boost.Policy, trials int, seed uint64, tag string, onFindin
 	}
 	samples, from := sampleWords(elf.EM_AARCH64, 200000, seed)
 	gen := kernelsim.NewA64Gen(seed, samples)
-	fz := kernelsim.NewA64Fuzzer(kernelsim.FuzzConfig{Backend: g, Policy: pol, Trials: trials, Seed: seed, Next: gen.Next, OnFinding: onFinding})
+	fz := kernelsim.NewA64Fuzzer(kernelsim.FuzzConfig{Backend: g, Policy: pol, Trials: trials, Seed: seed, Source: gen, OnFinding: onFinding})
 	return g, fz, from, nil
 }
 
