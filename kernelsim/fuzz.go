@@ -176,7 +176,8 @@ func NewFuzzer(cfg FuzzConfig) *Fuzzer {
 			}
 			return ""
 		},
-		variants: f.fewerPrefixes,
+		variants:  f.fewerPrefixes,
+		selfCheck: func(c *fuzzCase) (string, Case) { return f.selfCheck(c, &f.trials[0]) },
 	}
 	return f
 }
@@ -466,7 +467,12 @@ func isAMD66Branch(in *decode.Inst, cpuLen int) bool {
 // instructions whose result the CPU does not determine from the registers
 // and memory (rdtsc, rdrand, rdpmc...) differ from themselves.
 func (f *Fuzzer) nondeterministic(c *fuzzCase, t *Trial) bool {
-	return f.selfDiffers(instKey(&c.inst), func() Case { return c.m.RefCase(t) })
+	return f.selfDiffers(f.selfCheck(c, t))
+}
+
+// selfCheck: nondeterministic's question, by instruction form.
+func (f *Fuzzer) selfCheck(c *fuzzCase, t *Trial) (string, Case) {
+	return instKey(&c.inst), c.m.RefCase(t)
 }
 
 // amd66Raw reports whether b is legacy prefixes (with 66) and REX, then a

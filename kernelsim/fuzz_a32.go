@@ -291,7 +291,7 @@ func (f *A32Fuzzer) minimize(c *a32case, h *HitCheck) *HitCheck {
 // nondeterministic runs the in-place case three times from the first state.
 func (f *A32Fuzzer) nondeterministic(c *a32case) bool {
 	key := uint64(c.w) | uint64(c.p.IT)<<32 | uint64(c.p.Pre)<<48
-	return f.selfDiffers(string(binary.LittleEndian.AppendUint64(nil, key)), func() Case { return c.p.RefCase(&f.trials[0]) })
+	return f.selfDiffers(string(binary.LittleEndian.AppendUint64(nil, key)), c.p.RefCase(&f.trials[0]))
 }
 
 // A32Gen generates A32 words: random words within the encoding groups the

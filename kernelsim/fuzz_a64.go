@@ -42,6 +42,7 @@ func NewA64Fuzzer(cfg FuzzConfig) *A64Fuzzer {
 			}
 			return nil
 		},
+		selfCheck: f.selfCheck,
 	}
 	return f
 }
@@ -152,8 +153,12 @@ func a64Hex(w uint32) string {
 
 // nondeterministic runs the in-place case three times from the first state.
 func (f *A64Fuzzer) nondeterministic(c *fuzzCase) bool {
-	w := c.m.(*A64Probe).Word
-	return f.selfDiffers(string(binary.LittleEndian.AppendUint32(nil, w)), func() Case { return c.m.RefCase(&f.trials[0]) })
+	return f.selfDiffers(f.selfCheck(c))
+}
+
+// selfCheck: nondeterministic's question, by word.
+func (f *A64Fuzzer) selfCheck(c *fuzzCase) (string, Case) {
+	return string(binary.LittleEndian.AppendUint32(nil, c.m.(*A64Probe).Word)), c.m.RefCase(&f.trials[0])
 }
 
 // A64Gen generates A64 words for the fuzzer: random words within

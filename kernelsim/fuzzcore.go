@@ -204,11 +204,11 @@ func (f *fuzzCore) report(fd *Finding) {
 
 // selfDiffers reports whether the in-place case c (keyed by key) differs
 // from itself, run once per key and block.
-func (f *fuzzCore) selfDiffers(key string, c func() Case) bool {
+func (f *fuzzCore) selfDiffers(key string, c Case) bool {
 	if v, ok := f.nondet[key]; ok {
 		return v
 	}
-	v := f.differs(c())
+	v := f.differs(c)
 	f.nondet[key] = v
 	return v
 }

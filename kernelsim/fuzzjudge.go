@@ -3,6 +3,7 @@ package kernelsim
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 
 	"github.com/kboost/kboost/boost"
 	"github.com/kboost/kboost/decode"
@@ -21,6 +22,9 @@ type fuzzCase struct {
 	polDiffs []Diff
 	bDiffs   []Diff
 	missCand bool // boosted, it agreed on every trial: confirm with more states
+	// the reruns of the first diverging trial, boosted and on path
+	// (judgeBlock runs them in one batch; nil: not run)
+	bRep, pRep *HitCheck
 }
 
 // judgeRules are an engine's parts of judging a case: how findings are
@@ -42,6 +46,10 @@ type judgeRules struct {
 	// variants lists smaller forms of m to try while minimizing (x86: one
 	// legacy prefix fewer, still decided for path). nil: none.
 	variants func(m hitModel, path Path) []hitModel
+	// selfCheck is the key and the in-place case with which excuse asks
+	// selfDiffers whether a diverging c is nondeterministic (rerunBlock
+	// runs those of a block in one batch first). nil: excuse does not ask.
+	selfCheck func(c *fuzzCase) (string, Case)
 }
 
 // judgeBlock compares every hit of the block's cases with its in-place run
@@ -65,9 +73,81 @@ func (f *fuzzCore) judgeBlock(cs []*fuzzCase, cases []Case, results []Result) er
 		}
 		c.polDiffs = diffs(c.polAt, c.path)
 		c.bDiffs = diffs(c.boostAt, PathBoost)
+	}
+	f.rerunBlock(cs)
+	for _, c := range cs {
 		f.judge(c)
 	}
 	return f.confirmMissed(cs)
+}
+
+// rerunBlock runs, in one batch, what judging the block's diverging cases
+// asks the backend: whether their in-place run is nondeterministic
+// (rules.selfCheck, once per key) and the rerun of their first diverging
+// trial (reproduces), boosted and on their path. One round trip instead of
+// one per question; a case the batch could not prepare asks on its own.
+func (f *fuzzCore) rerunBlock(cs []*fuzzCase) {
+	var (
+		keys  []string
+		cases []Case
+		reps  []*HitCheck
+		at    []hitModel
+		paths []Path
+	)
+	rerun := func(c *fuzzCase, path Path, ds []Diff) *HitCheck {
+		for k, d := range ds {
+			if d.Verdict != Diverged {
+				continue
+			}
+			hc := new(HitCheck)
+			if hc.prepare(c.m, path, nil, &f.trials[k]) != nil {
+				return nil
+			}
+			reps, at, paths = append(reps, hc), append(at, c.m), append(paths, path)
+			return hc
+		}
+		return nil
+	}
+	for _, c := range cs {
+		c.bRep, c.pRep = nil, nil
+		bd, pd := Summarize(c.bDiffs), Summarize(c.polDiffs)
+		if bd != Diverged && pd != Diverged {
+			continue
+		}
+		if f.rules.selfCheck != nil {
+			k, rc := f.rules.selfCheck(c)
+			if _, ok := f.nondet[k]; !ok && !slices.Contains(keys, k) {
+				keys, cases = append(keys, k), append(cases, rc, rc, rc)
+			}
+		}
+		if bd == Diverged {
+			c.bRep = rerun(c, PathBoost, c.bDiffs)
+		}
+		if pd == Diverged {
+			c.pRep = rerun(c, c.path, c.polDiffs)
+		}
+	}
+	n := len(cases)
+	for _, hc := range reps {
+		cases = append(cases, hc.Ref, hc.Hit)
+	}
+	if len(cases) == 0 {
+		return
+	}
+	rs := make([]Result, len(cases))
+	if err := f.cfg.Backend.Run(cases, rs); err != nil {
+		for _, c := range cs {
+			c.bRep, c.pRep = nil, nil
+		}
+		return
+	}
+	for i, k := range keys {
+		r := rs[3*i:]
+		f.nondet[k] = f.a.Compare(&r[0], &r[1], nil).Verdict != Equivalent || f.a.Compare(&r[1], &r[2], nil).Verdict != Equivalent
+	}
+	for i, hc := range reps {
+		hc.finish(at[i], paths[i], &rs[n+2*i], &rs[n+2*i+1])
+	}
 }
 
 // judge counts one case: a divergence (boosted, or on the policy's path)
@@ -82,15 +162,24 @@ func (f *fuzzCore) judge(c *fuzzCase) {
 			return
 		}
 	}
+	reran := func(hc *HitCheck, path Path, ds []Diff) *HitCheck {
+		if hc == nil {
+			return f.reproduces(c.m, path, ds)
+		}
+		if hc.Diff.Verdict != Diverged {
+			return nil
+		}
+		return hc
+	}
 	var bRep, pRep *HitCheck
 	if bd == Diverged {
-		if bRep = f.reproduces(c.m, PathBoost, c.bDiffs); bRep == nil {
+		if bRep = reran(c.bRep, PathBoost, c.bDiffs); bRep == nil {
 			f.Stats.Unreproducible++
 			return
 		}
 	}
 	if pd == Diverged {
-		if pRep = f.reproduces(c.m, c.path, c.polDiffs); pRep == nil {
+		if pRep = reran(c.pRep, c.path, c.polDiffs); pRep == nil {
 			f.Stats.Unreproducible++
 			return
 		}
