@@ -20,6 +20,8 @@ type fuzzBackend interface {
 
 // fuzzEngine is a fuzz engine: kernelsim.Fuzzer (x86), A64Fuzzer, A32Fuzzer (arm, thumb).
 type fuzzEngine interface {
+	Seek(block uint64)
+	Restore(st kernelsim.FuzzStats, keys []string)
 	Block(n int) error
 	Finish() kernelsim.FuzzStats
 	Counts() *kernelsim.FuzzStats
