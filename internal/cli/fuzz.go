@@ -49,6 +49,13 @@ every trial), length / length-vendor / decoder-rejects. The 66-prefixed near
 branches that AMD CPUs decode with rel16 in 64-bit mode are counted as
 length-vendor, not as decoder errors. Ctrl-C stops and still prints the summary.
 
+The --out file also carries the campaign (a header record, then checkpoint
+records with the next block and the running counts): --resume F continues it
+after a crash or Ctrl-C with the same totals an uninterrupted run would have.
+The case stream is blocks of 64 cases seeded from (--seed, block), so --shard
+K/N runs blocks K, K+N, ... on as many machines as there are shards, and
+'kboost merge' combines their files into the unsharded campaign's.
+
 --arch arm64 (policies linux-6.1-arm64, the default there, and boost-arm64)
 generates A64 words within instruction classes plus mutations of words from a
 cached Debian arm64 vmlinux, and runs them under qemu-aarch64-static (driven
@@ -66,6 +73,8 @@ one-instruction IT block. ARM kprobes never boost: the findings are kernel
 divergences (each with the 'kboost sim' flags that reproduce it) and slot-model
 problems; handlers kboost does not model count as inconclusive.`,
 		Example: `  kboost fuzz -n 100000 --out findings.jsonl
+  kboost fuzz --resume findings.jsonl
+  kboost fuzz -n 1000000 --shard 2/4 --out shard-2.jsonl
   kboost fuzz --arch i386 --duration 1m --json
   kboost fuzz --arch thumb -n 200000 --out thumb.jsonl`,
 		Args: cobra.NoArgs,
