@@ -296,3 +296,34 @@ func TestFuzzKillResume(t *testing.T) {
 	b, _ := os.ReadFile(f)
 	t.Logf("%d runs, %d killed; %d checkpoints in the file", runs, kills, bytes.Count(b, []byte(`"record":"checkpoint"`)))
 }
+
+// TestAuditShardSummaries: merging the --summary --json of an audit's four
+// shards gives the unsharded audit's summary (but the time taken).
+func TestAuditShardSummaries(t *testing.T) {
+	dir := t.TempDir()
+	summary := func(args ...string) string {
+		stdout, stderr, code := run(t, append([]string{"audit", "--summary", "--json"}, args...)...)
+		if code != 0 {
+			t.Fatalf("audit %v: exit %d: %s", args, code, stderr)
+		}
+		return stdout
+	}
+	var files []string
+	for k := range 4 {
+		f := filepath.Join(dir, fmt.Sprintf("a%d.json", k))
+		if err := os.WriteFile(f, []byte(summary("--shard", fmt.Sprintf("%d/4", k))), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, f)
+	}
+	stdout, stderr, code := run(t, append([]string{"merge"}, files...)...)
+	if code != 0 {
+		t.Fatalf("merge: exit %d: %s", code, stderr)
+	}
+	want, got := counts(t, []byte(summary())), counts(t, []byte(stdout))
+	delete(want, "seconds")
+	delete(got, "seconds")
+	if d := diffCounts(want, got); len(d) > 0 {
+		t.Errorf("merged audit summaries differ from the unsharded audit's: %v", d)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/kboost/kboost/internal/campaign"
 	"github.com/spf13/cobra"
@@ -31,7 +32,9 @@ With --json, print the merged campaign's summary (the shape of 'kboost fuzz
 
 FILEs may instead be 'kboost fuzz --json' summaries: their counts are summed
 (distinct_findings too: a finding met by two shards counts twice there; merge
-the findings files for the exact number).
+the findings files for the exact number). Or 'kboost audit --summary --json'
+summaries of an audit's shards: their counts are summed into the whole
+audit's summary.
 
 The shards must be of one campaign (arch, policy, seed, trials, -n and samples
 agree) and each given once. Audit shards ('kboost audit --shard K/N') need no
@@ -44,11 +47,16 @@ merge: their outputs together are the audit's records ('cat').`,
 			var (
 				states []*campaign.State
 				sums   []campaign.Summary
+				audits []auditSum
 			)
 			for _, p := range args {
 				data, err := os.ReadFile(p)
 				if err != nil {
 					return err
+				}
+				if as, ok := readAuditSummary(data); ok {
+					audits = append(audits, as)
+					continue
 				}
 				if isSummary(data) {
 					var sm campaign.Summary
@@ -67,8 +75,30 @@ merge: their outputs together are the audit's records ('cat').`,
 				}
 				states = append(states, st)
 			}
-			if len(sums) > 0 && len(states) > 0 {
-				return usagef("give findings files or --json summaries, not both")
+			kinds := 0
+			for _, n := range []int{len(states), len(sums), len(audits)} {
+				if n > 0 {
+					kinds++
+				}
+			}
+			if kinds > 1 {
+				return usagef("give one kind of file: fuzz findings files, fuzz --json summaries or audit --summary --json summaries")
+			}
+			if len(audits) > 0 {
+				if out != "" {
+					return usagef("-o: audit summaries merge into a summary (printed); -o takes merged findings files")
+				}
+				total, secs := newSummary(), 0.0
+				var notes []string
+				for _, a := range audits {
+					total.merge(a.s)
+					secs += a.seconds
+					if notes == nil {
+						notes = a.notes
+					}
+				}
+				total.write(s.Out, true, time.Duration(secs*float64(time.Second)), notes)
+				return nil
 			}
 			enc := json.NewEncoder(s.Out)
 			enc.SetIndent("", "  ")
@@ -120,4 +150,37 @@ func isSummary(data []byte) bool {
 		Record string `json:"record"`
 	}
 	return json.Unmarshal(line, &rec) != nil || rec.Record == ""
+}
+
+// auditSum is an `audit --summary --json` summary as read back.
+type auditSum struct {
+	s       *summary
+	seconds float64
+	notes   []string
+}
+
+// readAuditSummary reads an `audit --summary --json` summary.
+func readAuditSummary(data []byte) (auditSum, bool) {
+	var j struct {
+		Functions   *int           `json:"functions"`
+		Boundaries  *int           `json:"boundaries"`
+		Optimizable int            `json:"optimizable"`
+		Errors      int            `json:"errors"`
+		Seconds     float64        `json:"seconds"`
+		Verdicts    map[string]int `json:"verdicts"`
+		Errnos      map[string]int `json:"errnos"`
+		Rules       map[string]int `json:"rules"`
+		Notes       []string       `json:"notes"`
+	}
+	if json.Unmarshal(data, &j) != nil || j.Functions == nil || j.Boundaries == nil {
+		return auditSum{}, false
+	}
+	s := newSummary()
+	s.funcs, s.points, s.optimizable, s.errors = *j.Functions, *j.Boundaries, j.Optimizable, j.Errors
+	for _, p := range [][2]map[string]int{{s.verdicts, j.Verdicts}, {s.errnos, j.Errnos}, {s.rules, j.Rules}} {
+		for k, v := range p[1] {
+			p[0][k] += v
+		}
+	}
+	return auditSum{s, j.Seconds, j.Notes}, true
 }
