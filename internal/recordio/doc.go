@@ -7,8 +7,10 @@
 // write(2) calls stays that of a bufio.Writer.
 //
 // On a regular file or a pipe, one write(2) of whole records leaves whole
-// records whenever the process is killed between system calls. (A write
-// interrupted by SIGKILL inside the kernel can still stop at a page
-// boundary; readers of kboost's findings files drop an unterminated last
-// line, see internal/campaign.)
+// records whenever the process is killed between system calls. A write
+// that SIGKILL interrupts inside the kernel can still stop at a folio
+// boundary (generic_perform_write in mm/filemap.c checks
+// fatal_signal_pending before each folio-sized chunk and returns what it
+// wrote; a pipe write beyond PIPE_BUF is not atomic either), so readers of
+// kboost's findings files drop an unterminated last line (internal/campaign).
 package recordio
