@@ -1,6 +1,8 @@
 package campaign
 
 import (
+	"bytes"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -75,5 +77,74 @@ func TestMerge(t *testing.T) {
 	c.Header.Seed = 9
 	if _, err := Merge([]*State{a, &c}); err == nil {
 		t.Error("shards of two campaigns merged")
+	}
+}
+
+// TestSchema: every record a findings file holds (header, checkpoint,
+// findings of each kind's shape) has exactly the keys the checked-in
+// schema allows, the required ones, and their JSON types.
+func TestSchema(t *testing.T) {
+	b, err := os.ReadFile("testdata/findings.schema.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var schema struct {
+		Defs map[string]struct {
+			Required   []string `json:"required"`
+			Properties map[string]struct {
+				Type  string `json:"type"`
+				Const string `json:"const"`
+			} `json:"properties"`
+		} `json:"$defs"`
+	}
+	if err := json.Unmarshal(b, &schema); err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	m := &Merged{Header: Header{Arch: "x86-64", Policy: "linux-6.1", Shard: "0/1", Samples: "s", CaseTimeout: "0s", Merged: []string{"0/2", "1/2"}},
+		Findings: []kernelsim.Finding{{Kind: "unsafe-boost", Note: "n", Key: "k", ID: "i", Block: 1, Bytes: "90", Asm: "nop", Arch: "a", Policy: "p",
+			Verdict: "boost", Path: "boost", Rules: []string{"r"}, Diverged: []string{"rax"}, Trials: "1/3", DecoderLen: 1, CPULen: 2, CPU: "c",
+			Reproducer: &kernelsim.Reproducer{Bytes: "90"}}}}
+	if err := m.Write(&buf); err != nil {
+		t.Fatal(err)
+	}
+	kinds := []string{"campaign", "finding", "checkpoint"}
+	for i, line := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatal(err)
+		}
+		def := schema.Defs[kinds[i]]
+		for _, k := range def.Required {
+			if _, ok := rec[k]; !ok {
+				t.Errorf("%s record lacks required %q", kinds[i], k)
+			}
+		}
+		for k, v := range rec {
+			p, ok := def.Properties[k]
+			if !ok {
+				t.Errorf("%s record has %q, not in the schema", kinds[i], k)
+				continue
+			}
+			var typ string
+			switch x := v.(type) {
+			case string:
+				typ = "string"
+			case float64:
+				typ = "number"
+				if x == float64(int64(x)) {
+					typ = "integer"
+				}
+			case map[string]any:
+				typ = "object"
+			case []any:
+				typ = "array"
+			case bool:
+				typ = "boolean"
+			}
+			if p.Const != "" && v != p.Const || p.Type != "" && p.Type != typ {
+				t.Errorf("%s record: %q is %s %v, schema says %s%s", kinds[i], k, typ, v, p.Type, p.Const)
+			}
+		}
 	}
 }
