@@ -146,6 +146,17 @@ func TestFuzzShardsMerge(t *testing.T) {
 	if d := diffCounts(w2, got); len(d) > 0 {
 		t.Errorf("merged summaries' counts differ from the unsharded run's: %v", d)
 	}
+	// resuming a finished campaign runs nothing and reports its totals; a
+	// flag that contradicts the campaign's header is a usage mistake
+	stdout, stderr, code = run(t, "fuzz", "--resume", whole, "--json", "--quiet")
+	if code != 0 {
+		t.Fatalf("resume of a finished campaign: exit %d: %s", code, stderr)
+	} else if d := diffCounts(want, counts(t, []byte(stdout))); len(d) > 0 {
+		t.Errorf("resume of a finished campaign: %v", d)
+	}
+	if _, stderr, code := run(t, "fuzz", "--resume", whole, "--seed", "12"); code != 2 || !strings.Contains(stderr, "has --seed 11") {
+		t.Errorf("resume with another --seed: exit %d: %s", code, stderr)
+	}
 	// a shard given twice, or shards of another campaign, are refused
 	if _, stderr, code := run(t, "merge", files[0], files[0]); code != 1 || !strings.Contains(stderr, "shard 0/4 is in both") {
 		t.Errorf("merge of one shard twice: exit %d: %s", code, stderr)
