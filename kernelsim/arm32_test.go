@@ -209,7 +209,7 @@ func TestA32Fuzz(t *testing.T) {
 		t.Fatal(err)
 	}
 	gen := NewA32Gen(1, nil)
-	f := NewA32Fuzzer(FuzzConfig{Backend: g, Policy: pol, Seed: 1, Next: gen.Next})
+	f := NewA32Fuzzer(FuzzConfig{Backend: g, Policy: pol, Seed: 1, Source: gen})
 	if err := f.Block(300); err != nil {
 		t.Fatal(err)
 	}
@@ -217,7 +217,7 @@ func TestA32Fuzz(t *testing.T) {
 	if st.Checks < 200 || st.SlotProblems != 0 {
 		t.Errorf("checks %d, slot problems %d", st.Checks, st.SlotProblems)
 	}
-	t.Logf("%d cases, %d checks, %d kernel divergences, %d not verifiable, %d inconclusive (unmodelled %v)", st.Cases, st.Checks, st.PolicyDivergences, st.NotVerifiable, st.Inconclusive, f.Unmodelled)
+	t.Logf("%d cases, %d checks, %d kernel divergences, %d not verifiable, %d inconclusive (unmodelled %v)", st.Cases, st.Checks, st.PolicyDivergences, st.NotVerifiable, st.Inconclusive, f.Stats.Unmodelled)
 }
 
 // hitDiffs lists the checks' diffs.

@@ -78,7 +78,7 @@ func BenchmarkFuzzChecks(b *testing.B) {
 			}
 			defer s.Close()
 			src := NewFuzzSource(a.Mode, 1, samples)
-			fz := NewFuzzer(FuzzConfig{Backend: s, Policy: pol, Seed: 1, Next: src.Next})
+			fz := NewFuzzer(FuzzConfig{Backend: s, Policy: pol, Seed: 1, Source: src})
 			b.ResetTimer()
 			cpu0, start := s.CPUTime(), time.Now()
 			for fz.Stats.Checks < b.N {

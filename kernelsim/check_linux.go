@@ -88,7 +88,7 @@ func MeasureFuzz(a *Arch, d time.Duration, seed uint64, samples [][]byte) (Check
 	}
 	defer s.Close()
 	src := NewFuzzSource(a.Mode, seed, samples)
-	fz := NewFuzzer(FuzzConfig{Backend: s, Policy: pol, Seed: seed, Next: src.Next})
+	fz := NewFuzzer(FuzzConfig{Backend: s, Policy: pol, Seed: seed, Source: src})
 	var r CheckRate
 	cpu0 := s.CPUTime()
 	start := time.Now()

@@ -32,8 +32,8 @@ type FuzzConfig struct {
 	Env     *boost.Env // nil: SimEnv(Policy)
 	Trials  int        // register states per case (default 3)
 	Seed    uint64
-	// Next appends one candidate byte string to dst.
-	Next func(dst []byte) []byte
+	// Source generates the candidates.
+	Source CaseSource
 	// OnFinding receives every new finding (deduplicated by Finding.Key).
 	OnFinding func(*Finding)
 }
@@ -93,13 +93,21 @@ type FuzzStats struct {
 	CPUSeconds         float64 `json:"cpu_seconds,omitempty"`           // tracer + sandbox
 	ChecksPerCPUSecond float64 `json:"checks_per_cpu_second,omitempty"` // per core
 	FindingKeys        int     `json:"distinct_findings"`
+	// Unmodelled counts, by kernel action, the hits kboost has no model of
+	// (32-bit ARM; included in Inconclusive).
+	Unmodelled map[string]int `json:"unmodelled,omitempty"`
 }
 
 // Finding is one line of the findings file.
 type Finding struct {
-	Kind     string   `json:"kind"` // unsafe-boost, policy-divergence, missed-boost, length, length-vendor, decoder-rejects
-	Note     string   `json:"note,omitempty"`
-	Key      string   `json:"key"`
+	Kind string `json:"kind"` // unsafe-boost, policy-divergence, missed-boost, length, length-vendor, decoder-rejects
+	Note string `json:"note,omitempty"`
+	Key  string `json:"key"`
+	// ID is the finding's content hash (FindingID): the same finding from
+	// two shards or runs has the same ID.
+	ID string `json:"id"`
+	// Block is the campaign block whose case found it (Seek).
+	Block    uint64   `json:"block"`
 	Bytes    string   `json:"bytes"`
 	Asm      string   `json:"asm,omitempty"`
 	Arch     string   `json:"arch"`
@@ -132,8 +140,7 @@ type Reproducer struct {
 // Fuzzer runs the differential fuzz loop.
 type Fuzzer struct {
 	fuzzCore
-	lo     LengthOracle
-	nondet map[string]bool
+	lo LengthOracle
 	// emulated: the backend runs the cases in an emulator, not on the CPU
 	emulated bool
 	// per-block scratch
@@ -146,7 +153,7 @@ type Fuzzer struct {
 
 // NewFuzzer prepares a fuzz run.
 func NewFuzzer(cfg FuzzConfig) *Fuzzer {
-	f := &Fuzzer{nondet: map[string]bool{}}
+	f := &Fuzzer{}
 	lo, ok := cfg.Backend.(LengthOracle)
 	if ok {
 		f.lo = lo
@@ -169,7 +176,8 @@ func NewFuzzer(cfg FuzzConfig) *Fuzzer {
 			}
 			return ""
 		},
-		variants: f.fewerPrefixes,
+		variants:  f.fewerPrefixes,
+		selfCheck: func(c *fuzzCase) (string, Case) { return f.selfCheck(c, &f.trials[0]) },
 	}
 	return f
 }
@@ -187,7 +195,7 @@ func (f *Fuzzer) Block(n int) error {
 	f.bufs = f.bufs[:0]
 	fc := make([]fcase, 0, n)
 	for len(f.bufs) < n {
-		b := f.cfg.Next(nil)
+		b := f.cfg.Source.Next(nil)
 		if len(b) == 0 {
 			continue
 		}
@@ -459,13 +467,12 @@ func isAMD66Branch(in *decode.Inst, cpuLen int) bool {
 // instructions whose result the CPU does not determine from the registers
 // and memory (rdtsc, rdrand, rdpmc...) differ from themselves.
 func (f *Fuzzer) nondeterministic(c *fuzzCase, t *Trial) bool {
-	key := instKey(&c.inst)
-	if v, ok := f.nondet[key]; ok {
-		return v
-	}
-	v := f.differs(c.m.RefCase(t))
-	f.nondet[key] = v
-	return v
+	return f.selfDiffers(f.selfCheck(c, t))
+}
+
+// selfCheck: nondeterministic's question, by instruction form.
+func (f *Fuzzer) selfCheck(c *fuzzCase, t *Trial) (string, Case) {
+	return instKey(&c.inst), c.m.RefCase(t)
 }
 
 // amd66Raw reports whether b is legacy prefixes (with 66) and REX, then a

@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"slices"
 	"strings"
 
@@ -33,19 +32,13 @@ import (
 // one-instruction IT block (A32Probe.Pre and IT).
 type A32Fuzzer struct {
 	fuzzCore
-	isa    *armISA
-	nondet map[uint64]bool
-	// Unmodelled counts words per action whose hit has no model.
-	Unmodelled map[string]int
+	isa *armISA
 }
-
-// UnmodelledActions returns the counts of hits without a model, by action.
-func (f *A32Fuzzer) UnmodelledActions() map[string]int { return f.Unmodelled }
 
 // NewA32Fuzzer prepares a fuzz run on a 32-bit ARM backend (ARM32 or
 // Thumb).
 func NewA32Fuzzer(cfg FuzzConfig) *A32Fuzzer {
-	f := &A32Fuzzer{nondet: map[uint64]bool{}, Unmodelled: map[string]int{}}
+	f := &A32Fuzzer{}
 	f.isa = cfg.Backend.Arch().arm
 	if f.isa == nil {
 		f.isa = isaA32
@@ -86,7 +79,7 @@ func (f *A32Fuzzer) Block(n int) error {
 	a, isa := f.a, f.isa
 	var fc []a32case
 	for range n {
-		b := f.cfg.Next(nil)
+		b := f.cfg.Source.Next(nil)
 		f.Stats.Cases++
 		w, ln, ok := isa.value(b)
 		if !ok {
@@ -131,7 +124,10 @@ func (f *A32Fuzzer) Block(n int) error {
 		c := &fc[i]
 		var ee *EmulateError
 		if errors.As(errs[i], &ee) {
-			f.Unmodelled[c.p.Action]++
+			if f.Stats.Unmodelled == nil {
+				f.Stats.Unmodelled = map[string]int{}
+			}
+			f.Stats.Unmodelled[c.p.Action]++
 			f.Stats.Inconclusive++
 			continue
 		} else if errs[i] != nil {
@@ -295,12 +291,7 @@ func (f *A32Fuzzer) minimize(c *a32case, h *HitCheck) *HitCheck {
 // nondeterministic runs the in-place case three times from the first state.
 func (f *A32Fuzzer) nondeterministic(c *a32case) bool {
 	key := uint64(c.w) | uint64(c.p.IT)<<32 | uint64(c.p.Pre)<<48
-	if v, ok := f.nondet[key]; ok {
-		return v
-	}
-	v := f.differs(c.p.RefCase(&f.trials[0]))
-	f.nondet[key] = v
-	return v
+	return f.selfDiffers(string(binary.LittleEndian.AppendUint64(nil, key)), c.p.RefCase(&f.trials[0]))
 }
 
 // A32Gen generates A32 words: random words within the encoding groups the
@@ -308,14 +299,14 @@ func (f *A32Fuzzer) nondeterministic(c *a32case) bool {
 // multiplies, branches, the unconditional space), fully random words, and
 // mutations of sample words. A quarter keep a condition other than AL.
 type A32Gen struct {
-	rng     *rand.Rand
+	genRand
 	samples []uint32
 }
 
 // NewA32Gen returns a generator; samples are real instruction words to
 // mutate (may be empty).
 func NewA32Gen(seed uint64, samples []uint32) *A32Gen {
-	return &A32Gen{rng: rand.New(rand.NewPCG(seed, 0x6133326765)), samples: samples}
+	return &A32Gen{genRand: newGenRand(seed, 0x6133326765), samples: samples}
 }
 
 var a32Classes = []struct{ mask, value uint32 }{
@@ -390,14 +381,14 @@ func (g *A32Gen) Next(dst []byte) []byte {
 // mutations of sample values. Branches and literals get short offsets
 // half of the time, so their targets lie in or next to the code image.
 type T32Gen struct {
-	rng     *rand.Rand
+	genRand
 	samples []uint32
 }
 
 // NewT32Gen returns a generator; samples are Thumb values (T32Value) to
 // mutate (may be empty).
 func NewT32Gen(seed uint64, samples []uint32) *T32Gen {
-	return &T32Gen{rng: rand.New(rand.NewPCG(seed, 0x7433326765)), samples: samples}
+	return &T32Gen{genRand: newGenRand(seed, 0x7433326765), samples: samples}
 }
 
 var t16Classes = []struct{ mask, value uint32 }{

@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"slices"
 	"strings"
 
@@ -23,7 +22,6 @@ import (
 // every A64 instruction is 4 bytes.
 type A64Fuzzer struct {
 	fuzzCore
-	nondet map[uint32]bool
 	// reused buffers
 	cases   []Case
 	results []Result
@@ -31,7 +29,7 @@ type A64Fuzzer struct {
 
 // NewA64Fuzzer prepares a fuzz run on an ARM64 backend.
 func NewA64Fuzzer(cfg FuzzConfig) *A64Fuzzer {
-	f := &A64Fuzzer{nondet: map[uint32]bool{}}
+	f := &A64Fuzzer{}
 	f.init(cfg, 0x61363466757a7a, "not applicable: A64 instructions are 4 bytes")
 	f.env.SlotAddr = f.a.Layout.Slot + FuzzSlotOffset
 	f.rules = judgeRules{
@@ -44,6 +42,7 @@ func NewA64Fuzzer(cfg FuzzConfig) *A64Fuzzer {
 			}
 			return nil
 		},
+		selfCheck: f.selfCheck,
 	}
 	return f
 }
@@ -60,7 +59,7 @@ func (f *A64Fuzzer) Block(n int) error {
 	addr := a.Layout.Orig + FuzzCodeOffset
 	fc := make([]a64case, 0, n)
 	for range n {
-		b := f.cfg.Next(nil)
+		b := f.cfg.Source.Next(nil)
 		f.Stats.Cases++
 		if len(b) < 4 {
 			f.Stats.DecodeInvalid++
@@ -154,13 +153,12 @@ func a64Hex(w uint32) string {
 
 // nondeterministic runs the in-place case three times from the first state.
 func (f *A64Fuzzer) nondeterministic(c *fuzzCase) bool {
-	w := c.m.(*A64Probe).Word
-	if v, ok := f.nondet[w]; ok {
-		return v
-	}
-	v := f.differs(c.m.RefCase(&f.trials[0]))
-	f.nondet[w] = v
-	return v
+	return f.selfDiffers(f.selfCheck(c))
+}
+
+// selfCheck: nondeterministic's question, by word.
+func (f *A64Fuzzer) selfCheck(c *fuzzCase) (string, Case) {
+	return string(binary.LittleEndian.AppendUint32(nil, c.m.(*A64Probe).Word)), c.m.RefCase(&f.trials[0])
 }
 
 // A64Gen generates A64 words for the fuzzer: random words within
@@ -169,14 +167,14 @@ func (f *A64Fuzzer) nondeterministic(c *fuzzCase) bool {
 // atomics, literal loads, PAC, MOPS, branches with short offsets), fully
 // random words, and mutations of real kernel words.
 type A64Gen struct {
-	rng     *rand.Rand
+	genRand
 	samples []uint32
 }
 
 // NewA64Gen returns a generator; samples are real instruction words to
 // mutate (may be empty).
 func NewA64Gen(seed uint64, samples []uint32) *A64Gen {
-	return &A64Gen{rng: rand.New(rand.NewPCG(seed, 0x613634676e)), samples: samples}
+	return &A64Gen{genRand: newGenRand(seed, 0x613634676e), samples: samples}
 }
 
 // a64Classes are (mask, value) pairs: the generated word keeps the masked

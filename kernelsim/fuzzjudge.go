@@ -3,6 +3,7 @@ package kernelsim
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 
 	"github.com/kboost/kboost/boost"
 	"github.com/kboost/kboost/decode"
@@ -21,6 +22,9 @@ type fuzzCase struct {
 	polDiffs []Diff
 	bDiffs   []Diff
 	missCand bool // boosted, it agreed on every trial: confirm with more states
+	// the reruns of the first diverging trial, boosted and on path
+	// (judgeBlock runs them in one batch; nil: not run)
+	bRep, pRep *HitCheck
 }
 
 // judgeRules are an engine's parts of judging a case: how findings are
@@ -42,6 +46,10 @@ type judgeRules struct {
 	// variants lists smaller forms of m to try while minimizing (x86: one
 	// legacy prefix fewer, still decided for path). nil: none.
 	variants func(m hitModel, path Path) []hitModel
+	// selfCheck is the key and the in-place case with which excuse asks
+	// selfDiffers whether a diverging c is nondeterministic (rerunBlock
+	// runs those of a block in one batch first). nil: excuse does not ask.
+	selfCheck func(c *fuzzCase) (string, Case)
 }
 
 // judgeBlock compares every hit of the block's cases with its in-place run
@@ -65,9 +73,81 @@ func (f *fuzzCore) judgeBlock(cs []*fuzzCase, cases []Case, results []Result) er
 		}
 		c.polDiffs = diffs(c.polAt, c.path)
 		c.bDiffs = diffs(c.boostAt, PathBoost)
+	}
+	f.rerunBlock(cs)
+	for _, c := range cs {
 		f.judge(c)
 	}
 	return f.confirmMissed(cs)
+}
+
+// rerunBlock runs, in one batch, what judging the block's diverging cases
+// asks the backend: whether their in-place run is nondeterministic
+// (rules.selfCheck, once per key) and the rerun of their first diverging
+// trial (reproduces), boosted and on their path. One round trip instead of
+// one per question; a case the batch could not prepare asks on its own.
+func (f *fuzzCore) rerunBlock(cs []*fuzzCase) {
+	var (
+		keys  []string
+		cases []Case
+		reps  []*HitCheck
+		at    []hitModel
+		paths []Path
+	)
+	rerun := func(c *fuzzCase, path Path, ds []Diff) *HitCheck {
+		for k, d := range ds {
+			if d.Verdict != Diverged {
+				continue
+			}
+			hc := new(HitCheck)
+			if hc.prepare(c.m, path, nil, &f.trials[k]) != nil {
+				return nil
+			}
+			reps, at, paths = append(reps, hc), append(at, c.m), append(paths, path)
+			return hc
+		}
+		return nil
+	}
+	for _, c := range cs {
+		c.bRep, c.pRep = nil, nil
+		bd, pd := Summarize(c.bDiffs), Summarize(c.polDiffs)
+		if bd != Diverged && pd != Diverged {
+			continue
+		}
+		if f.rules.selfCheck != nil {
+			k, rc := f.rules.selfCheck(c)
+			if _, ok := f.nondet[k]; !ok && !slices.Contains(keys, k) {
+				keys, cases = append(keys, k), append(cases, rc, rc, rc)
+			}
+		}
+		if bd == Diverged {
+			c.bRep = rerun(c, PathBoost, c.bDiffs)
+		}
+		if pd == Diverged {
+			c.pRep = rerun(c, c.path, c.polDiffs)
+		}
+	}
+	n := len(cases)
+	for _, hc := range reps {
+		cases = append(cases, hc.Ref, hc.Hit)
+	}
+	if len(cases) == 0 {
+		return
+	}
+	rs := make([]Result, len(cases))
+	if err := f.cfg.Backend.Run(cases, rs); err != nil {
+		for _, c := range cs {
+			c.bRep, c.pRep = nil, nil
+		}
+		return
+	}
+	for i, k := range keys {
+		r := rs[3*i:]
+		f.nondet[k] = f.a.Compare(&r[0], &r[1], nil).Verdict != Equivalent || f.a.Compare(&r[1], &r[2], nil).Verdict != Equivalent
+	}
+	for i, hc := range reps {
+		hc.finish(at[i], paths[i], &rs[n+2*i], &rs[n+2*i+1])
+	}
 }
 
 // judge counts one case: a divergence (boosted, or on the policy's path)
@@ -82,23 +162,34 @@ func (f *fuzzCore) judge(c *fuzzCase) {
 			return
 		}
 	}
-	if bd == Diverged && !f.reproduces(c.m, PathBoost, c.bDiffs) {
-		f.Stats.Unreproducible++
-		return
+	reran := func(hc *HitCheck, path Path, ds []Diff) *HitCheck {
+		if hc == nil {
+			return f.reproduces(c.m, path, ds)
+		}
+		if hc.Diff.Verdict != Diverged {
+			return nil
+		}
+		return hc
 	}
-	if pd == Diverged && !f.reproduces(c.m, c.path, c.polDiffs) {
-		f.Stats.Unreproducible++
-		return
+	var bRep, pRep *HitCheck
+	if bd == Diverged {
+		if bRep = reran(c.bRep, PathBoost, c.bDiffs); bRep == nil {
+			f.Stats.Unreproducible++
+			return
+		}
+	}
+	if pd == Diverged {
+		if pRep = reran(c.pRep, c.path, c.polDiffs); pRep == nil {
+			f.Stats.Unreproducible++
+			return
+		}
 	}
 	switch c.path {
 	case PathBoost:
 		switch bd {
 		case Diverged:
-			if f.divergence("unsafe-boost", c, PathBoost, c.bDiffs) {
-				f.Stats.UnsafeBoosts++
-			} else {
-				f.Stats.Unreproducible++
-			}
+			f.divergence("unsafe-boost", c, PathBoost, c.bDiffs, bRep)
+			f.Stats.UnsafeBoosts++
 		case NotVerifiable:
 			f.Stats.NotVerifiable++
 		case Inconclusive:
@@ -108,10 +199,7 @@ func (f *fuzzCore) judge(c *fuzzCase) {
 		if c.polAt >= 0 {
 			switch pd {
 			case Diverged:
-				if !f.divergence("policy-divergence", c, c.path, c.polDiffs) {
-					f.Stats.Unreproducible++
-					break
-				}
+				f.divergence("policy-divergence", c, c.path, c.polDiffs, pRep)
 				f.Stats.PolicyDivergences++
 				if f.rules.vendorNote != nil && f.rules.vendorNote(c) != "" {
 					f.Stats.VendorDivergences++
@@ -193,13 +281,14 @@ func (f *fuzzCore) confirmMissed(cs []*fuzzCase) error {
 }
 
 // divergence reports the first divergence of an instruction form with a
-// minimized reproducer; false when the minimization run could not make it
-// diverge again (then nothing is reported and the form stays unseen).
-func (f *fuzzCore) divergence(kind string, c *fuzzCase, path Path, ds []Diff) bool {
+// reproducer minimized from rep, the rerun that reproduced it. Whether a
+// divergence counts does not depend on the forms seen before (a campaign's
+// blocks are independent: see Seek).
+func (f *fuzzCore) divergence(kind string, c *fuzzCase, path Path, ds []Diff, rep *HitCheck) {
 	key := kind + ":" + f.rules.key(c)
 	if f.seen[key] > 0 {
 		f.seen[key]++
-		return true
+		return
 	}
 	n, first := 0, -1
 	var fields []string
@@ -217,19 +306,15 @@ func (f *fuzzCore) divergence(kind string, c *fuzzCase, path Path, ds []Diff) bo
 	if f.rules.vendorNote != nil {
 		fd.Note = f.rules.vendorNote(c)
 	}
-	fd.Reproducer = f.minimize(c.m, path, &f.trials[first])
-	if fd.Reproducer == nil {
-		return false
-	}
+	fd.Reproducer = f.minimize(c.m, path, rep)
 	f.report(fd)
-	return true
 }
 
 // minimize zeroes every register (but the stack pointer) whose value does
-// not matter to the divergence of m on path from t0, then tries the
-// engine's smaller variants of m while it still diverges.
-func (f *fuzzCore) minimize(m hitModel, path Path, t0 *Trial) *Reproducer {
-	t := *t0
+// not matter to the divergence of m on path from rep's state, then tries
+// the engine's smaller variants of m while it still diverges.
+func (f *fuzzCore) minimize(m hitModel, path Path, rep *HitCheck) *Reproducer {
+	t := rep.Trial
 	check := func(m hitModel, t *Trial) (Diff, Result, Result, bool) {
 		hc, err := checkHits(f.cfg.Backend, m, path, nil, []Trial{*t})
 		if err != nil || hc[0].Diff.Verdict != Diverged {
@@ -237,10 +322,7 @@ func (f *fuzzCore) minimize(m hitModel, path Path, t0 *Trial) *Reproducer {
 		}
 		return hc[0].Diff, hc[0].RefR, hc[0].HitR, true
 	}
-	d, ref, hit, ok := check(m, &t)
-	if !ok {
-		return nil
-	}
+	d, ref, hit := rep.Diff, rep.RefR, rep.HitR
 	for r := 0; r < f.a.NumGPR(); r++ {
 		if r == f.a.sp || t.Regs.GPR[r] == 0 {
 			continue
@@ -274,13 +356,16 @@ func (f *fuzzCore) minimize(m hitModel, path Path, t0 *Trial) *Reproducer {
 // again from the same state. In the rerun the in-place case carries the
 // hit's slot image too (not entered), so both runs see the same memory: an
 // instruction whose operand happens to read the slot page is not a finding.
-func (f *fuzzCore) reproduces(m hitModel, path Path, ds []Diff) bool {
+func (f *fuzzCore) reproduces(m hitModel, path Path, ds []Diff) *HitCheck {
 	for k, d := range ds {
 		if d.Verdict != Diverged {
 			continue
 		}
 		hc, err := checkHits(f.cfg.Backend, m, path, nil, []Trial{f.trials[k]})
-		return err == nil && hc[0].Diff.Verdict == Diverged
+		if err != nil || hc[0].Diff.Verdict != Diverged {
+			return nil
+		}
+		return &hc[0]
 	}
-	return false
+	return nil
 }

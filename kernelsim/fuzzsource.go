@@ -19,8 +19,8 @@ import (
 // bytes after the opcode randomized, the first byte dropped, random bytes
 // appended).
 type FuzzSource struct {
+	genRand
 	g       *x86gen.Gen
-	rng     *rand.Rand
 	samples [][]byte
 }
 
@@ -31,7 +31,13 @@ func NewFuzzSource(m decode.Mode, seed uint64, samples [][]byte) *FuzzSource {
 	if m == decode.Mode32 {
 		bits = 32
 	}
-	return &FuzzSource{g: x86gen.New(x86gen.Config{Seed: seed, Bits: bits}), rng: rand.New(rand.NewPCG(seed, 0x6d757461)), samples: samples}
+	return &FuzzSource{g: x86gen.New(x86gen.Config{Seed: seed, Bits: bits}), genRand: newGenRand(seed, 0x6d757461), samples: samples}
+}
+
+// Seed restarts the mix (and its structured generator) from s.
+func (c *FuzzSource) Seed(s uint64) {
+	c.genRand.Seed(s)
+	c.g.Seed(s)
 }
 
 // Next appends one candidate (at most 15 bytes) to dst; it is

@@ -232,27 +232,40 @@ func checkHits(b Backend, m hitModel, path Path, slot []byte, trials []Trial) ([
 	out := make([]HitCheck, len(trials))
 	cases := make([]Case, 0, 2*len(trials))
 	for i := range trials {
-		out[i].Trial = trials[i]
-		out[i].Ref = m.RefCase(&trials[i])
-		h, err := m.HitCase(path, slot, &trials[i])
-		if err != nil {
+		if err := out[i].prepare(m, path, slot, &trials[i]); err != nil {
 			return nil, err
 		}
-		out[i].Hit = h
-		// the in-place run sees the same slot page (not entered)
-		out[i].Ref.Slot, out[i].Ref.SlotOffset = h.Slot, h.SlotOffset
-		cases = append(cases, out[i].Ref, h)
+		cases = append(cases, out[i].Ref, out[i].Hit)
 	}
 	res := make([]Result, len(cases))
 	if err := b.Run(cases, res); err != nil {
 		return nil, err
 	}
 	for i := range out {
-		out[i].RefR, out[i].HitR = res[2*i], res[2*i+1]
-		m.FixHit(path, &out[i].HitR)
-		out[i].Diff = m.compareHit(path, &out[i].Hit, &out[i].RefR, &out[i].HitR)
+		out[i].finish(m, path, &res[2*i], &res[2*i+1])
 	}
 	return out, nil
+}
+
+// prepare sets up the in-place and hit cases of one check from t.
+func (hc *HitCheck) prepare(m hitModel, path Path, slot []byte, t *Trial) error {
+	hc.Trial = *t
+	hc.Ref = m.RefCase(t)
+	h, err := m.HitCase(path, slot, t)
+	if err != nil {
+		return err
+	}
+	hc.Hit = h
+	// the in-place run sees the same slot page (not entered)
+	hc.Ref.Slot, hc.Ref.SlotOffset = h.Slot, h.SlotOffset
+	return nil
+}
+
+// finish compares the results of the check's two cases.
+func (hc *HitCheck) finish(m hitModel, path Path, ref, hit *Result) {
+	hc.RefR, hc.HitR = *ref, *hit
+	m.FixHit(path, &hc.HitR)
+	hc.Diff = m.compareHit(path, &hc.Hit, &hc.RefR, &hc.HitR)
 }
 
 // Summarize folds the verdicts of several trials into one: Diverged if any

@@ -303,7 +303,7 @@ func TestFuzzOracle(t *testing.T) {
 		}
 		g := x86gen.New(x86gen.Config{Seed: 5, Bits: bits})
 		var unsafe []string
-		fz := NewFuzzer(FuzzConfig{Backend: sandboxFor(t, a), Policy: pol, Seed: 5, Next: g.Next,
+		fz := NewFuzzer(FuzzConfig{Backend: sandboxFor(t, a), Policy: pol, Seed: 5, Source: g,
 			OnFinding: func(f *Finding) {
 				if f.Kind == "unsafe-boost" || f.Kind == "length" {
 					unsafe = append(unsafe, fmt.Sprintf("%s %s %s %v", f.Kind, f.Bytes, f.Asm, f.Diverged))

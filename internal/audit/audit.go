@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/kboost/kboost/internal/shard"
 	"path"
 	"runtime"
 	"slices"
@@ -25,6 +26,21 @@ type Request struct {
 	Point  bool   // only the offset Off, not the whole function
 	Off    uint64 // with Point
 	Symbol string // as the user wrote it
+}
+
+// InShard keeps the requests of the shard's functions (by the name's
+// stable hash: a function's boundaries all go to one shard).
+func InShard(reqs []Request, s shard.Shard) []Request {
+	if s.N <= 1 {
+		return reqs
+	}
+	out := reqs[:0]
+	for _, r := range reqs {
+		if s.HasName(r.Sym.Name) {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // Select resolves selectors (exact names, glob patterns, NAME+OFF, hex addresses)

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -24,6 +23,7 @@ import (
 	"github.com/kboost/kboost/internal/audit"
 	"github.com/kboost/kboost/internal/demo"
 	"github.com/kboost/kboost/internal/memhint"
+	"github.com/kboost/kboost/internal/recordio"
 	"github.com/kboost/kboost/kimage"
 	"github.com/spf13/cobra"
 )
@@ -39,6 +39,7 @@ type auditOpts struct {
 	post       bool
 	returns    string
 	cpuCaps    string
+	shard      string
 }
 
 func newAuditCmd(s Streams) *cobra.Command {
@@ -71,6 +72,7 @@ Without FILE kboost audits its embedded demo program (kernel-style code).`,
 	fl.StringVar(&o.preempt, "preemption", "", "override CONFIG_PREEMPTION: y or n")
 	fl.BoolVar(&o.post, "post-handler", false, "the probe has a post_handler (never boosted nor optimized)")
 	fl.StringVar(&o.returns, "returns", "thunk", "return thunks at run time: 'thunk' (bytes as in the file: the CPU needs the\nretbleed/SRSO return thunk) or 'ret' (apply_returns() patched each\n`jmp __x86_return_thunk` to `ret; int3`: CPUs without that mitigation)")
+	fl.StringVar(&o.shard, "shard", "", "audit only part K of N (K/N, counting from 0): the functions whose name hashes to K;\nthe N outputs together are the whole audit (see 'kboost merge')")
 	fl.StringVar(&o.cpuCaps, "cpu-caps", "none", "arm64 Image: the cpucaps (arch/arm64/tools/cpucaps names, comma-separated, e.g.\nWORKAROUND_DEVICE_LOAD_ACQUIRE,HAS_LSE_ATOMICS) whose CPU alternatives the kernel\napplied at boot; 'none' applies only ALWAYS_BOOT/ALWAYS_SYSTEM, which every CPU has")
 	return cmd
 }
@@ -83,8 +85,11 @@ func runAudit(s Streams, o auditOpts, args []string) error {
 	// configured (GOGC), once the audit starts.
 	gcPercent := debug.SetGCPercent(-1)
 	defer debug.SetGCPercent(gcPercent)
+	sh, err := parseShard(o.shard)
+	if err != nil {
+		return err
+	}
 	var f *kimage.File
-	var err error
 	if len(args) == 0 {
 		f, err = kimage.OpenBytes(demo.ELF)
 		if err == nil {
@@ -131,6 +136,7 @@ func runAudit(s Streams, o auditOpts, args []string) error {
 	go func() {
 		defer close(selDone)
 		if reqs, selErr = audit.Select(f, o.funcs); selErr == nil {
+			reqs = audit.InShard(reqs, sh)
 			prefetchCode(f, reqs)
 		}
 	}()
@@ -182,7 +188,7 @@ func runAudit(s Streams, o auditOpts, args []string) error {
 	if !strings.EqualFold(strings.TrimSpace(o.cpuCaps), "none") && audit.CountAlternatives(patch) == 0 {
 		return usagef("--cpu-caps: %s has no arm64 CPU alternatives to apply (an arm64 Image with --symbols kallsyms, and --returns thunk)", f.Path)
 	}
-	w := bufio.NewWriterSize(s.Out, 1<<16)
+	w := recordio.NewWriter(s.Out, 1<<16)
 	defer w.Flush()
 	if !o.jsonOut {
 		fmt.Fprintf(w, "# %s: %s, policy %s, config: %s\n", f.Path, f.Arch.Name, pol.Name, strings.Join(env.Config.Flags(), " "))

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bufio"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -13,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/kboost/kboost/decode"
+	"github.com/kboost/kboost/internal/recordio"
 	"github.com/kboost/kboost/kimage"
 	"github.com/spf13/cobra"
 )
@@ -46,7 +46,7 @@ sweep that restarts at each symbol.`,
 			if err != nil {
 				return &UsageError{err.Error()}
 			}
-			w := bufio.NewWriterSize(s.Out, 1<<16)
+			w := recordio.NewWriter(s.Out, 1<<16)
 			defer w.Flush()
 			if len(args) == 1 && fileExists(args[0]) {
 				f, err := openImage(args[0], symsPath)

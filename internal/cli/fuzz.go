@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/kboost/kboost/boost"
 	"github.com/kboost/kboost/decode"
+	"github.com/kboost/kboost/internal/campaign"
 	"github.com/kboost/kboost/kernelsim"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
@@ -22,9 +22,9 @@ import (
 func newFuzzCmd(s Streams) *cobra.Command {
 	var (
 		archName, policyName, out, tag string
-		execName                       string
+		execName, resumePath, shardStr string
 		n, trials                      int
-		dur, caseTimeout               time.Duration
+		dur, caseTimeout, every        time.Duration
 		seed                           uint64
 		jsonOut, quiet                 bool
 	)
@@ -50,6 +50,13 @@ every trial), length / length-vendor / decoder-rejects. The 66-prefixed near
 branches that AMD CPUs decode with rel16 in 64-bit mode are counted as
 length-vendor, not as decoder errors. Ctrl-C stops and still prints the summary.
 
+The --out file also carries the campaign (a header record, then checkpoint
+records with the next block and the running counts): --resume F continues it
+after a crash or Ctrl-C with the same totals an uninterrupted run would have.
+The case stream is blocks of 64 cases seeded from (--seed, block), so --shard
+K/N runs blocks K, K+N, ... on as many machines as there are shards, and
+'kboost merge' combines their files into the unsharded campaign's.
+
 --arch arm64 (policies linux-6.1-arm64, the default there, and boost-arm64)
 generates A64 words within instruction classes plus mutations of words from a
 cached Debian arm64 vmlinux, and runs them under qemu-aarch64-static (driven
@@ -67,10 +74,27 @@ one-instruction IT block. ARM kprobes never boost: the findings are kernel
 divergences (each with the 'kboost sim' flags that reproduce it) and slot-model
 problems; handlers kboost does not model count as inconclusive.`,
 		Example: `  kboost fuzz -n 100000 --out findings.jsonl
+  kboost fuzz --resume findings.jsonl
+  kboost fuzz -n 1000000 --shard 2/4 --out shard-2.jsonl
   kboost fuzz --arch i386 --duration 1m --json
   kboost fuzz --arch thumb -n 200000 --out thumb.jsonl`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			var resume *campaign.State
+			if resumePath != "" {
+				if out != "" && out != resumePath {
+					return usagef("--resume %s continues that file: leave out --out", resumePath)
+				}
+				var err error
+				if resume, err = loadResume(cmd, resumePath); err != nil {
+					return err
+				}
+				out = resumePath
+			}
+			sh, err := parseShard(shardStr)
+			if err != nil {
+				return err
+			}
 			mode, err := decode.ParseMode(archName)
 			if err != nil {
 				return usagef("--arch: %v", err)
@@ -100,20 +124,13 @@ problems; handlers kboost does not model count as inconclusive.`,
 			opts := kernelsim.Options{Exec: ex, Tag: tag}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			var fw *bufio.Writer
-			if out != "" {
-				f, err := os.Create(out)
-				if err != nil {
-					return err
-				}
-				defer f.Close()
-				fw = bufio.NewWriter(f)
-				defer fw.Flush()
-			}
+			var (
+				fw   *campaign.Writer
+				werr error
+			)
 			onFinding := func(fd *kernelsim.Finding) {
-				if fw != nil {
-					b, _ := json.Marshal(fd)
-					fw.Write(append(b, '\n'))
+				if fw != nil && werr == nil {
+					werr = fw.Finding(fd)
 				}
 			}
 			var (
@@ -136,75 +153,50 @@ problems; handlers kboost does not model count as inconclusive.`,
 				samples, from = kernelsim.SampleKernelInsts(mode, 200000, seed)
 				gen := kernelsim.NewFuzzSource(mode, seed, samples)
 				fz = kernelsim.NewFuzzer(kernelsim.FuzzConfig{
-					Backend: sb, Policy: pol, Trials: trials, Seed: seed, Next: gen.Next, OnFinding: onFinding,
+					Backend: sb, Policy: pol, Trials: trials, Seed: seed, Source: gen, OnFinding: onFinding,
 				})
 			}
 			defer sb.Close()
+			run := &fuzzRun{fz: fz, sb: sb, n: n, dur: dur, shard: sh, every: every, quiet: quiet, errw: s.Err}
+			if out != "" {
+				h := campaign.Header{Arch: a.Name, Policy: pol.Name, Seed: seed, Trials: trials, Cases: n,
+					BlockSize: kernelsim.BlockSize, Shard: sh.String(), Samples: from, CaseTimeout: caseTimeout.String()}
+				if resume != nil {
+					if from != resume.Header.Samples {
+						return fmt.Errorf("--resume %s: the campaign mutated %s, this run would mutate %s: the case stream would differ", out, resume.Header.Samples, from)
+					}
+					fz.Restore(resume.Last0().Counts, resume.Keys())
+					run.next = resume.Last0().NextBlock
+					if !quiet {
+						fmt.Fprintf(s.Err, "resuming %s at block %d: %d cases done, %d findings; %d lines after the last checkpoint dropped (their blocks run again)\n",
+							out, run.next, resume.Last0().Counts.Cases, len(resume.Findings), resume.Dropped)
+					}
+					fw, err = campaign.Reopen(out, resume)
+				} else {
+					fw, err = campaign.Create(out, h)
+				}
+				if err != nil {
+					return err
+				}
+				defer fw.Close()
+				run.out = fw
+			}
 			prog := isTerminal(s.Err)
 			if sb.Emulator() != "" && !jsonOut {
 				fmt.Fprintf(s.Err, "%s runs under %s (no hardware length oracle)\n", a.Name, sb.Emulator())
 			}
-			start, last := time.Now(), time.Now()
-			// checks per CPU-second (tracer and sandbox together: one core's
-			// worth, since they take turns) next to the wall-clock rate
-			cpuRate := func(checks int) string { return "" }
-			if c, ok := sb.(interface{ CPUTime() time.Duration }); ok {
-				cpu0 := c.CPUTime()
-				cpuRate = func(checks int) string {
-					if d := (c.CPUTime() - cpu0).Seconds(); d > 0 {
-						return fmt.Sprintf(", %.0f per CPU-second", float64(checks)/d)
-					}
-					return ""
-				}
+			run.progress = prog
+			if err := run.run(ctx); err != nil {
+				return err
 			}
-			const block = 64
-			for {
-				if ctx.Err() != nil {
-					break
-				}
-				if n > 0 && fz.Counts().Cases >= n {
-					break
-				}
-				if dur > 0 && time.Since(start) >= dur {
-					break
-				}
-				k := block
-				if n > 0 && n-fz.Counts().Cases < k {
-					k = n - fz.Counts().Cases
-				}
-				if err := fz.Block(k); err != nil {
-					if ctx.Err() != nil {
-						break
-					}
-					return err
-				}
-				if !prog && !quiet && time.Since(last) > 30*time.Second {
-					last = time.Now()
-					st := fz.Counts()
-					fmt.Fprintf(s.Err, "%s: %d cases, %d checks (%.0f/s%s): unsafe %d, kernel divergences %d, missed %d, length errors %d\n",
-						time.Since(start).Round(time.Second), st.Cases, st.Checks, float64(st.Checks)/time.Since(start).Seconds(), cpuRate(st.Checks), st.UnsafeBoosts, st.PolicyDivergences, st.MissedBoosts, st.LengthErrors)
-				}
-				if prog && time.Since(last) > 500*time.Millisecond {
-					last = time.Now()
-					st := fz.Counts()
-					el := time.Since(start).Seconds()
-					fmt.Fprintf(s.Err, "\r%d cases (%.0f/s), %d checks (%.0f/s%s): unsafe %d, kernel divergences %d, missed %d, length errors %d  ",
-						st.Cases, float64(st.Cases)/el, st.Checks, float64(st.Checks)/el, cpuRate(st.Checks), st.UnsafeBoosts, st.PolicyDivergences, st.MissedBoosts, st.LengthErrors)
-				}
-			}
-			if prog {
-				fmt.Fprint(s.Err, "\r\033[K")
+			if werr != nil {
+				return werr
 			}
 			st := fz.Finish()
 			sum := fuzzSummary{FuzzStats: st, Arch: a.Name, Policy: pol.Name, Seed: seed, Samples: from, Interrupted: ctx.Err() != nil,
 				Emulator: sb.Emulator(), Trials: max(trials, 1)}
-			if u, ok := fz.(interface{ UnmodelledActions() map[string]int }); ok && len(u.UnmodelledActions()) > 0 {
-				sum.Unmodelled = u.UnmodelledActions()
-			}
-			if fw != nil {
-				if err := fw.Flush(); err != nil {
-					return err
-				}
+			if sh.N > 1 {
+				sum.Shard = sh.String()
 			}
 			if jsonOut {
 				enc := json.NewEncoder(s.Out)
@@ -225,7 +217,10 @@ problems; handlers kboost does not model count as inconclusive.`,
 	durationVar(f, &dur, "duration", 0, time.Second, 30*24*time.Hour, true, "run for this long (e.g. 30s, 5m; 1s to 720h)")
 	durationVar(f, &caseTimeout, "case-timeout", 0, time.Millisecond, 10*time.Second, true, "x86: user CPU time one execution may take before it counts as timed out (1ms to 10s; default 10ms, 60ms under qemu)")
 	f.Uint64Var(&seed, "seed", 1, "random seed (the run is deterministic for a seed and sample set)")
-	f.StringVar(&out, "out", "", "write findings to this file as JSON lines")
+	f.StringVar(&out, "out", "", "write findings to this file as JSON lines, with the campaign's header and checkpoints (see --resume)")
+	f.StringVar(&resumePath, "resume", "", "continue the campaign of this findings file (written by --out) where its last checkpoint left it")
+	f.StringVar(&shardStr, "shard", "", "run only part K of N (K/N, counting from 0): the case stream's blocks K, K+N, K+2N...;\nthe N findings files together are the whole campaign (see 'kboost merge')")
+	f.DurationVar(&every, "checkpoint", 5*time.Second, "with --out: write a checkpoint (next block, running counts) this often; a resumed campaign repeats at most this much work")
 	f.BoolVar(&jsonOut, "json", false, "print the final summary as a JSON object")
 	f.BoolVar(&quiet, "quiet", false, "no progress lines when stderr is not a terminal")
 	countVar(f, &trials, "trials", "", 3, 1, 32, "random register states per case (1 to 32: a batch holds every state of 64 cases)")
@@ -248,19 +243,8 @@ func fuzzExit(s *fuzzSummary) error {
 	return nil
 }
 
-type fuzzSummary struct {
-	kernelsim.FuzzStats
-	Arch        string `json:"arch"`
-	Policy      string `json:"policy"`
-	Seed        uint64 `json:"seed"`
-	Trials      int    `json:"trials"`
-	Samples     string `json:"samples_from"`
-	Emulator    string `json:"emulator,omitempty"`
-	Interrupted bool   `json:"interrupted"`
-	// Unmodelled counts, by kernel action, the hits kboost has no model of
-	// (32-bit ARM; included in inconclusive).
-	Unmodelled map[string]int `json:"unmodelled,omitempty"`
-}
+// fuzzSummary is the --json summary.
+type fuzzSummary = campaign.Summary
 
 func printFuzzSummary(w io.Writer, s *fuzzSummary) {
 	fmt.Fprintf(w, "fuzz %s under %s: %d cases, %d differential checks in %.1fs (%.0f checks/s, %.0f cases/s; %.0f checks per CPU-second)%s\n",

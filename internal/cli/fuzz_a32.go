@@ -17,16 +17,16 @@ func newARM32Fuzz(a *kernelsim.Arch) func(pol *boost.Policy, trials int, seed ui
 		if err != nil {
 			return nil, nil, "", err
 		}
-		var next func([]byte) []byte
+		var src kernelsim.CaseSource
 		from := "none (class-directed generation only)"
 		if a == kernelsim.Thumb {
-			next = kernelsim.NewT32Gen(seed, nil).Next
+			src = kernelsim.NewT32Gen(seed, nil)
 		} else {
 			var samples []uint32
 			samples, from = sampleWords(elf.EM_ARM, 200000, seed)
-			next = kernelsim.NewA32Gen(seed, samples).Next
+			src = kernelsim.NewA32Gen(seed, samples)
 		}
-		fz := kernelsim.NewA32Fuzzer(kernelsim.FuzzConfig{Backend: g, Policy: pol, Trials: trials, Seed: seed, Next: next, OnFinding: onFinding})
+		fz := kernelsim.NewA32Fuzzer(kernelsim.FuzzConfig{Backend: g, Policy: pol, Trials: trials, Seed: seed, Source: src, OnFinding: onFinding})
 		return g, fz, from, nil
 	}
 }

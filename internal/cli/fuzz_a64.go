@@ -20,6 +20,8 @@ type fuzzBackend interface {
 
 // fuzzEngine is a fuzz engine: kernelsim.Fuzzer (x86), A64Fuzzer, A32Fuzzer (arm, thumb).
 type fuzzEngine interface {
+	Seek(block uint64)
+	Restore(st kernelsim.FuzzStats, keys []string)
 	Block(n int) error
 	Finish() kernelsim.FuzzStats
 	Counts() *kernelsim.FuzzStats
@@ -34,7 +36,7 @@ func newA64Fuzz(pol *boost.Policy, trials int, seed uint64, opts kernelsim.Optio
 	}
 	samples, from := sampleWords(elf.EM_AARCH64, 200000, seed)
 	gen := kernelsim.NewA64Gen(seed, samples)
-	fz := kernelsim.NewA64Fuzzer(kernelsim.FuzzConfig{Backend: g, Policy: pol, Trials: trials, Seed: seed, Next: gen.Next, OnFinding: onFinding})
+	fz := kernelsim.NewA64Fuzzer(kernelsim.FuzzConfig{Backend: g, Policy: pol, Trials: trials, Seed: seed, Source: gen, OnFinding: onFinding})
 	return g, fz, from, nil
 }
 

@@ -77,6 +77,7 @@ out of line, boosted (slot + jump back) or jump-optimized — and why, rule by r
 		newKernelCmd(s),
 		newSimCmd(s),
 		newFuzzCmd(s),
+		newMergeCmd(s),
 		newVMCmd(s),
 		newProbeCmd(s),
 	)

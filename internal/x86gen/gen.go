@@ -57,6 +57,7 @@ var DefaultWeights = [NumKinds]int{
 type Gen struct {
 	cfg     Config
 	rng     *rand.Rand
+	pcg     *rand.PCG
 	cum     [NumKinds]int
 	total   int
 	last    Kind
@@ -76,7 +77,8 @@ func New(cfg Config) *Gen {
 	if cfg.Weights != nil {
 		w = *cfg.Weights
 	}
-	g := &Gen{cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15))}
+	g := &Gen{cfg: cfg, pcg: rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)}
+	g.rng = rand.New(g.pcg)
 	for k, v := range w {
 		if v < 0 {
 			v = 0
@@ -89,6 +91,10 @@ func New(cfg Config) *Gen {
 	}
 	return g
 }
+
+// Seed restarts the generator's randomness as New(Config{Seed: s, ...})
+// would.
+func (g *Gen) Seed(s uint64) { g.pcg.Seed(s, s^0x9e3779b97f4a7c15) }
 
 // Last reports the Kind of the last candidate returned by Next.
 func (g *Gen) Last() Kind { return g.last }
