@@ -1,0 +1,253 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/kboost/kboost/boost"
+	"github.com/kboost/kboost/uprobe"
+	"github.com/spf13/cobra"
+)
+
+func newUprobeCmd(s Streams) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "uprobe",
+		Short: "What the running kernel's uprobes do at each instruction of a user-space ELF file",
+		Long: `Audit user-space probe points: for every instruction boundary of the chosen
+functions, the file offset the kernel wants, the virtual address and what the
+running kernel's uprobes do there (refused with an errno, emulated, single-
+stepped out of line in the [uprobes] XOL page, or optimized: a 5-byte NOP turned
+into a call to [uprobes-trampoline]), plus the hazards kboost sees and the kernel
+does not: an offset inside an instruction (the kernel installs it; kboost
+refuses it), an optimized site in a function that keeps data in the red zone,
+a uretprobe on a Go binary. Targets are BIN, BIN:SYMBOL, BIN:SYMBOL+OFF,
+BIN:SYMBOL%return or BIN:0xADDR (a virtual address as nm/readelf print it).`,
+	}
+	var model string
+	var jsonOut bool
+	cmd.PersistentFlags().StringVar(&model, "policy", "", "uprobes model (uprobes-6.1, uprobes-6.18-host) or a boost x86 policy for the instruction analysis; default: the running kernel's")
+	cmd.PersistentFlags().BoolVar(&jsonOut, "json", false, "JSON output (one object per site)")
+
+	kernel := func() (*uprobe.Kernel, string, error) {
+		if model == "" {
+			k, note := uprobe.Running()
+			return k, note, nil
+		}
+		if k, err := uprobe.Lookup(model); err == nil {
+			return k, "", nil
+		}
+		p, err := boost.Lookup(model)
+		if err != nil {
+			return nil, "", usagef("--policy %q: not a uprobes model (%s) nor a boost policy", model, uprobeModelNames())
+		}
+		k, note := uprobe.Running()
+		return k.WithPolicy(p), note, nil
+	}
+	open := func(target string) (*uprobe.Binary, *uprobe.Request, *uprobe.Kernel, error) {
+		path, req, err := uprobe.ParseTarget(target)
+		if err != nil {
+			return nil, nil, nil, &UsageError{err.Error()}
+		}
+		k, note, err := kernel()
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		b, err := uprobe.Open(path)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		if !jsonOut {
+			fmt.Fprintf(s.Out, "%s: %s%s, symbols from %s; model %s\n", b.Path, b.Kind, binFlags(b), b.SymFrom, k.Name)
+		}
+		if note != "" {
+			fmt.Fprintf(s.Err, "kboost: note: %s\n", note)
+		}
+		return b, req, k, nil
+	}
+
+	audit := &cobra.Command{
+		Use:   "audit BIN[:SYM[+OFF]|:SYM%return|:0xADDR]",
+		Short: "Every instruction boundary of the chosen functions (all with BIN alone), or one point",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			b, req, k, err := open(args[0])
+			if err != nil {
+				return err
+			}
+			defer b.Close()
+			enc := json.NewEncoder(s.Out)
+			emit := func(site *uprobe.Site) error {
+				if jsonOut {
+					return enc.Encode(site)
+				}
+				printSite(s.Out, site)
+				return nil
+			}
+			if req != nil && (req.Off != 0 || req.HasAddr || req.Return) {
+				site, _, err := uprobe.Check(b, k, *req)
+				if err != nil {
+					return err
+				}
+				if err := emit(&site); err != nil {
+					return err
+				}
+				if site.Path == uprobe.PathRefused || len(site.Hazards) > 0 {
+					why := site.Errno
+					if len(site.Hazards) > 0 {
+						why = strings.Join(site.Hazards, ", ")
+					}
+					return fmt.Errorf("%s: %s %s (%s)", args[0], site.Path, why, strings.Join(site.Reasons, ", "))
+				}
+				return nil
+			}
+			funcs := b.Funcs
+			if req != nil {
+				f, ok := b.Func(req.Symbol)
+				if !ok {
+					_, _, err := uprobe.Check(b, k, *req)
+					return err
+				}
+				funcs = []uprobe.Func{f}
+			}
+			if len(funcs) == 0 {
+				return fmt.Errorf("%s has no function symbols (symbols from %s): give BIN:0xADDR", b.Path, b.SymFrom)
+			}
+			for _, f := range funcs {
+				fa, err := uprobe.Audit(b, k, f)
+				if err != nil {
+					return err
+				}
+				if !jsonOut {
+					rz := ""
+					if fa.RedZone != nil {
+						rz = fmt.Sprintf(" (keeps data in the red zone: +%#x %s)", fa.RedZone.Off, fa.RedZone.Asm)
+					}
+					fmt.Fprintf(s.Out, "%s @%#x size %#x%s:\n", f.Name, f.Addr, f.Size, rz)
+				}
+				for i := range fa.Sites {
+					if err := emit(&fa.Sites[i]); err != nil {
+						return err
+					}
+				}
+			}
+			return nil
+		},
+	}
+	list := &cobra.Command{
+		Use:   "list BIN",
+		Short: "Functions and USDT (.note.stapsdt) probes, with the verdict at each probe site",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			b, _, k, err := open(args[0])
+			if err != nil {
+				return err
+			}
+			defer b.Close()
+			usdt, err := b.USDT()
+			if err != nil {
+				return err
+			}
+			enc := json.NewEncoder(s.Out)
+			for _, f := range b.Funcs {
+				site, _, err := uprobe.Check(b, k, uprobe.Request{Symbol: f.Name})
+				rec := listRecord{Kind: "function", Name: f.Name, Addr: uprobe.Hex(f.Addr), Size: f.Size}
+				if err != nil {
+					rec.Error = err.Error()
+				} else {
+					rec.FileOffset, rec.Path, rec.Errno, rec.Asm = site.FileOffset, site.Path.String(), site.Errno, site.Asm
+				}
+				if jsonOut {
+					if err := enc.Encode(rec); err != nil {
+						return err
+					}
+					continue
+				}
+				fmt.Fprintf(s.Out, "uprobe:%s:%s\t%#x\tfile %#x\t%s %s\t%s\n", b.Path, f.Name, f.Addr, uint64(rec.FileOffset), rec.Path, rec.Errno, rec.Asm)
+			}
+			for _, u := range usdt {
+				rec := listRecord{Kind: "usdt", Provider: u.Provider, Name: u.Name, Addr: u.Addr, Semaphore: u.Semaphore, SemaphoreOffset: u.SemaphoreOffset, Args: u.Args}
+				site, err := uprobe.USDTSite(b, k, u)
+				if err != nil {
+					rec.Error = err.Error()
+				} else {
+					rec.FileOffset, rec.Path, rec.Errno, rec.Asm, rec.Bytes, rec.Reasons = site.FileOffset, site.Path.String(), site.Errno, site.Asm, site.Bytes, site.Reasons
+				}
+				if jsonOut {
+					if err := enc.Encode(rec); err != nil {
+						return err
+					}
+					continue
+				}
+				sema := ""
+				if u.Semaphore != 0 {
+					sema = fmt.Sprintf(" semaphore %#x (file %#x)", uint64(u.Semaphore), uint64(u.SemaphoreOffset))
+				}
+				fmt.Fprintf(s.Out, "usdt:%s:%s:%s\t%#x\tfile %#x\t%s %s (%s)%s\targs %q\n", b.Path, u.Provider, u.Name, uint64(u.Addr), uint64(rec.FileOffset), rec.Path, rec.Errno, rec.Asm, sema, u.Args)
+			}
+			return nil
+		},
+	}
+	cmd.AddCommand(audit, list)
+	return cmd
+}
+
+// listRecord is one `uprobe list --json` line.
+type listRecord struct {
+	Kind            string       `json:"kind"` // function or usdt
+	Provider        string       `json:"provider,omitempty"`
+	Name            string       `json:"name"`
+	Addr            uprobe.Hex   `json:"addr"`
+	FileOffset      uprobe.Hex   `json:"file_offset"`
+	Size            uint64       `json:"size,omitempty"`
+	Semaphore       uprobe.Hex   `json:"semaphore,omitempty"`
+	SemaphoreOffset uprobe.Hex   `json:"semaphore_offset,omitempty"`
+	Args            string       `json:"args,omitempty"`
+	Path            string       `json:"path,omitempty"`
+	Errno           string       `json:"errno,omitempty"`
+	Asm             string       `json:"asm,omitempty"`
+	Bytes           uprobe.Bytes `json:"bytes,omitempty"`
+	Reasons         []string     `json:"reasons,omitempty"`
+	Error           string       `json:"error,omitempty"`
+}
+
+func uprobeModelNames() string {
+	var n []string
+	for _, k := range uprobe.Kernels() {
+		n = append(n, k.Name)
+	}
+	return strings.Join(n, ", ")
+}
+
+func binFlags(b *uprobe.Binary) string {
+	var f []string
+	if b.Static {
+		f = append(f, "static")
+	}
+	if b.Go {
+		f = append(f, "Go")
+	}
+	if len(f) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(f, ", ") + ")"
+}
+
+func printSite(w io.Writer, st *uprobe.Site) {
+	v := st.Path.String()
+	if st.Errno != "" {
+		v += " " + st.Errno
+	}
+	fn := st.Func
+	if fn == "" {
+		fn = "?"
+	}
+	fmt.Fprintf(w, "  %#x file %#x %s+%#x\t%-24s %-28s %s (%s)\n", uint64(st.Addr), uint64(st.FileOffset), fn, st.Off,
+		uprobe.SpacedHex(st.Bytes), st.Asm, v, strings.Join(st.Reasons, ", "))
+	for i, h := range st.Reasons {
+		if strings.HasPrefix(st.Details[i], "hazard") || h == uprobe.RuleMidInsn.ID {
+			fmt.Fprintf(w, "      %s\n", st.Details[i])
+		}
+	}
+}
