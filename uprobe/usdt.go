@@ -96,7 +96,6 @@ func (b *Binary) USDT() ([]USDT, error) {
 	return out, nil
 }
 
-
 func align4(n int) int { return (n + 3) &^ 3 }
 
 // printable keeps strings from a binary safe to print: non-printable bytes
