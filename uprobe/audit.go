@@ -1,6 +1,7 @@
 package uprobe
 
 import (
+	"bytes"
 	"encoding/hex"
 	"fmt"
 	"strconv"
@@ -21,8 +22,8 @@ type Rule struct {
 var (
 	RuleMidInsn = &Rule{"uprobe.mid_instruction", "kernel/events/uprobes.c uprobe_register() (no boundary check)",
 		"the offset is inside an instruction: the kernel installs it anyway, breaking the instruction (never hit, wrong results or SIGILL); kboost refuses it"}
-	RuleNopEmulate = &Rule{"uprobe.emulate_nop_any", "arch/x86/kernel/uprobes.c branch_setup_xol_ops() insn_is_nop()",
-		"a NOP of any form (0x90, 0F 1F /0): emulated, no XOL single-step"}
+	RuleNopEmulate = &Rule{"uprobe.emulate_nop_forms", "arch/x86/kernel/uprobes.c branch_setup_xol_ops() (measured on 6.18)",
+		"one of the kernel's x86_nops exactly, or a 5-byte 0F 1F /0: emulated, no XOL single-step (other NOP forms are single-stepped)"}
 	RuleOptimized = &Rule{"uprobe.optimize_nop5", "arch/x86/kernel/uprobes.c arch_uprobe_optimize() can_optimize()",
 		"5-byte NOP in a 64-bit task, not crossing a page: after the first hit it becomes a call into [uprobes-trampoline] (no trap)"}
 	RuleNop5PageCross = &Rule{"uprobe.nop5_page_cross", "arch/x86/kernel/uprobes.c can_optimize()",
@@ -33,6 +34,12 @@ var (
 		"hazard: a uretprobe replaces the return address on the stack, and the Go runtime moves and scans goroutine stacks: the program can crash (probe the function's RET instructions instead)"}
 	RuleRetProbe = &Rule{"uprobe.uretprobe", "kernel/events/uprobes.c prepare_uretprobe()",
 		"return probe: the entry site is probed as shown and the return address is redirected to the uretprobe trampoline"}
+	RuleRepHits = &Rule{"uprobe.rep_hits", "arch/x86/kernel/uprobes.c default_post_xol_op() (IP back at the instruction)",
+		"a rep-prefixed string instruction single-stepped runs one iteration per step and returns to the probed address: the probe is hit once per iteration, not once per execution"}
+	RulePushfTF = &Rule{"uprobe.pushf_tf", "arch/x86/kernel/uprobes.c default_post_xol_op() (measured on 6.18)",
+		"hazard: pushf single-stepped pushes the flags with TF set; the popf that restores them traps: the process dies with SIGTRAP"}
+	RuleSyscallXOL = &Rule{"uprobe.syscall_xol", "arch/x86/kernel/uprobes.c (measured on 6.18)",
+		"hazard: syscall single-stepped out of line: the process dies with SIGSEGV"}
 	RuleNoFunc = &Rule{"uprobe.no_function", "",
 		"no function symbol holds the address: decoded from there, instruction boundaries unknown"}
 )
@@ -112,13 +119,16 @@ type FuncAudit struct {
 
 // Audit decides every instruction boundary of fn under k.
 func Audit(b *Binary, k *Kernel, fn Func) (*FuncAudit, error) {
-	code, err := b.Read(fn.Addr, int(fn.Size))
+	// The kernel reads past the symbol's end (an instruction is decoded from
+	// up to 15 bytes whatever follows): so does kboost.
+	code, err := b.Read(fn.Addr, int(fn.Size)+15)
 	if err != nil {
 		return nil, err
 	}
+	size := min(fn.Size, uint64(len(code)))
 	env := k.Policy.DefaultEnv()
 	env.Mode = b.Arch.Mode
-	fa, err := k.Policy.AuditFunc(boost.Func{Name: fn.Name, Addr: fn.Addr, Size: uint64(len(code)), Bytes: code}, env)
+	fa, err := k.Policy.AuditFunc(boost.Func{Name: fn.Name, Addr: fn.Addr, Size: size, Bytes: code}, env)
 	if err != nil {
 		return nil, err
 	}
@@ -167,11 +177,11 @@ func (b *Binary) site(k *Kernel, fname string, faddr, off uint64, in decode.Inst
 	switch {
 	case d.Verdict == boost.Reject:
 		s.Path, s.Errno = PathRefused, d.Errno.String()
-	case k.EmulateNops && ok && isNop(&in):
+	case k.EmulateNops && ok && isEmulatedNop(&in):
 		s.Path = PathEmulated
 		s.Reasons, s.Details = nil, nil
 		s.add(RuleNopEmulate, "")
-		if k.OptimizeNop5 && in.Len == 5 && in.Mode == decode.Mode64 {
+		if k.OptimizeNop5 && isNop5(&in) && in.Mode == decode.Mode64 {
 			if addr&0xfff > 0x1000-5 {
 				s.add(RuleNop5PageCross, "")
 			} else {
@@ -183,21 +193,63 @@ func (b *Binary) site(k *Kernel, fname string, faddr, off uint64, in decode.Inst
 		s.Path = PathEmulated
 	default:
 		s.Path = PathSingleStep
+		switch {
+		case !ok:
+		case isRepString(&in):
+			s.add(RuleRepHits, "")
+		case in.Enc == decode.EncLegacy && in.Map == decode.MapOne && in.Opcode == 0x9C:
+			s.hazard(RulePushfTF, "")
+		case in.Enc == decode.EncLegacy && in.Map == decode.Map0F && in.Opcode == 0x05:
+			s.hazard(RuleSyscallXOL, "")
+		}
 	}
 	s.KernelAccepts = s.Path != PathRefused
 	return s, nil
 }
 
-// isNop is the kernel's insn_is_nop(): 0x90 (any prefixes, no REX.B: that is
-// xchg %eax,%r8d) or 0F 1F /0.
-func isNop(in *decode.Inst) bool {
-	if in.Enc != decode.EncLegacy {
+// x86Nops are the kernel's x86_nops (BYTES_NOP1..8, arch/x86/include/asm/nops.h).
+var x86Nops = [][]byte{
+	{0x90}, {0x66, 0x90}, {0x0f, 0x1f, 0x00}, {0x0f, 0x1f, 0x40, 0x00},
+	{0x0f, 0x1f, 0x44, 0x00, 0x00}, {0x66, 0x0f, 0x1f, 0x44, 0x00, 0x00},
+	{0x0f, 0x1f, 0x80, 0, 0, 0, 0}, {0x0f, 0x1f, 0x84, 0, 0, 0, 0, 0},
+}
+
+// isNop5 is a 5-byte 0F 1F /0, whatever its prefixes and operand (measured on
+// 6.18: all such forms are emulated and optimized).
+func isNop5(in *decode.Inst) bool {
+	return in.Len == 5 && in.Enc == decode.EncLegacy && in.Map == decode.Map0F && in.Opcode == 0x1F && in.HasModRM && in.Reg() == 0
+}
+
+// isEmulatedNop is what 6.18 emulates as a NOP beyond 6.1's 0x90 forms: the
+// exact bytes of one of x86_nops, or any 5-byte 0F 1F /0. Other NOP forms
+// (66 0f 1f 00, 0f 1f 04 00, a nonzero displacement, the register form,
+// more than 8 bytes) are single-stepped: measured on the host kernel.
+func isEmulatedNop(in *decode.Inst) bool {
+	if isNop5(in) {
+		return true
+	}
+	for _, n := range x86Nops {
+		if bytes.Equal(in.Bytes(), n) {
+			return true
+		}
+	}
+	return false
+}
+
+// isHintNop: 0F 18-1F with a memory operand (nopl and the hint NOPs) never
+// accesses memory.
+func isHintNop(in *decode.Inst) bool {
+	return in.Enc == decode.EncLegacy && in.Map == decode.Map0F && in.Opcode >= 0x18 && in.Opcode <= 0x1F
+}
+
+// isRepString: a string instruction (ins, outs, movs, cmps, stos, lods, scas)
+// with a rep prefix.
+func isRepString(in *decode.Inst) bool {
+	if in.Enc != decode.EncLegacy || in.Map != decode.MapOne || in.LastRep == 0 {
 		return false
 	}
-	if in.Map == decode.MapOne && in.Opcode == 0x90 {
-		return in.Rex&1 == 0 && in.Prefixes&decode.PfxRep == 0
-	}
-	return in.Map == decode.Map0F && in.Opcode == 0x1F && in.HasModRM && in.Reg() == 0
+	o := in.Opcode
+	return o >= 0x6C && o <= 0x6F || o >= 0xA4 && o <= 0xA7 || o >= 0xAA && o <= 0xAF
 }
 
 // Request is a probe point in a binary: a function and offset, or a virtual

@@ -26,7 +26,7 @@ func redZoneUse(insts []decode.Inst, mode decode.Mode) *RedZoneUse {
 		if in.Len == 0 || in.Op == nil {
 			continue
 		}
-		if in.HasModRM && in.Mod() != 3 && !(in.Map == decode.MapOne && in.Opcode == 0x8D) && !isNop(in) {
+		if in.HasModRM && in.Mod() != 3 && !(in.Map == decode.MapOne && in.Opcode == 0x8D) && !isHintNop(in) {
 			if b, ok := memBase(in); ok {
 				switch {
 				case b == 4 && in.Disp < 0:
