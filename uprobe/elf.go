@@ -55,7 +55,7 @@ type Func struct {
 type Binary struct {
 	Path    string
 	Kind    Kind
-	Static  bool   // no interpreter and no DT_NEEDED
+	Static  bool   // an executable with no interpreter and no DT_NEEDED
 	Go      bool   // built by the Go toolchain (.go.buildinfo / .gopclntab / Go build ID)
 	SymFrom string // "symtab", "dynsym" (stripped) or "none"
 	Arch    *decode.Arch
@@ -125,7 +125,7 @@ func newBinary(path string, r io.ReaderAt) (*Binary, error) {
 	default:
 		return nil, &FormatError{Path: path, Why: fmt.Sprintf("%v: want an executable or a shared library", ef.Type)}
 	}
-	b.Static = !interp && len(needed) == 0
+	b.Static = b.Kind != KindShared && !interp && len(needed) == 0
 	b.Go = ef.Section(".go.buildinfo") != nil || ef.Section(".gopclntab") != nil || ef.Section(".note.go.buildid") != nil
 	if err := b.loadFuncs(); err != nil {
 		return nil, err

@@ -443,7 +443,7 @@ func TestLiveSystemBinaries(t *testing.T) {
 		count := map[string]int{}
 		var wg sync.WaitGroup
 		next := make(chan Site)
-		for w := 0; w < 8; w++ {
+		for w := 0; w < 16; w++ {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
@@ -483,5 +483,232 @@ func TestLiveSystemBinaries(t *testing.T) {
 		close(next)
 		wg.Wait()
 		t.Logf("%s: %d boundaries: %v", path, len(sites), count)
+	}
+}
+
+// Mid-instruction offsets: kboost refuses them, naming the instruction; the
+// kernel installs them, and the process misbehaves: inside the immediate of
+// mov $0x11223344,%eax the probe is never hit and the function returns the
+// immediate with int3 (0xcc) in that byte; on the ModRM byte of a lea the
+// process dies with SIGILL.
+func TestLiveMidInstruction(t *testing.T) {
+	rootGate(t)
+	bin := filepath.Join(built(t), "corpus")
+	k := runningModel(t)
+	b, err := Open(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	for off := uint64(1); off <= 4; off++ {
+		s, _, err := Check(b, k, Request{Symbol: "k_midimm", Off: off})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Path != PathRefused || !slices.Contains(s.Hazards, RuleMidInsn.ID) || !strings.Contains(s.Within, "mov $0x11223344,%eax") {
+			t.Errorf("k_midimm+%d: kboost %s %v within %q: want refused as mid-instruction", off, s.Path, s.Reasons, s.Within)
+		}
+		ks, err := probeRun(bin, uint64(s.FileOffset), false, false, 0, "midimm", "5")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ks.errno != "" || !s.KernelAccepts {
+			t.Errorf("k_midimm+%d: kernel %q, kboost says the kernel accepts: %v", off, ks.errno, s.KernelAccepts)
+			continue
+		}
+		// int3 replaces immediate byte off-1.
+		want := uint64(0x11223344)&^(0xff<<(8*(off-1))) | 0xcc<<(8*(off-1))
+		if ks.done != fmt.Sprintf("done 5 wrong 0 last %#x", want) || ks.hits != 0 {
+			t.Errorf("k_midimm+%d: %q, %d hits; want last %#x and no hits", off, ks.done, ks.hits, want)
+		}
+		t.Logf("k_midimm+%d: kernel accepted, %d hits, %s: %s", off, ks.hits, ks.done, s.Details[0])
+	}
+	s, _, err := Check(b, k, Request{Symbol: "k_midlea", Off: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Path != PathRefused || !strings.Contains(s.Within, "lea") {
+		t.Errorf("k_midlea+2: kboost %s within %q", s.Path, s.Within)
+	}
+	ks, err := probeRun(bin, uint64(s.FileOffset), false, false, 0, "midlea", "5")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ks.errno != "" || ks.exit == nil || !strings.Contains(ks.exit.Error(), "illegal instruction") {
+		t.Errorf("k_midlea+2: kernel %q, process ended %v; want accepted and SIGILL", ks.errno, ks.exit)
+	}
+	t.Logf("k_midlea+2: kernel accepted, the process ended: %v", ks.exit)
+}
+
+// The red-zone hazard of optimized 5-byte NOP probes (kernels with the
+// optimization): k_redzone keeps its argument at -8(%rsp) across a 5-byte
+// NOP. kboost flags the site; with a probe there, every call after the first
+// (once the site is optimized) returns a wrong value.
+func TestLiveRedZone(t *testing.T) {
+	rootGate(t)
+	bin := filepath.Join(built(t), "corpus")
+	k := runningModel(t)
+	if !k.RedZoneCall {
+		t.Skipf("model %s has no optimized 5-byte NOP call", k.Name)
+	}
+	b, err := Open(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	addr := nmSyms(t, bin)["s_redzone"]
+	s, fa, err := Check(b, k, Request{Addr: addr, HasAddr: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Path != PathOptimized || !slices.Contains(s.Hazards, RuleRedZone.ID) || fa.RedZone == nil {
+		t.Fatalf("s_redzone: kboost %s hazards %v: want optimized with the red-zone hazard", s.Path, s.Hazards)
+	}
+	// A 5-byte NOP in a function without red-zone data: no hazard.
+	if c, _, err := Check(b, k, Request{Addr: nmSyms(t, bin)["s_nop5"], HasAddr: true}); err != nil || len(c.Hazards) != 0 {
+		t.Errorf("s_nop5: hazards %v (%v)", c.Hazards, err)
+	}
+	ks, err := probeRun(bin, uint64(s.FileOffset), false, false, 0, "redzone", "10")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !ks.rb.Call || ks.done != "done 10 wrong 9 last 0x"+strconv.FormatUint(uint64(ks.rb.Addr)+5, 16) {
+		t.Errorf("redzone: %q, site %s: want 9 wrong results of 10, the last one the call's return address %#x", ks.done, SpacedHex(ks.rb.Site), uint64(ks.rb.Addr)+5)
+	}
+	t.Logf("redzone: %s (site %s, %d hits); kboost: %s", ks.done, SpacedHex(ks.rb.Site), ks.hits, s.Details[len(s.Details)-1])
+	// Without the probe the function is right.
+	tg, err := startTarget(bin, "redzone", "10")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tg.kill()
+	if l, err := tg.run(); err != nil || l != "done 10 wrong 0 last 0xa" {
+		t.Errorf("redzone unprobed: %q %v", l, err)
+	}
+}
+
+// File offsets for a PIE, a non-PIE, a static, a stripped (dynamic symbols
+// only) executable, a shared library and a Go binary: kboost's offset equals
+// objdump -F's, and the kernel counts one hit per call there.
+func TestLiveFileOffsets(t *testing.T) {
+	rootGate(t)
+	dir := built(t)
+	k := runningModel(t)
+	for _, c := range []struct {
+		bin, file, sym, arg string
+		kind                Kind
+		static, gobin       bool
+	}{
+		{"corpus", "corpus", "k_add_rax_rcx", "add_rax_rcx", KindPIE, false, false},
+		{"corpus-nopie", "corpus-nopie", "k_add_rax_rcx", "add_rax_rcx", KindExec, false, false},
+		{"corpus-static", "corpus-static", "k_add_rax_rcx", "add_rax_rcx", KindExec, true, false},
+		{"corpus-stripped", "corpus-stripped", "k_add_rax_rcx", "add_rax_rcx", KindPIE, false, false},
+		{"corpus-lib", "libkb.so", "kb_lib", "lib", KindShared, false, false},
+		{"gotarget", "gotarget", "main.work", "x", KindExec, true, true},
+	} {
+		file := filepath.Join(dir, c.file)
+		b, err := Open(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b.Kind != c.kind || b.Static != c.static || b.Go != c.gobin {
+			t.Errorf("%s: kind %s static %v go %v, want %s %v %v", c.file, b.Kind, b.Static, b.Go, c.kind, c.static, c.gobin)
+		}
+		s, _, err := Check(b, k, Request{Symbol: c.sym})
+		b.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.bin == "corpus-stripped" {
+			if b.SymFrom != "dynsym" {
+				t.Errorf("%s: symbols from %s, want dynsym", c.file, b.SymFrom)
+			}
+		} else if want := objdumpFileOffset(t, file, c.sym); uint64(s.FileOffset) != want {
+			t.Errorf("%s %s: kboost file offset %#x, objdump -F %#x", c.file, c.sym, uint64(s.FileOffset), want)
+		}
+		ks, err := probeRun2(filepath.Join(dir, c.bin), file, uint64(s.FileOffset), c.arg, "9")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ks.errno != "" || ks.hits != 9 {
+			t.Errorf("%s %s at file %#x: kernel %q, %d hits of 9 calls", c.file, c.sym, uint64(s.FileOffset), ks.errno, ks.hits)
+		}
+		t.Logf("%-16s %-14s %s vaddr %#x file %#x: %d hits of 9, %s", c.file, c.sym, b.Kind, uint64(s.Addr), uint64(s.FileOffset), ks.hits, s.Path)
+	}
+	// A uretprobe on a Go function: flagged.
+	b, err := Open(filepath.Join(dir, "gotarget"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if s, _, err := Check(b, k, Request{Symbol: "main.work", Return: true}); err != nil || !slices.Contains(s.Hazards, RuleGoRet.ID) {
+		t.Errorf("main.work%%return: hazards %v (%v): want %s", s.Hazards, err, RuleGoRet.ID)
+	}
+}
+
+// probeRun2 is probeRun for a probe in file (a library the program maps).
+func probeRun2(bin, file string, off uint64, args ...string) (kernelSays, error) {
+	var ks kernelSays
+	tg, err := startTarget(bin, args...)
+	if err != nil {
+		return ks, err
+	}
+	defer tg.kill()
+	ev, err := OpenPMU(Probe{Path: file, Offset: off, Pid: tg.pid()})
+	if err != nil {
+		var errno syscall.Errno
+		if !errors.As(err, &errno) {
+			return ks, err
+		}
+		ks.errno = boost.Errno(errno).String()
+		return ks, nil
+	}
+	defer ev.Close()
+	if ks.done, err = tg.run(); err != nil {
+		return ks, err
+	}
+	ks.hits, err = ev.Hits()
+	return ks, err
+}
+
+// A USDT semaphore: with ref_ctr_offset the kernel raises the semaphore and
+// the gated probe fires once per call; without it the program skips it.
+func TestLiveUSDTSemaphore(t *testing.T) {
+	rootGate(t)
+	bin := filepath.Join(built(t), "corpus")
+	b, err := Open(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	us, err := b.USDT()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var g *USDT
+	for i := range us {
+		if us[i].Name == "gated" {
+			g = &us[i]
+		}
+	}
+	if g == nil || g.Semaphore == 0 {
+		t.Fatalf("no gated probe with a semaphore in %v", us)
+	}
+	off, err := b.ExecOffset(uint64(g.Addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ref := range []uint64{0, uint64(g.SemaphoreOffset)} {
+		ks, err := probeRun(bin, off, false, false, ref, "u_gated", "6")
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := uint64(0)
+		if ref != 0 {
+			want = 6
+		}
+		if ks.errno != "" || ks.hits != want {
+			t.Errorf("gated, ref_ctr_offset %#x: kernel %q, %d hits, want %d", ref, ks.errno, ks.hits, want)
+		}
 	}
 }
