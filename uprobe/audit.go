@@ -117,8 +117,15 @@ type FuncAudit struct {
 	insts   []decode.Inst
 }
 
+// MaxFuncSize bounds the functions Audit reads (memory stays bounded on
+// hostile symbol tables).
+const MaxFuncSize = 64 << 20
+
 // Audit decides every instruction boundary of fn under k.
 func Audit(b *Binary, k *Kernel, fn Func) (*FuncAudit, error) {
+	if fn.Size > MaxFuncSize {
+		return nil, &FormatError{Path: b.Path, Why: fmt.Sprintf("function %s has size %#x (more than kboost audits, %#x)", fn.Name, fn.Size, MaxFuncSize)}
+	}
 	// The kernel reads past the symbol's end (an instruction is decoded from
 	// up to 15 bytes whatever follows): so does kboost.
 	code, err := b.Read(fn.Addr, int(fn.Size)+15)

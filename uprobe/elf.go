@@ -233,6 +233,9 @@ func (b *Binary) Read(vaddr uint64, n int) ([]byte, error) {
 	if s == nil {
 		return nil, fmt.Errorf("uprobe: %s: %#x: %w", b.Path, vaddr, ErrNotMapped)
 	}
+	if n < 0 || n > MaxFuncSize+16 {
+		return nil, &FormatError{Path: b.Path, Why: fmt.Sprintf("read of %d bytes at %#x", n, vaddr)}
+	}
 	if rest := s.Vaddr + s.Filesz - vaddr; uint64(n) > rest {
 		n = int(rest)
 	}
