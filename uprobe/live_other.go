@@ -2,6 +2,12 @@
 
 package uprobe
 
+import (
+	"context"
+
+	"github.com/kboost/kboost/loader"
+)
+
 // PMUEvent is a perf-owned uprobe (Linux only).
 type PMUEvent struct{ Probe Probe }
 
@@ -18,3 +24,18 @@ func (e *PMUEvent) Close() error { return nil }
 func ReadBack(pid int, path string, off uint64, n int) (Readback, error) {
 	return Readback{}, ErrNotSupported
 }
+
+// AddTracefs returns ErrNotSupported off Linux.
+func AddTracefs(p Probe, event string) (string, error) { return "", ErrNotSupported }
+
+// RemoveTracefs returns ErrNotSupported off Linux.
+func RemoveTracefs(group, event string) error { return ErrNotSupported }
+
+// SweepTracefs returns ErrNotSupported off Linux.
+func SweepTracefs() ([]loader.Event, error) { return nil, ErrNotSupported }
+
+// ListTracefs returns ErrNotSupported off Linux.
+func ListTracefs() ([]TracefsProbe, error) { return nil, ErrNotSupported }
+
+// Watch returns ErrNotSupported off Linux.
+func Watch(ctx context.Context, probes []Probe, opt WatchOptions) error { return ErrNotSupported }

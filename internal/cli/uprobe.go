@@ -4,7 +4,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
 	"strings"
+	"syscall"
+	"time"
 
 	"github.com/kboost/kboost/boost"
 	"github.com/kboost/kboost/uprobe"
@@ -189,7 +194,187 @@ BIN:SYMBOL%return or BIN:0xADDR (a virtual address as nm/readelf print it).`,
 			return nil
 		},
 	}
-	cmd.AddCommand(audit, list)
+	var force, useTracefs bool
+	var pid int
+	var interval time.Duration
+	// resolve audits each target and turns it into a probe; refusals and
+	// hazards stop unless --force.
+	resolve := func(targets []string) ([]uprobe.Probe, error) {
+		var probes []uprobe.Probe
+		var refused []string
+		for _, a := range targets {
+			path, req, err := uprobe.ParseTarget(a)
+			if err != nil {
+				return nil, &UsageError{err.Error()}
+			}
+			if req == nil {
+				return nil, usagef("%q: give a point (BIN:SYMBOL, BIN:SYMBOL+OFF, BIN:SYMBOL%%return or BIN:0xADDR)", a)
+			}
+			k, note, err := kernel()
+			if err != nil {
+				return nil, err
+			}
+			if note != "" {
+				fmt.Fprintf(s.Err, "kboost: note: %s\n", note)
+			}
+			abs, err := filepath.Abs(path)
+			if err != nil {
+				return nil, err
+			}
+			if r, err := filepath.EvalSymlinks(abs); err == nil {
+				abs = r // the kernel probes the inode; /proc/PID/maps shows the real path
+			}
+			b, err := uprobe.Open(abs)
+			if err != nil {
+				return nil, err
+			}
+			site, _, err := uprobe.Check(b, k, *req)
+			b.Close()
+			if err != nil {
+				return nil, err
+			}
+			if !jsonOut {
+				printSite(s.Out, &site)
+			}
+			if site.Path == uprobe.PathRefused || len(site.Hazards) > 0 {
+				refused = append(refused, fmt.Sprintf("%s: %s %s (%s)", a, site.Path, site.Errno, strings.Join(site.Reasons, ", ")))
+			}
+			probes = append(probes, uprobe.Probe{Path: abs, Offset: uint64(site.FileOffset), Return: req.Return, Pid: pid})
+		}
+		if len(refused) > 0 && !force {
+			return probes, fmt.Errorf("%s (--force asks the kernel anyway)", strings.Join(refused, "; "))
+		}
+		return probes, nil
+	}
+	add := &cobra.Command{
+		Use:   "add BIN:POINT...",
+		Short: "Register uprobes in tracefs uprobe_events (group " + uprobe.UprobeGroup + "), enabled, until rm or sweep",
+		Args:  cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			probes, err := resolve(args)
+			if err != nil {
+				return err
+			}
+			for _, p := range probes {
+				ev, err := uprobe.AddTracefs(p, p.EventName())
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(s.Out, "added %s at %s:%#x\n", ev, p.Path, p.Offset)
+			}
+			return nil
+		},
+	}
+	rm := &cobra.Command{
+		Use:   "rm EVENT...",
+		Short: "Remove kboost uprobe events (GROUP/EVENT, or EVENT in group " + uprobe.UprobeGroup + ")",
+		Args:  cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			for _, a := range args {
+				g, e, ok := strings.Cut(a, "/")
+				if !ok {
+					g, e = uprobe.UprobeGroup, a
+				}
+				if err := uprobe.RemoveTracefs(g, e); err != nil {
+					return err
+				}
+				fmt.Fprintf(s.Out, "removed %s/%s\n", g, e)
+			}
+			return nil
+		},
+	}
+	sweep := &cobra.Command{
+		Use:   "sweep",
+		Short: "Remove every kboost uprobe event from uprobe_events (leftovers of killed --tracefs watchers)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			evs, err := uprobe.SweepTracefs()
+			for _, e := range evs {
+				fmt.Fprintf(s.Out, "removed %s/%s (%s)\n", e.Group, e.Event, e.Point)
+			}
+			if err == nil && len(evs) == 0 {
+				fmt.Fprintln(s.Out, "no kboost uprobes")
+			}
+			return err
+		},
+	}
+	events := &cobra.Command{
+		Use:   "events",
+		Short: "List kboost uprobe events in uprobe_events with their hits",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ps, err := uprobe.ListTracefs()
+			if err != nil {
+				return err
+			}
+			if jsonOut {
+				return json.NewEncoder(s.Out).Encode(ps)
+			}
+			for _, p := range ps {
+				fmt.Fprintf(s.Out, "%-40s %-50s hits %d\n", p.Event, p.Point, p.Hits)
+			}
+			return nil
+		},
+	}
+	watch := &cobra.Command{
+		Use:   "watch BIN:POINT...",
+		Short: "Insert uprobes (perf PMU: removed even if kboost is killed) and stream hit counts until Ctrl-C",
+		Args:  cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if pid < 0 {
+				return usagef("--pid %d: want a process id (0: every process)", pid)
+			}
+			if pid > 0 && useTracefs {
+				return usagef("--pid needs the perf PMU: drop --tracefs")
+			}
+			if interval < 10*time.Millisecond {
+				return usagef("--interval %v: want at least 10ms", interval)
+			}
+			probes, err := resolve(args)
+			if err != nil {
+				return err
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			readback := func() {
+				if pid == 0 || jsonOut {
+					return
+				}
+				for _, p := range probes {
+					if rb, err := uprobe.ReadBack(pid, p.Path, p.Offset, 8); err == nil {
+						fmt.Fprintf(s.Out, "  %s:%#x in %d @%#x: %s (int3 %v, call %v, [uprobes] %v, [uprobes-trampoline] %v)\n",
+							p.Path, p.Offset, pid, uint64(rb.Addr), uprobe.SpacedHex(rb.Site), rb.Int3, rb.Call, rb.XOL, rb.Trampoline)
+					}
+				}
+			}
+			opt := uprobe.WatchOptions{Tracefs: useTracefs, Interval: interval}
+			opt.OnReady = func(t string) {
+				fmt.Fprintf(s.Out, "watching %d uprobes via %s; Ctrl-C stops and removes them\n", len(probes), t)
+				readback()
+			}
+			opt.OnTick = func(cs []uprobe.Count) {
+				if jsonOut {
+					_ = json.NewEncoder(s.Out).Encode(cs)
+					return
+				}
+				var parts []string
+				for _, c := range cs {
+					parts = append(parts, fmt.Sprintf("%s=%d", c.Point, c.Hits))
+				}
+				fmt.Fprintf(s.Out, "%s %s\n", time.Now().Format("15:04:05"), strings.Join(parts, " "))
+			}
+			err = uprobe.Watch(ctx, probes, opt)
+			readback()
+			return err
+		},
+	}
+	for _, c := range []*cobra.Command{add, watch} {
+		c.Flags().BoolVar(&force, "force", false, "ask the kernel even when kboost refuses the point (mid-instruction, hazards)")
+	}
+	watch.Flags().BoolVar(&useTracefs, "tracefs", false, "use tracefs uprobe_events instead of the perf PMU (leaks if killed: kboost uprobe sweep)")
+	watch.Flags().IntVar(&pid, "pid", 0, "probe only this process (perf PMU); 0: every process mapping the file")
+	watch.Flags().DurationVar(&interval, "interval", time.Second, "time between hit-count lines")
+	cmd.AddCommand(audit, list, add, rm, sweep, events, watch)
 	return cmd
 }
 
