@@ -27,7 +27,9 @@ func OpenPMU(p Probe) (*PMUEvent, error) {
 	if err != nil {
 		return nil, err
 	}
-	attr := unix.PerfEventAttr{Type: typ, Sample: 1, Wakeup: 1}
+	// A counting event (no sample period): a sample per hit would cost a
+	// perf record each time.
+	attr := unix.PerfEventAttr{Type: typ}
 	if p.Return {
 		bit, _, err := loader.UprobePMU.Field("retprobe")
 		if err != nil {

@@ -712,3 +712,29 @@ func TestLiveUSDTSemaphore(t *testing.T) {
 		}
 	}
 }
+
+// uprobe bench at a small scale: every probed path counts one hit per call,
+// the predicted paths are the measured ones' names, and the costs are in the
+// order of the paths (optimized and emulated below single-step).
+func TestLiveBench(t *testing.T) {
+	rootGate(t)
+	k := runningModel(t)
+	rows, err := Bench(t.TempDir(), 0.02, 1, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	by := map[string]BenchRow{}
+	for i, r := range rows {
+		by[r.Path] = r
+		if BenchFuncs[i].Probe && r.Hits != r.Calls {
+			t.Errorf("%s: %d hits of %d calls", r.Path, r.Hits, r.Calls)
+		}
+		t.Logf("%-10s %-11s %8d calls %10.1f ns/call %8.0fx", r.Path, r.Verdict, r.Calls, r.NsCall, r.Ratio)
+	}
+	if k.OptimizeNop5 && by["optimized"].Verdict != "optimized" || by["emulated"].Verdict != "emulated" || by["singlestep"].Verdict != "singlestep" {
+		t.Errorf("predicted paths: %+v", rows)
+	}
+	if !(by["singlestep"].NsCall > by["emulated"].NsCall && by["singlestep"].NsCall > by["optimized"].NsCall && by["optimized"].NsCall > by["native"].NsCall) {
+		t.Errorf("costs out of order: %+v", rows)
+	}
+}

@@ -39,3 +39,8 @@ func ListTracefs() ([]TracefsProbe, error) { return nil, ErrNotSupported }
 
 // Watch returns ErrNotSupported off Linux.
 func Watch(ctx context.Context, probes []Probe, opt WatchOptions) error { return ErrNotSupported }
+
+// Bench returns ErrNotSupported off Linux.
+func Bench(dir string, scale float64, runs int, k *Kernel) ([]BenchRow, error) {
+	return nil, ErrNotSupported
+}

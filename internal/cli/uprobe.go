@@ -374,7 +374,50 @@ BIN:SYMBOL%return or BIN:0xADDR (a virtual address as nm/readelf print it).`,
 	watch.Flags().BoolVar(&useTracefs, "tracefs", false, "use tracefs uprobe_events instead of the perf PMU (leaks if killed: kboost uprobe sweep)")
 	watch.Flags().IntVar(&pid, "pid", 0, "probe only this process (perf PMU); 0: every process mapping the file")
 	watch.Flags().DurationVar(&interval, "interval", time.Second, "time between hit-count lines")
-	cmd.AddCommand(audit, list, add, rm, sweep, events, watch)
+	var scale float64
+	var runs int
+	bench := &cobra.Command{
+		Use:   "bench",
+		Short: "Measure the per-call cost of each uprobe path on the running kernel (built-in workload), as ratios to the unprobed call",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if scale <= 0 || scale > 100 {
+				return usagef("--scale %v: want a factor in (0, 100]", scale)
+			}
+			if runs < 1 || runs > 50 {
+				return usagef("--runs %d: want 1 to 50", runs)
+			}
+			k, note, err := kernel()
+			if err != nil {
+				return err
+			}
+			if note != "" {
+				fmt.Fprintf(s.Err, "kboost: note: %s\n", note)
+			}
+			dir, err := os.MkdirTemp("", "kboost-uprobe-bench-")
+			if err != nil {
+				return err
+			}
+			defer os.RemoveAll(dir)
+			rows, err := uprobe.Bench(dir, scale, runs, k)
+			if err != nil {
+				return err
+			}
+			if jsonOut {
+				return json.NewEncoder(s.Out).Encode(rows)
+			}
+			rel, _ := uprobe.RunningRelease()
+			fmt.Fprintf(s.Out, "uprobe cost per call on %s (model %s), median of %d runs:\n", rel, k.Name, runs)
+			fmt.Fprintf(s.Out, "%-11s %-44s %-11s %10s %10s %12s %9s\n", "path", "probed code", "predicted", "calls", "hits", "ns/call", "ratio")
+			for _, r := range rows {
+				fmt.Fprintf(s.Out, "%-11s %-44s %-11s %10d %10d %12.1f %8.0fx\n", r.Path, r.Asm, r.Verdict, r.Calls, r.Hits, r.NsCall, r.Ratio)
+			}
+			return nil
+		},
+	}
+	bench.Flags().Float64Var(&scale, "scale", 1, "scale the number of calls of every path")
+	bench.Flags().IntVar(&runs, "runs", 3, "runs per path (the median is shown)")
+	cmd.AddCommand(audit, list, add, rm, sweep, events, watch, bench)
 	return cmd
 }
 
