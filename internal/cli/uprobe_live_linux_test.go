@@ -35,6 +35,11 @@ func TestLiveUprobeWatchSignals(t *testing.T) {
 	if os.Getenv("KBOOST_ROOT") != "1" {
 		t.Skip("set KBOOST_ROOT=1 (as root, kernel with uprobes)")
 	}
+	if _, err := os.Stat("/sys/kernel/tracing/uprobe_events"); err != nil {
+		if err := syscall.Mount("nodev", "/sys/kernel/tracing", "tracefs", 0, ""); err != nil {
+			t.Fatalf("mount tracefs on /sys/kernel/tracing: %v", err)
+		}
+	}
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "corpus")
 	if out, err := exec.Command("gcc", "-O1", "-o", bin, "../../uprobe/testdata/corpus.c").CombinedOutput(); err != nil {
