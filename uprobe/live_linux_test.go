@@ -213,13 +213,18 @@ type kernelSays struct {
 // (perf PMU, that process only), lets it run (unless norun: then the site is
 // only read back), reads back the site and the maps, and removes the probe.
 func probeRun(bin string, off uint64, ret, norun bool, refCtr uint64, args ...string) (kernelSays, error) {
+	return probeRunIn(bin, bin, off, ret, norun, refCtr, args...)
+}
+
+// probeRunIn is probeRun with the probe in file (bin itself, or a library it maps).
+func probeRunIn(bin, file string, off uint64, ret, norun bool, refCtr uint64, args ...string) (kernelSays, error) {
 	var ks kernelSays
 	tg, err := startTarget(bin, args...)
 	if err != nil {
 		return ks, err
 	}
 	defer tg.kill()
-	ev, err := OpenPMU(Probe{Path: bin, Offset: off, Return: ret, RefCtrOffset: refCtr, Pid: tg.pid()})
+	ev, err := OpenPMU(Probe{Path: file, Offset: off, Return: ret, RefCtrOffset: refCtr, Pid: tg.pid()})
 	if err != nil {
 		var errno syscall.Errno
 		if !errors.As(err, &errno) {
@@ -231,7 +236,7 @@ func probeRun(bin string, off uint64, ret, norun bool, refCtr uint64, args ...st
 	defer ev.Close()
 	ks.opened = true
 	if norun {
-		ks.rb, err = ReadBack(tg.pid(), bin, off, 8)
+		ks.rb, err = ReadBack(tg.pid(), file, off, 8)
 		return ks, err
 	}
 	ks.done, err = tg.run()
@@ -240,7 +245,7 @@ func probeRun(bin string, off uint64, ret, norun bool, refCtr uint64, args ...st
 		ks.hits, _ = ev.Hits()
 		return ks, nil
 	}
-	if ks.rb, err = ReadBack(tg.pid(), bin, off, 8); err != nil {
+	if ks.rb, err = ReadBack(tg.pid(), file, off, 8); err != nil {
 		return ks, err
 	}
 	ks.hits, err = ev.Hits()
@@ -626,7 +631,7 @@ func TestLiveFileOffsets(t *testing.T) {
 		} else if want := objdumpFileOffset(t, file, c.sym); uint64(s.FileOffset) != want {
 			t.Errorf("%s %s: kboost file offset %#x, objdump -F %#x", c.file, c.sym, uint64(s.FileOffset), want)
 		}
-		ks, err := probeRun2(filepath.Join(dir, c.bin), file, uint64(s.FileOffset), c.arg, "9")
+		ks, err := probeRunIn(filepath.Join(dir, c.bin), file, uint64(s.FileOffset), false, false, 0, c.arg, "9")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -644,31 +649,6 @@ func TestLiveFileOffsets(t *testing.T) {
 	if s, _, err := Check(b, k, Request{Symbol: "main.work", Return: true}); err != nil || !slices.Contains(s.Hazards, RuleGoRet.ID) {
 		t.Errorf("main.work%%return: hazards %v (%v): want %s", s.Hazards, err, RuleGoRet.ID)
 	}
-}
-
-// probeRun2 is probeRun for a probe in file (a library the program maps).
-func probeRun2(bin, file string, off uint64, args ...string) (kernelSays, error) {
-	var ks kernelSays
-	tg, err := startTarget(bin, args...)
-	if err != nil {
-		return ks, err
-	}
-	defer tg.kill()
-	ev, err := OpenPMU(Probe{Path: file, Offset: off, Pid: tg.pid()})
-	if err != nil {
-		var errno syscall.Errno
-		if !errors.As(err, &errno) {
-			return ks, err
-		}
-		ks.errno = boost.Errno(errno).String()
-		return ks, nil
-	}
-	defer ev.Close()
-	if ks.done, err = tg.run(); err != nil {
-		return ks, err
-	}
-	ks.hits, err = ev.Hits()
-	return ks, err
 }
 
 // A USDT semaphore: with ref_ctr_offset the kernel raises the semaphore and
