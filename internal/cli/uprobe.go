@@ -99,11 +99,7 @@ BIN:SYMBOL%return or BIN:0xADDR (a virtual address as nm/readelf print it).`,
 					return err
 				}
 				if site.Path == uprobe.PathRefused || len(site.Hazards) > 0 {
-					why := site.Errno
-					if len(site.Hazards) > 0 {
-						why = strings.Join(site.Hazards, ", ")
-					}
-					return fmt.Errorf("%s: %s %s (%s)", args[0], site.Path, why, strings.Join(site.Reasons, ", "))
+					return fmt.Errorf("%s: %s (%s)", args[0], strings.TrimSpace(site.Path.String()+" "+site.Errno), strings.Join(site.Reasons, ", "))
 				}
 				return nil
 			}
@@ -169,7 +165,7 @@ BIN:SYMBOL%return or BIN:0xADDR (a virtual address as nm/readelf print it).`,
 					}
 					continue
 				}
-				fmt.Fprintf(s.Out, "uprobe:%s:%s\t%#x\tfile %#x\t%s %s\t%s\n", b.Path, f.Name, f.Addr, uint64(rec.FileOffset), rec.Path, rec.Errno, rec.Asm)
+				fmt.Fprintf(s.Out, "uprobe:%s:%s\t%#x\tfile %#x\t%s\t%s\n", b.Path, f.Name, f.Addr, uint64(rec.FileOffset), strings.TrimSpace(rec.Path+" "+rec.Errno), rec.Asm)
 			}
 			for _, u := range usdt {
 				rec := listRecord{Kind: "usdt", Provider: u.Provider, Name: u.Name, Addr: u.Addr, Semaphore: u.Semaphore, SemaphoreOffset: u.SemaphoreOffset, Args: u.Args}
@@ -189,7 +185,7 @@ BIN:SYMBOL%return or BIN:0xADDR (a virtual address as nm/readelf print it).`,
 				if u.Semaphore != 0 {
 					sema = fmt.Sprintf(" semaphore %#x (file %#x)", uint64(u.Semaphore), uint64(u.SemaphoreOffset))
 				}
-				fmt.Fprintf(s.Out, "usdt:%s:%s:%s\t%#x\tfile %#x\t%s %s (%s)%s\targs %q\n", b.Path, u.Provider, u.Name, uint64(u.Addr), uint64(rec.FileOffset), rec.Path, rec.Errno, rec.Asm, sema, u.Args)
+				fmt.Fprintf(s.Out, "usdt:%s:%s:%s\t%#x\tfile %#x\t%s (%s)%s\targs %q\n", b.Path, u.Provider, u.Name, uint64(u.Addr), uint64(rec.FileOffset), strings.TrimSpace(rec.Path+" "+rec.Errno), rec.Asm, sema, u.Args)
 			}
 			return nil
 		},
@@ -237,7 +233,7 @@ BIN:SYMBOL%return or BIN:0xADDR (a virtual address as nm/readelf print it).`,
 				printSite(s.Out, &site)
 			}
 			if site.Path == uprobe.PathRefused || len(site.Hazards) > 0 {
-				refused = append(refused, fmt.Sprintf("%s: %s %s (%s)", a, site.Path, site.Errno, strings.Join(site.Reasons, ", ")))
+				refused = append(refused, fmt.Sprintf("%s: %s (%s)", a, strings.TrimSpace(site.Path.String()+" "+site.Errno), strings.Join(site.Reasons, ", ")))
 			}
 			probes = append(probes, uprobe.Probe{Path: abs, Offset: uint64(site.FileOffset), Return: req.Return, Pid: pid})
 		}
