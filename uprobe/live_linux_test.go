@@ -581,6 +581,17 @@ func TestLiveRedZone(t *testing.T) {
 		t.Errorf("redzone: %q, site %s: want 9 wrong results of 10, the last one the call's return address %#x", ks.done, SpacedHex(ks.rb.Site), uint64(ks.rb.Addr)+5)
 	}
 	t.Logf("redzone: %s (site %s, %d hits); kboost: %s", ks.done, SpacedHex(ks.rb.Site), ks.hits, s.Details[len(s.Details)-1])
+	// --place cheapest moves the probe off the hazard: every result right,
+	// one hit per call.
+	moved, why, err := Cheapest(fa, s.Off)
+	if err != nil || moved.Off == s.Off || len(moved.Hazards) != 0 {
+		t.Fatalf("cheapest from +%#x: +%#x %v (%v)", s.Off, moved.Off, moved.Hazards, err)
+	}
+	ks, err = probeRun(bin, uint64(moved.FileOffset), false, false, 0, "redzone", "10")
+	if err != nil || ks.done != "done 10 wrong 0 last 0xa" || ks.hits != 10 {
+		t.Errorf("redzone probed at +%#x: %q, %d hits (%v)", moved.Off, ks.done, ks.hits, err)
+	}
+	t.Logf("placed: %s", why)
 	// Without the probe the function is right.
 	tg, err := startTarget(bin, "redzone", "10")
 	if err != nil {

@@ -203,3 +203,49 @@ func FuzzOpen(f *testing.F) {
 		}
 	})
 }
+
+// Cheapest on assembled code: from a single-stepped entry to the optimized
+// NOP of the same block; never to a red-zone site; not across a branch target.
+func TestCheapest(t *testing.T) {
+	k, _ := Lookup("uprobes-6.18-host")
+	for _, c := range []struct {
+		hex        string
+		from, want uint64
+	}{
+		{"48 89 7c 24 f8 0f 1f 44 00 00 48 8b 44 24 f8 c3", 5, 0xa},  // from the red-zone NOP to the next safe site
+		{"48 8b 07 0f 1f 44 00 00 c3", 0, 3},                         // mov (%rdi),%rax; nop5; ret
+		{"48 89 7c 24 f8 0f 1f 44 00 00 48 8b 44 24 f8 c3", 0, 0},    // red zone: the nop5 is a hazard
+		{"48 8b 07 55 5d c3", 0, 3},                                  // push %rbp is emulated
+		{"48 8b 07 eb 00 0f 1f 44 00 00 c3", 0, 3},                   // jmp ends the block (and is emulated)
+		{"48 8b 07 74 05 0f 1f 44 00 00 0f 1f 44 00 00 c3", 0, 3},    // je ends the block
+		{"48 8b 07 48 8b 07 0f 1f 44 00 00 c3 48 8b 07 eb f5", 0, 0}, // the jmp at +0xf lands on the nop5: it may run more often
+	} {
+		code := hexBytes(t, c.hex)
+		fa := auditBytes(t, k, code)
+		s, _, err := Cheapest(fa, c.from)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Off != c.want {
+			t.Errorf("%s: placed at +%#x, want +%#x", c.hex, s.Off, c.want)
+		}
+	}
+}
+
+// auditBytes audits code as one function of a synthetic binary.
+func auditBytes(t *testing.T, k *Kernel, code []byte) *FuncAudit {
+	t.Helper()
+	img := BenchImage(0, 1)
+	base := uint64(0x400000) + BenchFuncOffset(0)
+	copy(img[BenchFuncOffset(0):], make([]byte, 32*len(BenchFuncs)))
+	copy(img[BenchFuncOffset(0):], code)
+	b, err := newBinary("mem", bytes.NewReader(img))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fa, err := Audit(b, k, Func{Name: "f", Addr: base, Size: uint64(len(code))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fa
+}

@@ -30,10 +30,27 @@ refuses it), an optimized site in a function that keeps data in the red zone,
 a uretprobe on a Go binary. Targets are BIN, BIN:SYMBOL, BIN:SYMBOL+OFF,
 BIN:SYMBOL%return or BIN:0xADDR (a virtual address as nm/readelf print it).`,
 	}
-	var model string
+	var model, place string
 	var jsonOut bool
 	cmd.PersistentFlags().StringVar(&model, "policy", "", "uprobes model (uprobes-6.1, uprobes-6.18-host) or a boost x86 policy for the instruction analysis; default: the running kernel's")
 	cmd.PersistentFlags().BoolVar(&jsonOut, "json", false, "JSON output (one object per site)")
+	cmd.PersistentFlags().StringVar(&place, "place", "exact", "exact, or cheapest: move a point to the cheapest site that runs exactly as often (optimized, else emulated, in the same basic block; never a site with a hazard)")
+	// check decides one request, moved first with --place cheapest.
+	check := func(b *uprobe.Binary, k *uprobe.Kernel, req uprobe.Request, what string) (uprobe.Site, error) {
+		if place != "exact" && place != "cheapest" {
+			return uprobe.Site{}, usagef("--place %q: want exact or cheapest", place)
+		}
+		site, fa, err := uprobe.Check(b, k, req)
+		if err != nil || place == "exact" || fa == nil || !site.Boundary || req.Return {
+			return site, err
+		}
+		moved, why, err := uprobe.Cheapest(fa, site.Off)
+		if err != nil {
+			return site, err
+		}
+		fmt.Fprintf(s.Err, "%s: placed at %s+%#x: %s\n", what, moved.Func, moved.Off, why)
+		return moved, nil
+	}
 
 	kernel := func() (*uprobe.Kernel, string, error) {
 		if model == "" {
@@ -91,7 +108,7 @@ BIN:SYMBOL%return or BIN:0xADDR (a virtual address as nm/readelf print it).`,
 				return nil
 			}
 			if req != nil && (req.Off != 0 || req.HasAddr || req.Return) {
-				site, _, err := uprobe.Check(b, k, *req)
+				site, err := check(b, k, *req, args[0])
 				if err != nil {
 					return err
 				}
@@ -224,7 +241,7 @@ BIN:SYMBOL%return or BIN:0xADDR (a virtual address as nm/readelf print it).`,
 			if err != nil {
 				return nil, err
 			}
-			site, _, err := uprobe.Check(b, k, *req)
+			site, err := check(b, k, *req, a)
 			b.Close()
 			if err != nil {
 				return nil, err
