@@ -2,6 +2,7 @@ package uprobe
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/kboost/kboost/decode"
 )
@@ -53,6 +54,9 @@ func Cheapest(fa *FuncAudit, off uint64) (Site, string, error) {
 	if best == i {
 		return s, "the requested point is already the cheapest in its basic block", nil
 	}
-	return s, fmt.Sprintf("+%#x (%s) runs exactly as often as +%#x in the same basic block and is cheaper (%s, was %s)",
-		s.Off, s.Asm, off, s.Path, fa.Sites[i].Path), nil
+	why := fmt.Sprintf("cheaper (%s, was %s)", s.Path, fa.Sites[i].Path)
+	if from := &fa.Sites[i]; from.Path == PathRefused || len(from.Hazards) > 0 {
+		why = fmt.Sprintf("%s without the requested point's %s", s.Path, strings.Join(append(append([]string(nil), from.Hazards...), from.Errno), " "))
+	}
+	return s, fmt.Sprintf("+%#x (%s) runs exactly as often as +%#x in the same basic block: %s", s.Off, s.Asm, off, strings.TrimSpace(why)), nil
 }
