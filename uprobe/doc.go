@@ -31,6 +31,21 @@
 // .stapsdt.base as libbpf does), semaphore and argument spec; the semaphore's
 // file offset is the ref_ctr_offset the kernel takes.
 //
+// Cheapest moves a point to the cheapest site of its basic block that runs as
+// often, never to one with a hazard.
+//
+// # Live (Linux, root)
+//
+// OpenPMU registers a Probe through the perf uprobe PMU (config1 the path,
+// config2 the file offset, the retprobe and ref_ctr_offset format fields; one
+// process or all): the probe belongs to the file descriptors and vanishes with
+// them. AddTracefs, RemoveTracefs and SweepTracefs drive uprobe_events (group
+// UprobeGroup; every path and name is validated before it is written). Watch
+// streams hit counts. ReadBack reads a probed process's site bytes through
+// /proc/PID/mem and its [uprobes] / [uprobes-trampoline] mappings, and says
+// which path they show. Bench measures each path's cost per call on a
+// built-in workload.
+//
 // # Errors
 //
 // Bad input is a *PointError or *FormatError naming the cause; elsewhere than
