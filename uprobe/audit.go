@@ -91,6 +91,9 @@ type Site struct {
 	Hazards       []string `json:"hazards,omitempty"`
 	// Within names the instruction a mid-instruction point falls in.
 	Within string `json:"within,omitempty"`
+	// RefCtrOffset is the file offset of a USDT probe's semaphore (the
+	// kernel's ref_ctr_offset), when the site is one.
+	RefCtrOffset Hex `json:"ref_ctr_offset,omitempty"`
 
 	decision boost.Decision
 }
@@ -262,6 +265,7 @@ func isRepString(in *decode.Inst) bool {
 // Request is a probe point in a binary: a function and offset, or a virtual
 // address; Return for a uretprobe.
 type Request struct {
+	USDT    string // "PROVIDER/NAME": the site of that .note.stapsdt probe
 	Symbol  string
 	Off     uint64
 	Addr    uint64
@@ -272,6 +276,8 @@ type Request struct {
 func (r Request) String() string {
 	s := ""
 	switch {
+	case r.USDT != "":
+		s = "usdt/" + r.USDT
 	case r.HasAddr:
 		s = fmt.Sprintf("%#x", r.Addr)
 	case r.Off != 0:
@@ -312,9 +318,18 @@ func ParseTarget(s string) (string, *Request, error) {
 	return path, &r, nil
 }
 
-// ParseRequest parses "SYM[+OFF][%return]" or "0xADDR" (OFF decimal or 0x hex).
+// ParseRequest parses "SYM[+OFF][%return]", "0xADDR" (OFF decimal or 0x
+// hex) or "usdt/PROVIDER/NAME".
 func ParseRequest(pt string) (Request, error) {
 	var r Request
+	if u, ok := strings.CutPrefix(pt, "usdt/"); ok {
+		p, n, ok := strings.Cut(u, "/")
+		if !ok || !validSym(p) || !validSym(n) {
+			return r, &PointError{Point: pt, Why: "want usdt/PROVIDER/NAME (see kboost uprobe list)"}
+		}
+		r.USDT = u
+		return r, nil
+	}
 	if p, ok := strings.CutSuffix(pt, "%return"); ok {
 		pt, r.Return = p, true
 	}
@@ -360,6 +375,9 @@ func validSym(s string) bool {
 // Check decides one request: the site at its address, with the hazards of the
 // request itself (a mid-instruction point, a uretprobe on Go).
 func Check(b *Binary, k *Kernel, r Request) (Site, *FuncAudit, error) {
+	if r.USDT != "" {
+		return b.checkUSDT(k, r)
+	}
 	var fn Func
 	var addr uint64
 	if r.HasAddr {
@@ -411,6 +429,22 @@ func Check(b *Binary, k *Kernel, r Request) (Site, *FuncAudit, error) {
 		}
 	}
 	return s, fa, nil
+}
+
+// checkUSDT decides the site of a USDT probe, with its semaphore's file offset.
+func (b *Binary) checkUSDT(k *Kernel, r Request) (Site, *FuncAudit, error) {
+	us, err := b.USDT()
+	if err != nil {
+		return Site{}, nil, err
+	}
+	for _, u := range us {
+		if u.Provider+"/"+u.Name == r.USDT {
+			s, fa, err := Check(b, k, Request{Addr: uint64(u.Addr), HasAddr: true})
+			s.RefCtrOffset = u.SemaphoreOffset
+			return s, fa, err
+		}
+	}
+	return Site{}, nil, &PointError{Point: r.String(), Err: ErrNoSymbol, Why: fmt.Sprintf("no USDT probe %s in %s (kboost uprobe list shows them)", r.USDT, b.Path)}
 }
 
 // midSite is a point inside instruction x: what the kernel would make of the

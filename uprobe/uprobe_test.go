@@ -28,6 +28,8 @@ func TestParseTarget(t *testing.T) {
 		{"/bin/x:main%return", "/bin/x", &Request{Symbol: "main", Return: true}, false},
 		{"/bin/x:0x401000", "/bin/x", &Request{Addr: 0x401000, HasAddr: true}, false},
 		{"/bin/x:main.work", "/bin/x", &Request{Symbol: "main.work"}, false},
+		{"/bin/x:usdt/kbtest/gated", "/bin/x", &Request{USDT: "kbtest/gated"}, false},
+		{"/bin/x:usdt/kbtest", "", nil, true},
 		{":main", "", nil, true},
 		{"/bin/x:ma in", "", nil, true},
 		{"/bin/x:0xzz", "", nil, true},
@@ -183,6 +185,11 @@ func TestOracleUSDT(t *testing.T) {
 	}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("USDT vs readelf -n:\n%s", d)
+	}
+	k, _ := Lookup("uprobes-6.18-host")
+	s, _, err := Check(b, k, Request{USDT: "kbtest/gated"})
+	if err != nil || uint64(s.Addr) != uint64(want[2].Addr) || s.RefCtrOffset == 0 || s.Path != PathEmulated {
+		t.Errorf("usdt/kbtest/gated: %+v %v", s, err)
 	}
 }
 

@@ -28,7 +28,9 @@ into a call to [uprobes-trampoline]), plus the hazards kboost sees and the kerne
 does not: an offset inside an instruction (the kernel installs it; kboost
 refuses it), an optimized site in a function that keeps data in the red zone,
 a uretprobe on a Go binary. Targets are BIN, BIN:SYMBOL, BIN:SYMBOL+OFF,
-BIN:SYMBOL%return or BIN:0xADDR (a virtual address as nm/readelf print it).`,
+BIN:SYMBOL%return, BIN:0xADDR (a virtual address as nm/readelf print it) or
+BIN:usdt/PROVIDER/NAME (a USDT probe; add and watch raise its semaphore through
+ref_ctr_offset).`,
 	}
 	var model, place string
 	var jsonOut bool
@@ -107,7 +109,7 @@ BIN:SYMBOL%return or BIN:0xADDR (a virtual address as nm/readelf print it).`,
 				printSite(s.Out, site)
 				return nil
 			}
-			if req != nil && (req.Off != 0 || req.HasAddr || req.Return) {
+			if req != nil && (req.Off != 0 || req.HasAddr || req.Return || req.USDT != "") {
 				site, err := check(b, k, *req, args[0])
 				if err != nil {
 					return err
@@ -252,7 +254,7 @@ BIN:SYMBOL%return or BIN:0xADDR (a virtual address as nm/readelf print it).`,
 			if site.Path == uprobe.PathRefused || len(site.Hazards) > 0 {
 				refused = append(refused, fmt.Sprintf("%s: %s (%s)", a, strings.TrimSpace(site.Path.String()+" "+site.Errno), strings.Join(site.Reasons, ", ")))
 			}
-			probes = append(probes, uprobe.Probe{Path: abs, Offset: uint64(site.FileOffset), Return: req.Return, Pid: pid})
+			probes = append(probes, uprobe.Probe{Path: abs, Offset: uint64(site.FileOffset), Return: req.Return, RefCtrOffset: uint64(site.RefCtrOffset), Pid: pid})
 		}
 		if len(refused) > 0 && !force {
 			return probes, fmt.Errorf("%s (--force asks the kernel anyway)", strings.Join(refused, "; "))
