@@ -40,6 +40,8 @@ var (
 		"hazard: pushf single-stepped pushes the flags with TF set; the popf that restores them traps: the process dies with SIGTRAP"}
 	RuleSyscallXOL = &Rule{"uprobe.syscall_xol", "arch/x86/kernel/uprobes.c (measured on 6.18)",
 		"hazard: syscall single-stepped out of line: the process dies with SIGSEGV"}
+	RuleXchgNop = &Rule{"uprobe.xchg_rexb_nop", "arch/x86/kernel/uprobes.c branch_setup_xol_ops() (case 0x90, measured on 6.18)",
+		"hazard: opcode 0x90 with REX.B is xchg with %r8, but the kernel emulates it as a NOP: the exchange never happens and the program computes wrong values"}
 	RuleNoFunc = &Rule{"uprobe.no_function", "",
 		"no function symbol holds the address: decoded from there, instruction boundaries unknown"}
 )
@@ -201,6 +203,9 @@ func (b *Binary) site(k *Kernel, fname string, faddr, off uint64, in decode.Inst
 		}
 	case d.Verdict == boost.Emulate:
 		s.Path = PathEmulated
+		if ok && in.Enc == decode.EncLegacy && in.Map == decode.MapOne && in.Opcode == 0x90 && in.Rex&1 != 0 {
+			s.hazard(RuleXchgNop, "")
+		}
 	default:
 		s.Path = PathSingleStep
 		switch {

@@ -729,3 +729,40 @@ func TestLiveBench(t *testing.T) {
 		t.Errorf("costs out of order: %+v", rows)
 	}
 }
+
+// xchg %rax,%r8 (49 90) is opcode 0x90 with REX.B: the kernel emulates it as
+// a NOP, so the exchange never happens. kboost flags it.
+func TestLiveXchgR8(t *testing.T) {
+	rootGate(t)
+	bin := filepath.Join(built(t), "corpus")
+	k := runningModel(t)
+	b, err := Open(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	s, _, err := Check(b, k, Request{Addr: nmSyms(t, bin)["s_xchg_r8_sem"], HasAddr: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ks, err := probeRun(bin, uint64(s.FileOffset), false, false, 0, "xchg_r8_sem", "5")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(s.Hazards, RuleXchgNop.ID) || s.Path != PathEmulated {
+		t.Errorf("kboost: %s %v: want emulated with %s", s.Path, s.Hazards, RuleXchgNop.ID)
+	}
+	// Unprobed it returns its argument (5 at the last call); probed, 0.
+	if ks.done != "done 5 wrong 0 last 0" || ks.hits != 5 {
+		t.Errorf("probed: %q, %d hits: want the exchange lost (last 0) and 5 hits", ks.done, ks.hits)
+	}
+	tg, err := startTarget(bin, "xchg_r8_sem", "5")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tg.kill()
+	if l, err := tg.run(); err != nil || l != "done 5 wrong 0 last 0x5" {
+		t.Errorf("unprobed: %q %v", l, err)
+	}
+	t.Logf("xchg %%rax,%%r8 probed: %s, %d hits; kboost %s %v", ks.done, ks.hits, s.Path, s.Hazards)
+}

@@ -175,6 +175,8 @@ FN(syscall, "mov $39,%eax", "syscall", "") /* getpid */
 FN(redzone, "mov %rdi,-8(%rsp)", ".byte 0x0f,0x1f,0x44,0x00,0x00", "mov -8(%rsp),%rax")
 FN(midimm, "", "mov $0x11223344,%eax", "")
 FN(midlea, "", "lea 0x10(%rdi),%rax", "")
+/* k_xchg_r8_sem returns its argument through xchg %rax,%r8 (49 90). */
+FN(xchg_r8_sem, "mov %rdi,%r8\nxor %eax,%eax", "xchg %rax,%r8", "")
 
 /* USDT sites. */
 /* With _SDT_HAS_SEMAPHORES every probe names a semaphore; only u_gated tests it. */
