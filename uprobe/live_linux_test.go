@@ -254,6 +254,20 @@ func probeRunIn(bin, file string, off uint64, ret, norun bool, refCtr uint64, ar
 	return ks, err
 }
 
+// openCorpus gates on root, builds the test programs and opens the corpus
+// (closed at the end of the test) with the running kernel's model.
+func openCorpus(t *testing.T) (string, *Binary, *Kernel) {
+	t.Helper()
+	rootGate(t)
+	bin := filepath.Join(built(t), "corpus")
+	b, err := Open(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	return bin, b, runningModel(t)
+}
+
 func runningModel(t *testing.T) *Kernel {
 	k, note := Running()
 	if note != "" {
@@ -497,14 +511,7 @@ func TestLiveSystemBinaries(t *testing.T) {
 // immediate with int3 (0xcc) in that byte; on the ModRM byte of a lea the
 // process dies with SIGILL.
 func TestLiveMidInstruction(t *testing.T) {
-	rootGate(t)
-	bin := filepath.Join(built(t), "corpus")
-	k := runningModel(t)
-	b, err := Open(bin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	bin, b, k := openCorpus(t)
 	for off := uint64(1); off <= 4; off++ {
 		s, _, err := Check(b, k, Request{Symbol: "k_midimm", Off: off})
 		if err != nil {
@@ -550,17 +557,10 @@ func TestLiveMidInstruction(t *testing.T) {
 // NOP. kboost flags the site; with a probe there, every call after the first
 // (once the site is optimized) returns a wrong value.
 func TestLiveRedZone(t *testing.T) {
-	rootGate(t)
-	bin := filepath.Join(built(t), "corpus")
-	k := runningModel(t)
+	bin, b, k := openCorpus(t)
 	if !k.RedZoneCall {
 		t.Skipf("model %s has no optimized 5-byte NOP call", k.Name)
 	}
-	b, err := Open(bin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
 	addr := nmSyms(t, bin)["s_redzone"]
 	s, fa, err := Check(b, k, Request{Addr: addr, HasAddr: true})
 	if err != nil {
@@ -665,13 +665,7 @@ func TestLiveFileOffsets(t *testing.T) {
 // A USDT semaphore: with ref_ctr_offset the kernel raises the semaphore and
 // the gated probe fires once per call; without it the program skips it.
 func TestLiveUSDTSemaphore(t *testing.T) {
-	rootGate(t)
-	bin := filepath.Join(built(t), "corpus")
-	b, err := Open(bin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	bin, b, _ := openCorpus(t)
 	us, err := b.USDT()
 	if err != nil {
 		t.Fatal(err)
@@ -733,14 +727,7 @@ func TestLiveBench(t *testing.T) {
 // xchg %rax,%r8 (49 90) is opcode 0x90 with REX.B: the kernel emulates it as
 // a NOP, so the exchange never happens. kboost flags it.
 func TestLiveXchgR8(t *testing.T) {
-	rootGate(t)
-	bin := filepath.Join(built(t), "corpus")
-	k := runningModel(t)
-	b, err := Open(bin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	bin, b, k := openCorpus(t)
 	s, _, err := Check(b, k, Request{Addr: nmSyms(t, bin)["s_xchg_r8_sem"], HasAddr: true})
 	if err != nil {
 		t.Fatal(err)
