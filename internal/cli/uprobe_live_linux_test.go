@@ -30,7 +30,8 @@ func TestHelperUprobeWatch(t *testing.T) {
 // TestLiveUprobeWatchSignals: SIGINT and SIGKILL of `uprobe watch` (perf PMU;
 // and SIGINT of a --tracefs watch) leave nothing in uprobe_events and the
 // probed site of a running target as it was, after the site had been
-// optimized (a 5-byte NOP turned into a call) while the watch ran.
+// optimized (a 5-byte NOP turned into a call) while the watch ran. A SIGKILLed
+// --tracefs watch leaves its event, and `uprobe sweep` removes it.
 func TestLiveUprobeWatchSignals(t *testing.T) {
 	if os.Getenv("KBOOST_ROOT") != "1" {
 		t.Skip("set KBOOST_ROOT=1 (as root, kernel with uprobes)")
@@ -48,7 +49,7 @@ func TestLiveUprobeWatchSignals(t *testing.T) {
 	for _, c := range []struct {
 		sig   syscall.Signal
 		extra string
-	}{{syscall.SIGINT, ""}, {syscall.SIGKILL, ""}, {syscall.SIGINT, "--tracefs"}} {
+	}{{syscall.SIGINT, ""}, {syscall.SIGKILL, ""}, {syscall.SIGINT, "--tracefs"}, {syscall.SIGKILL, "--tracefs"}} {
 		name := fmt.Sprintf("%v%s", c.sig, c.extra)
 		tg := exec.Command(bin, "nop5", "1000")
 		in, _ := tg.StdinPipe()
@@ -90,6 +91,16 @@ func TestLiveUprobeWatchSignals(t *testing.T) {
 		time.Sleep(250 * time.Millisecond) // a tick with the hits
 		w.Process.Signal(c.sig)
 		werr := w.Wait()
+		if c.sig == syscall.SIGKILL && c.extra == "--tracefs" {
+			// A killed tracefs watcher leaves its event (documented): sweep removes it.
+			if ev, _ := os.ReadFile("/sys/kernel/tracing/uprobe_events"); !strings.Contains(string(ev), uprobe.UprobeGroup) {
+				t.Errorf("%s: uprobe_events %q: want the leftover event", name, ev)
+			}
+			var out bytes.Buffer
+			if code := Main([]string{"uprobe", "sweep"}, strings.NewReader(""), &out, &out); code != 0 || !strings.Contains(out.String(), "removed "+uprobe.UprobeGroup) {
+				t.Errorf("%s: sweep: %d %q", name, code, out.String())
+			}
+		}
 		after, err := uprobe.ReadBack(tg.Process.Pid, bin, off, 5)
 		if err != nil || uprobe.SpacedHex(after.Site) != "0f 1f 44 00 00" {
 			t.Errorf("%s: site after the signal %s (%v): want the NOP back", name, uprobe.SpacedHex(after.Site), err)
