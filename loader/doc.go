@@ -21,6 +21,10 @@
 // grammar (Spec.Validate) before anything is written, so a request can never
 // inject a second command, a fetch argument or a filter into tracefs.
 //
+// PMU and PerfEvents are the perf pieces shared with package uprobe (the
+// uprobe PMU); Tracefs takes the dynamic-event file (kprobe_events or
+// uprobe_events).
+//
 // # Prediction
 //
 // Live (Linux, root) reads the running kernel: /proc/kallsyms (kptr_restrict is

@@ -3,57 +3,23 @@
 package loader
 
 import (
-	"encoding/binary"
 	"errors"
-	"fmt"
 	"os"
-	"runtime"
-	"strconv"
 	"strings"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
 
-const pmuDir = "/sys/bus/event_source/devices/kprobe"
-
 // KprobePMUType reads the perf PMU type of kprobes.
-func KprobePMUType() (uint32, error) {
-	b, err := os.ReadFile(pmuDir + "/type")
-	if err != nil {
-		return 0, ErrNoKprobePMU
-	}
-	v, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 32)
-	if err != nil {
-		return 0, fmt.Errorf("loader: %s/type: %w", pmuDir, err)
-	}
-	return uint32(v), nil
-}
-
-// retprobeBit reads the "retprobe" config bit ("config:0") of the PMU.
-func retprobeBit() (uint, error) {
-	b, err := os.ReadFile(pmuDir + "/format/retprobe")
-	if err != nil {
-		return 0, fmt.Errorf("loader: the kprobe PMU has no retprobe format: %w", err)
-	}
-	s := strings.TrimSpace(string(b))
-	v, ok := strings.CutPrefix(s, "config:")
-	if !ok {
-		return 0, fmt.Errorf("loader: unexpected retprobe format %q", s)
-	}
-	n, err := strconv.ParseUint(v, 10, 6)
-	if err != nil {
-		return 0, fmt.Errorf("loader: unexpected retprobe format %q", s)
-	}
-	return uint(n), nil
-}
+func KprobePMUType() (uint32, error) { return KprobePMU.Type() }
 
 // PerfProbe is a kprobe owned by perf file descriptors (one per online CPU):
 // it exists while they are open and vanishes when they close, however the
 // process ends.
 type PerfProbe struct {
 	Spec Spec
-	fds  []int
+	ev   *PerfEvents
 }
 
 // OpenPerf creates the probe through the perf kprobe PMU and enables it.
@@ -64,15 +30,13 @@ func OpenPerf(s Spec) (*PerfProbe, error) {
 	if err := s.Validate(); err != nil {
 		return nil, err
 	}
-	typ, err := KprobePMUType()
+	typ, err := KprobePMU.Type()
 	if err != nil {
 		return nil, err
 	}
 	attr := unix.PerfEventAttr{Type: typ, Sample: 1, Wakeup: 1}
-	attr.Size = uint32(unsafe.Sizeof(attr))
-	attr.Bits = unix.PerfBitDisabled
 	if s.Return {
-		bit, err := retprobeBit()
+		bit, _, err := KprobePMU.Field("retprobe")
 		if err != nil {
 			return nil, err
 		}
@@ -91,57 +55,22 @@ func OpenPerf(s Spec) (*PerfProbe, error) {
 		attr.Ext1 = uint64(uintptr(unsafe.Pointer(sym)))
 		attr.Ext2 = s.Offset
 	}
-	p := &PerfProbe{Spec: s}
-	cpus, err := onlineCPUs()
+	ev, err := OpenPerfEvents(&attr, -1, sym)
 	if err != nil {
+		var ke *KernelError
+		if errors.As(err, &ke) {
+			ke.Point = s.Point()
+		}
 		return nil, err
 	}
-	for _, cpu := range cpus {
-		fd, err := unix.PerfEventOpen(&attr, -1, cpu, -1, unix.PERF_FLAG_FD_CLOEXEC)
-		runtime.KeepAlive(sym)
-		if err != nil {
-			p.Close()
-			return nil, &KernelError{Op: "perf_event_open", Point: s.Point(), Errno: err}
-		}
-		p.fds = append(p.fds, fd)
-	}
-	for _, fd := range p.fds {
-		if err := unix.IoctlSetInt(fd, unix.PERF_EVENT_IOC_ENABLE, 0); err != nil {
-			p.Close()
-			return nil, &KernelError{Op: "enable", Point: s.Point(), Errno: err}
-		}
-	}
-	return p, nil
+	return &PerfProbe{Spec: s, ev: ev}, nil
 }
 
 // Hits sums the event counts over all CPUs.
-func (p *PerfProbe) Hits() (uint64, error) {
-	var total uint64
-	var b [8]byte
-	for _, fd := range p.fds {
-		n, err := unix.Read(fd, b[:])
-		if err != nil {
-			return 0, err
-		}
-		if n != 8 {
-			return 0, errors.New("loader: short read of a perf counter")
-		}
-		total += binary.NativeEndian.Uint64(b[:])
-	}
-	return total, nil
-}
+func (p *PerfProbe) Hits() (uint64, error) { return p.ev.Count() }
 
 // Close removes the probe.
-func (p *PerfProbe) Close() error {
-	var errs []error
-	for _, fd := range p.fds {
-		if err := unix.Close(fd); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	p.fds = nil
-	return errors.Join(errs...)
-}
+func (p *PerfProbe) Close() error { return p.ev.Close() }
 
 // onlineCPUs parses /sys/devices/system/cpu/online ("0-3,5").
 func onlineCPUs() ([]int, error) {

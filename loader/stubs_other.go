@@ -98,3 +98,42 @@ func (lv *Live) SlotSnapshot() SlotPages { return nil }
 func (lv *Live) Readback(x *Expectation, le *ListEntry, before SlotPages) Readback {
 	return Readback{}
 }
+
+// The dynamic-event files of tracefs.
+const (
+	KprobeEvents = "kprobe_events"
+	UprobeEvents = "uprobe_events"
+)
+
+// OpenTracefsWith returns ErrNotSupported off Linux.
+func OpenTracefsWith(file string, missing error) (*Tracefs, error) { return nil, ErrNotSupported }
+
+// Register returns ErrNotSupported off Linux.
+func (t *Tracefs) Register(file, def, point string) error { return ErrNotSupported }
+
+// RemoveFrom returns ErrNotSupported off Linux.
+func (t *Tracefs) RemoveFrom(file, group, event string) error { return ErrNotSupported }
+
+// EventsOf returns ErrNotSupported off Linux.
+func (t *Tracefs) EventsOf(file string) ([]Event, error) { return nil, ErrNotSupported }
+
+// SweepOf returns ErrNotSupported off Linux.
+func (t *Tracefs) SweepOf(file string) ([]Event, error) { return nil, ErrNotSupported }
+
+// ReadFile returns ErrNotSupported off Linux.
+func (t *Tracefs) ReadFile(name string) ([]byte, error) { return nil, ErrNotSupported }
+
+// Type returns ErrNotSupported off Linux.
+func (p PMU) Type() (uint32, error) { return 0, ErrNotSupported }
+
+// Field returns ErrNotSupported off Linux.
+func (p PMU) Field(name string) (shift, width uint, err error) { return 0, 0, ErrNotSupported }
+
+// PerfEvents is a set of perf counters (Linux only).
+type PerfEvents struct{}
+
+// Count returns ErrNotSupported off Linux.
+func (ev *PerfEvents) Count() (uint64, error) { return 0, ErrNotSupported }
+
+// Close does nothing off Linux.
+func (ev *PerfEvents) Close() error { return nil }

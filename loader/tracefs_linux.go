@@ -13,6 +13,12 @@ import (
 // TracefsDirs are where tracefs is looked for, in order.
 var TracefsDirs = []string{"/sys/kernel/tracing", "/sys/kernel/debug/tracing"}
 
+// The dynamic-event files of tracefs.
+const (
+	KprobeEvents = "kprobe_events"
+	UprobeEvents = "uprobe_events"
+)
+
 // KprobesList is debugfs' list of registered kprobes.
 const KprobesList = "/sys/kernel/debug/kprobes/list"
 
@@ -30,16 +36,20 @@ func CheckRoot() error {
 }
 
 // OpenTracefs finds a mounted tracefs with kprobe_events (root only).
-func OpenTracefs() (*Tracefs, error) {
+func OpenTracefs() (*Tracefs, error) { return OpenTracefsWith(KprobeEvents, ErrNoTracefs) }
+
+// OpenTracefsWith finds a mounted tracefs that has the dynamic-event file
+// (kprobe_events, uprobe_events); missing is the error when none has it.
+func OpenTracefsWith(file string, missing error) (*Tracefs, error) {
 	if err := CheckRoot(); err != nil {
 		return nil, err
 	}
 	for _, d := range TracefsDirs {
-		if _, err := os.Stat(filepath.Join(d, "kprobe_events")); err == nil {
+		if _, err := os.Stat(filepath.Join(d, file)); err == nil {
 			return &Tracefs{Dir: d}, nil
 		}
 	}
-	return nil, ErrNoTracefs
+	return nil, missing
 }
 
 // ReadKprobesList reads and parses debugfs' kprobes/list.
@@ -85,13 +95,19 @@ func (t *Tracefs) Add(s Spec) (Spec, error) {
 		return s, err
 	}
 	def, _ := s.Definition()
+	return s, t.Register(KprobeEvents, def, s.Point())
+}
+
+// Register appends a definition (already validated) to a dynamic-event file;
+// a refusal carries the newest error_log line.
+func (t *Tracefs) Register(file, def, point string) error {
 	if f, err := os.OpenFile(t.path("error_log"), os.O_WRONLY|os.O_TRUNC, 0); err == nil {
 		f.Close()
 	}
-	if err := appendLine(t.path("kprobe_events"), def); err != nil {
-		return s, &KernelError{Op: "register", Point: s.Point(), Errno: err, ErrorLog: t.lastErrorLog()}
+	if err := appendLine(t.path(file), def); err != nil {
+		return &KernelError{Op: "register", Point: point, Errno: err, ErrorLog: t.lastErrorLog()}
 	}
-	return s, nil
+	return nil
 }
 
 // Enable turns the event on or off.
@@ -110,20 +126,26 @@ func (t *Tracefs) Enable(group, event string, on bool) error {
 }
 
 // Remove disables and deletes one kboost event.
-func (t *Tracefs) Remove(group, event string) error {
-	if !strings.HasPrefix(group, GroupPrefix) {
+func (t *Tracefs) Remove(group, event string) error { return t.RemoveFrom(KprobeEvents, group, event) }
+
+// RemoveFrom disables and deletes one kboost event of a dynamic-event file.
+func (t *Tracefs) RemoveFrom(file, group, event string) error {
+	if !strings.HasPrefix(group, GroupPrefix) || !ValidName(group) || !ValidName(event) {
 		return &SpecError{"group", group, "kboost removes only its own groups (" + GroupPrefix + "*)"}
 	}
 	_ = t.Enable(group, event, false)
-	if err := appendLine(t.path("kprobe_events"), "-:"+group+"/"+event); err != nil {
+	if err := appendLine(t.path(file), "-:"+group+"/"+event); err != nil {
 		return &KernelError{Op: "remove", Point: group + "/" + event, Errno: err, ErrorLog: t.lastErrorLog()}
 	}
 	return nil
 }
 
 // Events lists kprobe_events entries in kboost groups.
-func (t *Tracefs) Events() ([]Event, error) {
-	b, err := os.ReadFile(t.path("kprobe_events"))
+func (t *Tracefs) Events() ([]Event, error) { return t.EventsOf(KprobeEvents) }
+
+// EventsOf lists the entries of a dynamic-event file in kboost groups.
+func (t *Tracefs) EventsOf(file string) ([]Event, error) {
+	b, err := os.ReadFile(t.path(file))
 	if err != nil {
 		return nil, err
 	}
@@ -137,19 +159,25 @@ func (t *Tracefs) Events() ([]Event, error) {
 }
 
 // Sweep removes every event of every kboost group and returns what it removed.
-func (t *Tracefs) Sweep() ([]Event, error) {
-	evs, err := t.Events()
+func (t *Tracefs) Sweep() ([]Event, error) { return t.SweepOf(KprobeEvents) }
+
+// SweepOf is Sweep for a dynamic-event file.
+func (t *Tracefs) SweepOf(file string) ([]Event, error) {
+	evs, err := t.EventsOf(file)
 	if err != nil {
 		return nil, err
 	}
 	var errs []error
 	for _, e := range evs {
-		if err := t.Remove(e.Group, e.Event); err != nil {
+		if err := t.RemoveFrom(file, e.Group, e.Event); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	return evs, errors.Join(errs...)
 }
+
+// ReadFile reads a file of the tracefs (uprobe_profile...).
+func (t *Tracefs) ReadFile(name string) ([]byte, error) { return os.ReadFile(t.path(name)) }
 
 // Profile reads kprobe_profile.
 func (t *Tracefs) Profile() ([]Profile, error) {

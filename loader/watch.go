@@ -1,6 +1,9 @@
 package loader
 
-import "time"
+import (
+	"context"
+	"time"
+)
 
 // Target chooses how probes are inserted.
 type Target int
@@ -38,4 +41,28 @@ type WatchOptions struct {
 	OnReady func(Target)
 	// OnTick receives the counts every Interval (and once at the end).
 	OnTick func([]Count)
+}
+
+// TickCounts reports counts() to onTick (if set) every interval until ctx is
+// done, then once more; an error from counts ends it.
+func TickCounts[T any](ctx context.Context, interval time.Duration, counts func() (T, error), onTick func(T)) error {
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			if c, err := counts(); err == nil && onTick != nil {
+				onTick(c)
+			}
+			return nil
+		case <-tick.C:
+			c, err := counts()
+			if err != nil {
+				return err
+			}
+			if onTick != nil {
+				onTick(c)
+			}
+		}
+	}
 }

@@ -85,23 +85,5 @@ func Watch(ctx context.Context, specs []Spec, opt WatchOptions) (err error) {
 	if opt.OnReady != nil {
 		opt.OnReady(target)
 	}
-	tick := time.NewTicker(opt.Interval)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			if c, err := counts(); err == nil && opt.OnTick != nil {
-				opt.OnTick(c)
-			}
-			return nil
-		case <-tick.C:
-			c, err := counts()
-			if err != nil {
-				return err
-			}
-			if opt.OnTick != nil {
-				opt.OnTick(c)
-			}
-		}
-	}
+	return TickCounts(ctx, opt.Interval, counts, opt.OnTick)
 }

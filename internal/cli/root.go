@@ -80,6 +80,7 @@ out of line, boosted (slot + jump back) or jump-optimized — and why, rule by r
 		newMergeCmd(s),
 		newVMCmd(s),
 		newProbeCmd(s),
+		newUprobeCmd(s),
 	)
 	return root
 }

@@ -1,0 +1,119 @@
+//go:build linux
+
+package cli
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/kboost/kboost/uprobe"
+)
+
+// TestHelperUprobeWatch is not a test: TestLiveUprobeWatchSignals runs it as
+// `kboost uprobe watch` in a child process.
+func TestHelperUprobeWatch(t *testing.T) {
+	args := os.Getenv("KBOOST_UPROBE_WATCH_HELPER")
+	if args == "" {
+		t.Skip("helper process for TestLiveUprobeWatchSignals")
+	}
+	os.Exit(Main(append([]string{"uprobe", "watch", "--interval", "100ms"}, strings.Fields(args)...), strings.NewReader(""), os.Stdout, os.Stderr))
+}
+
+// TestLiveUprobeWatchSignals: SIGINT and SIGKILL of `uprobe watch` (perf PMU;
+// and SIGINT of a --tracefs watch) leave nothing in uprobe_events and the
+// probed site of a running target as it was, after the site had been
+// optimized (a 5-byte NOP turned into a call) while the watch ran. A SIGKILLed
+// --tracefs watch leaves its event, and `uprobe sweep` removes it.
+func TestLiveUprobeWatchSignals(t *testing.T) {
+	if os.Getenv("KBOOST_ROOT") != "1" {
+		t.Skip("set KBOOST_ROOT=1 (as root, kernel with uprobes)")
+	}
+	if _, err := os.Stat("/sys/kernel/tracing/uprobe_events"); err != nil {
+		if err := syscall.Mount("nodev", "/sys/kernel/tracing", "tracefs", 0, ""); err != nil {
+			t.Fatalf("mount tracefs on /sys/kernel/tracing: %v", err)
+		}
+	}
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "corpus")
+	if out, err := exec.Command("gcc", "-O1", "-o", bin, "../../uprobe/testdata/corpus.c").CombinedOutput(); err != nil {
+		t.Fatalf("gcc: %v\n%s", err, out)
+	}
+	for _, c := range []struct {
+		sig   syscall.Signal
+		extra string
+	}{{syscall.SIGINT, ""}, {syscall.SIGKILL, ""}, {syscall.SIGINT, "--tracefs"}, {syscall.SIGKILL, "--tracefs"}} {
+		name := fmt.Sprintf("%v%s", c.sig, c.extra)
+		tg := exec.Command(bin, "nop5", "1000")
+		in, _ := tg.StdinPipe()
+		outp, _ := tg.StdoutPipe()
+		if err := tg.Start(); err != nil {
+			t.Fatal(err)
+		}
+		rd := bufio.NewReader(outp)
+		if l, _ := rd.ReadString('\n'); l != "ready\n" {
+			t.Fatalf("target: %q", l)
+		}
+		args := bin + ":k_nop5 " + c.extra
+		if c.extra == "" {
+			args += fmt.Sprintf(" --pid %d", tg.Process.Pid)
+		}
+		w := exec.Command(os.Args[0], "-test.run=^TestHelperUprobeWatch$")
+		w.Env = append(os.Environ(), "KBOOST_UPROBE_WATCH_HELPER="+args)
+		var wout bytes.Buffer
+		w.Stdout, w.Stderr = &wout, &wout
+		if err := w.Start(); err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for !strings.Contains(wout.String(), "watching") && time.Now().Before(deadline) {
+			time.Sleep(20 * time.Millisecond)
+		}
+		in.Write([]byte{'x'})
+		if l, _ := rd.ReadString('\n'); !strings.HasPrefix(l, "done 1000") {
+			t.Fatalf("%s: target: %q", name, l)
+		}
+		b, _ := uprobe.Open(bin)
+		fn, _ := b.Func("k_nop5")
+		off, _ := b.ExecOffset(fn.Addr)
+		b.Close()
+		before, err := uprobe.ReadBack(tg.Process.Pid, bin, off, 5)
+		if err != nil || !before.Call {
+			t.Errorf("%s: site before the signal %s (%v): want the optimized call", name, uprobe.SpacedHex(before.Site), err)
+		}
+		time.Sleep(250 * time.Millisecond) // a tick with the hits
+		w.Process.Signal(c.sig)
+		werr := w.Wait()
+		if c.sig == syscall.SIGKILL && c.extra == "--tracefs" {
+			// A killed tracefs watcher leaves its event (documented): sweep removes it.
+			if ev, _ := os.ReadFile("/sys/kernel/tracing/uprobe_events"); !strings.Contains(string(ev), uprobe.UprobeGroup) {
+				t.Errorf("%s: uprobe_events %q: want the leftover event", name, ev)
+			}
+			var out bytes.Buffer
+			if code := Main([]string{"uprobe", "sweep"}, strings.NewReader(""), &out, &out); code != 0 || !strings.Contains(out.String(), "removed "+uprobe.UprobeGroup) {
+				t.Errorf("%s: sweep: %d %q", name, code, out.String())
+			}
+		}
+		after, err := uprobe.ReadBack(tg.Process.Pid, bin, off, 5)
+		if err != nil || uprobe.SpacedHex(after.Site) != "0f 1f 44 00 00" {
+			t.Errorf("%s: site after the signal %s (%v): want the NOP back", name, uprobe.SpacedHex(after.Site), err)
+		}
+		ev, _ := os.ReadFile("/sys/kernel/tracing/uprobe_events")
+		if strings.Contains(string(ev), uprobe.UprobeGroup) {
+			t.Errorf("%s: uprobe_events still has %q", name, ev)
+		}
+		if c.sig == syscall.SIGINT && (werr != nil || !strings.Contains(wout.String(), "=1000")) {
+			t.Errorf("%s: watch ended %v, output %q: want exit 0 with 1000 hits counted", name, werr, wout.String())
+		}
+		in.Close()
+		tg.Wait()
+		t.Logf("%s: site %s -> %s, uprobe_events clean", name, uprobe.SpacedHex(before.Site), uprobe.SpacedHex(after.Site))
+	}
+}

@@ -1,0 +1,109 @@
+//go:build linux
+
+package loader
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// Type reads the PMU's perf type number.
+func (p PMU) Type() (uint32, error) {
+	b, err := os.ReadFile(p.Dir + "/type")
+	if err != nil {
+		return 0, p.Missing
+	}
+	v, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 32)
+	if err != nil {
+		return 0, fmt.Errorf("loader: %s/type: %w", p.Dir, err)
+	}
+	return uint32(v), nil
+}
+
+// Field reads one config field of the PMU's format directory.
+func (p PMU) Field(name string) (shift, width uint, err error) {
+	b, err := os.ReadFile(p.Dir + "/format/" + name)
+	if err != nil {
+		return 0, 0, fmt.Errorf("loader: the %s PMU has no %s format: %w", p.Dir, name, err)
+	}
+	return ParseConfigField(string(b))
+}
+
+// PerfEvents is a set of perf counters of one event (one per CPU, or one for
+// a process): the probe behind them lives while they are open and vanishes
+// when they close, however the process ends.
+type PerfEvents struct {
+	fds []int
+}
+
+// OpenPerfEvents opens attr (disabled, then enabled once all are open) for
+// process pid on every online CPU, or with pid >= 0 for that process on any
+// CPU. keep is held alive across the calls (config1 may point into it).
+func OpenPerfEvents(attr *unix.PerfEventAttr, pid int, keep any) (*PerfEvents, error) {
+	attr.Size = uint32(unsafe.Sizeof(*attr))
+	attr.Bits |= unix.PerfBitDisabled
+	cpus := []int{-1}
+	if pid < 0 {
+		var err error
+		if cpus, err = onlineCPUs(); err != nil {
+			return nil, err
+		}
+	}
+	ev := &PerfEvents{}
+	for _, cpu := range cpus {
+		fd, err := unix.PerfEventOpen(attr, pid, cpu, -1, unix.PERF_FLAG_FD_CLOEXEC)
+		runtime.KeepAlive(keep)
+		if err != nil {
+			ev.Close()
+			return nil, &KernelError{Op: "perf_event_open", Errno: err}
+		}
+		ev.fds = append(ev.fds, fd)
+	}
+	for _, fd := range ev.fds {
+		if err := unix.IoctlSetInt(fd, unix.PERF_EVENT_IOC_ENABLE, 0); err != nil {
+			ev.Close()
+			return nil, &KernelError{Op: "enable", Errno: err}
+		}
+	}
+	return ev, nil
+}
+
+// Count sums the counters.
+func (ev *PerfEvents) Count() (uint64, error) {
+	var total uint64
+	var b [8]byte
+	for _, fd := range ev.fds {
+		n, err := unix.Read(fd, b[:])
+		if err != nil {
+			return 0, err
+		}
+		if n != 8 {
+			return 0, errors.New("loader: short read of a perf counter")
+		}
+		total += binary.NativeEndian.Uint64(b[:])
+	}
+	return total, nil
+}
+
+// Close closes every counter (and so removes the probe).
+func (ev *PerfEvents) Close() error {
+	if ev == nil {
+		return nil
+	}
+	var errs []error
+	for _, fd := range ev.fds {
+		if err := unix.Close(fd); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	ev.fds = nil
+	return errors.Join(errs...)
+}

@@ -1,0 +1,53 @@
+// Package uprobe tells what the running kernel's uprobes do at a point of a
+// user-space ELF file, and checks it.
+//
+// # Points and file offsets
+//
+// Open reads an ELF executable or shared library (PIE or not, static, Go,
+// stripped down to its dynamic symbols). Binary.Resolve turns a request —
+// SYMBOL, SYMBOL+OFF or a virtual address 0xADDR — into the file offset the
+// kernel wants (uprobe_events "PATH:0xOFF", perf config2): the virtual address
+// minus its PT_LOAD segment's p_vaddr plus p_offset. A virtual address outside
+// every executable segment is an error, not a guess.
+//
+// # Verdicts
+//
+// A Kernel is one kernel's uprobes behaviour as a value: the boost policy that
+// decides acceptance and emulation per instruction (arch_uprobe_analyze_insn),
+// plus what later kernels added (every NOP emulated, 5-byte NOPs optimized
+// into a call to the [uprobes-trampoline] page, and the red-zone write of that
+// call). Running picks the model of the running kernel's release; another
+// model (a per-version boost policy) replaces it through Kernel.Policy or
+// Lookup. Audit decides every instruction boundary of a function: the path
+// (refused with an errno, emulated, single-stepped out of line, optimized),
+// the rules behind it, and the hazards kboost sees and the kernel does not: a
+// mid-instruction offset (the kernel installs it; kboost refuses it, naming
+// the instruction it falls in), an optimized site in a function that keeps data
+// in the red zone, a return probe on a Go binary (its runtime moves stacks).
+//
+// # USDT
+//
+// Binary.USDT parses .note.stapsdt: provider, name, probe address (adjusted by
+// .stapsdt.base as libbpf does), semaphore and argument spec; the semaphore's
+// file offset is the ref_ctr_offset the kernel takes.
+//
+// Cheapest moves a point to the cheapest site of its basic block that runs as
+// often, never to one with a hazard.
+//
+// # Live (Linux, root)
+//
+// OpenPMU registers a Probe through the perf uprobe PMU (config1 the path,
+// config2 the file offset, the retprobe and ref_ctr_offset format fields; one
+// process or all): the probe belongs to the file descriptors and vanishes with
+// them. AddTracefs, RemoveTracefs and SweepTracefs drive uprobe_events (group
+// UprobeGroup; every path and name is validated before it is written). Watch
+// streams hit counts. ReadBack reads a probed process's site bytes through
+// /proc/PID/mem and its [uprobes] / [uprobes-trampoline] mappings, and says
+// which path they show. Bench measures each path's cost per call on a
+// built-in workload.
+//
+// # Errors
+//
+// Bad input is a *PointError or *FormatError naming the cause; elsewhere than
+// Linux the live operations return ErrNotSupported.
+package uprobe

@@ -1,0 +1,6 @@
+//go:build !linux
+
+package uprobe
+
+// RunningRelease needs Linux.
+func RunningRelease() (string, error) { return "", ErrNotSupported }
