@@ -189,13 +189,6 @@ func (t *Table) word(v uint64) uint64 {
 	return v
 }
 
-func (t *Table) signed(v uint64) int64 {
-	if t.Arch.PtrSize == 4 {
-		return int64(int32(uint32(v)))
-	}
-	return int64(v)
-}
-
 // atFdcwd is AT_FDCWD (-100) on every architecture.
 const atFdcwd = -100
 

@@ -76,6 +76,7 @@ out of line, boosted (slot + jump back) or jump-optimized — and why, rule by r
 		newFuzzCmd(s),
 		newVMCmd(s),
 		newProbeCmd(s),
+		newMonitorCmd(s),
 	)
 	return root
 }
@@ -97,6 +98,9 @@ func Main(args []string, in io.Reader, out, errw io.Writer) int {
 	}
 	fmt.Fprintln(errw, "kboost:", err)
 	var ue *UsageError
+	if ec, ok := err.(interface{ ExitCode() int }); ok {
+		return ec.ExitCode()
+	}
 	if errors.As(err, &ue) || isCobraUsage(err) {
 		return 2
 	}

@@ -1,0 +1,310 @@
+//go:build linux && amd64
+
+package monitor
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// These tests trace real processes (ptrace): KBOOST_ROOT=1.
+func needTracing(t *testing.T) {
+	t.Helper()
+	if os.Getenv("KBOOST_ROOT") != "1" {
+		t.Skip("set KBOOST_ROOT=1 to trace real processes with ptrace")
+	}
+}
+
+var traceeBin string
+
+// tracee builds testdata/tracee.c once (gcc -m64, frame pointers kept).
+func tracee(t *testing.T) string {
+	t.Helper()
+	if traceeBin != "" {
+		return traceeBin
+	}
+	gcc, err := exec.LookPath("gcc")
+	if err != nil {
+		t.Fatalf("gcc: %v (scripts/setup.sh installs it)", err)
+	}
+	dir, err := os.MkdirTemp("", "kboost-tracee-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "tracee")
+	if out, err := exec.Command(gcc, "-O1", "-fno-omit-frame-pointer", "-pthread", "-o", bin, "testdata/tracee.c").CombinedOutput(); err != nil {
+		t.Fatalf("gcc: %v\n%s", err, out)
+	}
+	traceeBin = bin
+	return bin
+}
+
+// native runs the tracee untraced and returns what it wrote and its status.
+func native(t *testing.T, mode string) (string, int) {
+	out := filepath.Join(t.TempDir(), "out")
+	cmd := exec.Command(tracee(t), mode, out)
+	err := cmd.Run()
+	status := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		status = ee.ExitCode()
+		if ws, ok := ee.Sys().(interface{ Signaled() bool }); ok && ws.Signaled() {
+			status = 128 + 9
+		}
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(out)
+	return string(b), status
+}
+
+type run struct {
+	out     string
+	sum     Summary
+	records []Record
+	events  []EventRecord
+}
+
+func monitored(t *testing.T, mode string, opt Options, during func(m *Monitor)) run {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "out")
+	var rec bytes.Buffer
+	opt.Argv = []string{tracee(t), mode, out}
+	opt.JSON = true
+	opt.Out = &rec
+	m, err := New(opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if during != nil {
+		go during(m)
+	}
+	done := make(chan struct{})
+	var sum Summary
+	go func() {
+		sum, err = m.Run()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(60 * time.Second):
+		t.Fatalf("%s: tracee hung under the monitor", mode)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(out)
+	r := run{out: string(b), sum: sum}
+	sc := bufio.NewScanner(&rec)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		line := sc.Bytes()
+		switch {
+		case bytes.HasPrefix(line, []byte(`{"event"`)):
+			var e EventRecord
+			json.Unmarshal(line, &e)
+			r.events = append(r.events, e)
+		case bytes.HasPrefix(line, []byte(`{"summary"`)):
+		default:
+			var c Record
+			if err := json.Unmarshal(line, &c); err != nil {
+				t.Fatalf("bad record %s: %v", line, err)
+			}
+			r.records = append(r.records, c)
+		}
+	}
+	return r
+}
+
+// TestTraceesBehaveAsNative: each mode writes the same output and exits with
+// the same status with and without the monitor, in both stop modes.
+func TestTraceesBehaveAsNative(t *testing.T) {
+	needTracing(t)
+	for _, mode := range []string{"threads", "fork", "vfork", "clone", "execthread", "signals", "sigstop", "killed"} {
+		want, wantStatus := native(t, mode)
+		for _, seccomp := range []bool{true, false} {
+			name := mode + "/seccomp=" + strconv.FormatBool(seccomp)
+			r := monitored(t, mode, Options{NoSeccomp: !seccomp}, nil)
+			if r.out != want {
+				t.Errorf("%s: output %q, native %q", name, r.out, want)
+			}
+			if r.sum.Status != wantStatus {
+				t.Errorf("%s: status %d, native %d", name, r.sum.Status, wantStatus)
+			}
+			if r.sum.Calls == 0 {
+				t.Errorf("%s: no calls recorded", name)
+			}
+			switch mode {
+			case "execthread":
+				n := 0
+				for _, c := range r.records {
+					if c.Syscall == "execve" && c.Ret == "0" {
+						n++
+					}
+				}
+				if n != 2 {
+					t.Errorf("%s: %d successful execve records, want 2 (the start and the thread's)", name, n)
+				}
+			case "threads", "fork", "vfork", "clone":
+				tids := map[int]bool{}
+				for _, c := range r.records {
+					tids[c.Tid] = true
+				}
+				if len(tids) < 2 {
+					t.Errorf("%s: calls of %d threads recorded, want the children's too", name, len(tids))
+				}
+			}
+		}
+	}
+}
+
+// TestDenyEPERM: a policy-denied open fails with EPERM, the next one works.
+func TestDenyEPERM(t *testing.T) {
+	needTracing(t)
+	p, err := ParsePolicy(strings.NewReader("deny openat path=/etc/hostname\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := monitored(t, "deny", Options{Policy: p}, nil)
+	if want := "open=-1 errno=1\nafter open ok=1\n"; r.out != want {
+		t.Errorf("output %q, want %q", r.out, want)
+	}
+	denied := 0
+	for _, c := range r.records {
+		if c.Denied {
+			denied++
+			if c.Errno != "EPERM" || c.Syscall != "openat" {
+				t.Errorf("denied record %+v", c)
+			}
+		}
+	}
+	if denied != 1 || r.sum.Denied != 1 {
+		t.Errorf("%d denied records, summary %d; want 1", denied, r.sum.Denied)
+	}
+}
+
+// TestSyscallsSelected: --syscalls records only the named calls.
+func TestSyscallsSelected(t *testing.T) {
+	needTracing(t)
+	r := monitored(t, "workload", Options{Syscalls: []string{"openat", "execve"}}, nil)
+	if len(r.records) == 0 {
+		t.Fatal("no records")
+	}
+	for _, c := range r.records {
+		if c.Syscall != "openat" && c.Syscall != "execve" {
+			t.Errorf("unselected call recorded: %s", c.Syscall)
+		}
+	}
+	found := false
+	for _, c := range r.records {
+		for _, a := range c.Args {
+			found = found || a.Path == "/etc/passwd"
+		}
+	}
+	if !found {
+		t.Error("the child's openat of /etc/passwd was not recorded with its path")
+	}
+}
+
+// TestDetach: released mid-run, the tracee finishes as it would have, and is
+// no longer traced (a real detach without seccomp; served quietly with it).
+func TestDetach(t *testing.T) {
+	needTracing(t)
+	want, _ := native(t, "ticks")
+	for _, seccomp := range []bool{false, true} {
+		r := monitored(t, "ticks", Options{NoSeccomp: !seccomp}, func(m *Monitor) {
+			time.Sleep(150 * time.Millisecond)
+			m.Detach()
+		})
+		if !strings.HasPrefix(want, r.out) || r.out == "" {
+			t.Fatalf("seccomp=%v: output at release %q", seccomp, r.out)
+		}
+		if !seccomp {
+			if !r.sum.Detached {
+				t.Fatal("not detached")
+			}
+			// The tracee runs on untraced: wait for its last line.
+			deadline := time.Now().Add(10 * time.Second)
+			for time.Now().Before(deadline) && !strings.HasSuffix(r.out, "tick 39\n") {
+				time.Sleep(20 * time.Millisecond)
+				r.out = readOut(t, r)
+			}
+		}
+		if r.out != want {
+			t.Errorf("seccomp=%v: output %q, native %q", seccomp, r.out, want)
+		}
+	}
+}
+
+func readOut(t *testing.T, r run) string {
+	// The out file's path is in the first execve's arguments.
+	for _, c := range r.records {
+		if c.Syscall == "openat" {
+			for _, a := range c.Args {
+				if strings.HasSuffix(a.Path, "/out") {
+					b, _ := os.ReadFile(a.Path)
+					return string(b)
+				}
+			}
+		}
+	}
+	return r.out
+}
+
+var straceLine = regexp.MustCompile(`^(\d+)\s+([a-z_0-9]+)\(`)
+
+// TestSameCallsAsStrace: on a small threaded, forking workload the monitor
+// sees the calls `strace -f` sees, in the same order per thread.
+func TestSameCallsAsStrace(t *testing.T) {
+	needTracing(t)
+	st, err := exec.LookPath("strace")
+	if err != nil {
+		t.Fatalf("strace: %v (scripts/setup.sh installs it)", err)
+	}
+	log := filepath.Join(t.TempDir(), "strace.log")
+	if out, err := exec.Command(st, "-f", "-qq", "-o", log, tracee(t), "workload", filepath.Join(t.TempDir(), "o")).CombinedOutput(); err != nil {
+		t.Fatalf("strace: %v\n%s", err, out)
+	}
+	b, err := os.ReadFile(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seqs := map[string][]string{}
+	for _, l := range strings.Split(string(b), "\n") {
+		if m := straceLine.FindStringSubmatch(l); m != nil {
+			seqs[m[1]] = append(seqs[m[1]], m[2])
+		}
+	}
+	r := monitored(t, "workload", Options{}, nil)
+	ours := map[string][]string{}
+	for _, c := range r.records {
+		k := strconv.Itoa(c.Tid)
+		ours[k] = append(ours[k], c.Syscall)
+	}
+	norm := func(m map[string][]string) []string {
+		var out []string
+		for _, s := range m {
+			out = append(out, strings.Join(s, " "))
+		}
+		sort.Strings(out)
+		return out
+	}
+	a, w := norm(ours), norm(seqs)
+	if len(a) != len(w) {
+		t.Fatalf("%d threads traced, strace %d:\nours:   %q\nstrace: %q", len(a), len(w), a, w)
+	}
+	for i := range a {
+		if a[i] != w[i] {
+			t.Errorf("thread sequence differs:\nours:   %s\nstrace: %s", a[i], w[i])
+		}
+	}
+}
