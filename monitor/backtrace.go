@@ -155,6 +155,11 @@ func (b *backtracer) file(path string) *fileSyms {
 	return fs
 }
 
+func (s *space) holds(addr uint64) bool {
+	i := sort.Search(len(s.maps), func(i int) bool { return s.maps[i].end > addr })
+	return i < len(s.maps) && s.maps[i].start <= addr
+}
+
 // symbolize names addr through the mapping holding it (binary search).
 func (b *backtracer) symbolize(s *space, addr uint64) Frame {
 	fr := Frame{Addr: "0x" + strconv.FormatUint(addr, 16)}
@@ -182,6 +187,10 @@ func (b *backtracer) symbolize(s *space, addr uint64) Frame {
 // walk follows the frame-pointer chain from the call's registers.
 func (b *backtracer) walk(c *tracer.Call, tab *sysent.Table) []Frame {
 	s := b.space(c.Pid)
+	if !s.holds(c.IP) { // mapped by a call kboost did not stop at (an attach, a missed event)
+		s.dirty = true
+		s = b.space(c.Pid)
+	}
 	frames := []Frame{b.symbolize(s, c.IP)}
 	word := uint64(tab.Arch.PtrSize)
 	buf := make([]byte, 2*word)
@@ -196,7 +205,7 @@ func (b *backtracer) walk(c *tracer.Call, tab *sysent.Table) []Frame {
 		} else {
 			next, ret = binary.LittleEndian.Uint64(buf), binary.LittleEndian.Uint64(buf[8:])
 		}
-		if ret == 0 {
+		if ret == 0 || !s.holds(ret) { // not a return address: code without frame pointers
 			break
 		}
 		frames = append(frames, b.symbolize(s, ret))

@@ -114,6 +114,14 @@ func New(opt Options) (*Monitor, error) {
 	if names != nil && opt.Policy != nil {
 		names = append(append([]string{}, names...), opt.Policy.Names()...)
 	}
+	if names != nil && opt.Backtrace { // the address-space view follows the mapping calls
+		names = append([]string{}, names...)
+		for n := range mapsCalls {
+			if _, ok := sysent.TableX86_64.ByName(n); ok {
+				names = append(names, n)
+			}
+		}
+	}
 	filter, err := filterFor(names)
 	if err != nil {
 		return nil, err
