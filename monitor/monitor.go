@@ -54,6 +54,7 @@ type EventRecord struct {
 	Parent int    `json:"parent,omitempty"`
 	Status int    `json:"status,omitempty"`
 	Signal string `json:"signal,omitempty"`
+	Former int    `json:"former_tid,omitempty"` // exec: the thread that called execve
 }
 
 // Summary is the run's totals (the last JSON line with --json).
@@ -252,7 +253,7 @@ func (m *Monitor) Event(e tracer.Event) {
 	if e.Kind == tracer.EvNewThread && e.Tid == e.Parent {
 		return // the creator's half of the event
 	}
-	r := EventRecord{Event: eventNames[e.Kind], Pid: e.Pid, Tid: e.Tid, Parent: e.Parent, Status: e.Status}
+	r := EventRecord{Event: eventNames[e.Kind], Pid: e.Pid, Tid: e.Tid, Parent: e.Parent, Status: e.Status, Former: e.FormerTid}
 	if e.Signal != 0 {
 		r.Signal = sysent.SignalName(e.Signal)
 	}
@@ -301,6 +302,9 @@ func text(v any) string {
 		}
 		if r.Signal != "" {
 			b.WriteString(" " + r.Signal)
+		}
+		if r.Former != 0 {
+			fmt.Fprintf(&b, " by %d", r.Former)
 		}
 		if r.Event == "exit" {
 			b.WriteString(" " + strconv.Itoa(r.Status))

@@ -401,7 +401,9 @@ func (t *Tracer) stopped(th *thread, ws unix.WaitStatus) {
 			t.threads[th.tid] = f
 			th = f
 		}
-		th.hidden = false
+		// Seized while its own exec (of kboost's helper) was finishing, the
+		// helper may report that exec too: only the tracee's counts.
+		th.hidden = th.hidden && !t.armed
 		t.event(th, Event{Kind: EvExec, FormerTid: former})
 		t.resume(th, 0)
 	case ev == eventStop:
@@ -455,7 +457,7 @@ func (t *Tracer) syscallStop(th *thread) {
 	switch si.Op {
 	case infoEntry, infoSeccomp:
 		nr := si.U[0]
-		if th.hidden && th.tid == t.root && si.Arch == auditX86_64 && nr == nrExecveX86_64 {
+		if !t.armed && th.tid == t.root && si.Arch == auditX86_64 && nr == nrExecveX86_64 {
 			th.hidden = false // kboost's helper execs the tracee: report from here
 			t.armed = true
 		}
