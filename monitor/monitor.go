@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -29,6 +30,7 @@ type Options struct {
 	NoSeccomp bool      // stop at every call even when kboost starts the tree
 	Backtrace bool
 	MaxFrames int
+	Stdio     [3]*os.File // the started command's stdin, stdout, stderr (nil: kboost's)
 }
 
 // Record is one system call, as written to Out (--json).
@@ -135,7 +137,7 @@ func New(opt Options) (*Monitor, error) {
 	if opt.Backtrace {
 		m.bt = newBacktracer(opt.MaxFrames)
 	}
-	m.tr, err = tracer.New(tracer.Config{Argv: opt.Argv, Pid: opt.Pid, Filter: filter, UseSeccomp: !opt.NoSeccomp})
+	m.tr, err = tracer.New(tracer.Config{Argv: opt.Argv, Pid: opt.Pid, Filter: filter, UseSeccomp: !opt.NoSeccomp, Stdio: opt.Stdio})
 	if err != nil {
 		return nil, err
 	}

@@ -323,3 +323,52 @@ func TestSameCallsAsStrace(t *testing.T) {
 		}
 	}
 }
+
+// TestI386Tracee: a 32-bit tracee's calls are named from the i386 table
+// (open is 5 there, fstat on x86-64), its path read, and a denial works
+// through the i386 register layout, in both stop modes.
+func TestI386Tracee(t *testing.T) {
+	needTracing(t)
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "i386")
+	if out, err := exec.Command("gcc", "-m32", "-nostdlib", "-static", "-o", bin, "testdata/i386.S").CombinedOutput(); err != nil {
+		t.Fatalf("gcc -m32: %v\n%s", err, out)
+	}
+	if out, err := exec.Command(bin).Output(); err != nil || string(out) != "ok\n" {
+		t.Skipf("native i386 run: %q %v: this kernel does not run 32-bit code", out, err)
+	}
+	deny, _ := ParsePolicy(strings.NewReader("deny open path=/etc/\n"))
+	for _, c := range []struct {
+		policy *Policy
+		want   string
+		denied int
+	}{{nil, "ok\n", 0}, {deny, "no\n", 1}} {
+		for _, seccomp := range []bool{true, false} {
+			stdout := filepath.Join(dir, "stdout")
+			f, err := os.Create(stdout)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var rec bytes.Buffer
+			m, err := New(Options{Argv: []string{bin}, JSON: true, Out: &rec, Policy: c.policy, NoSeccomp: !seccomp, Stdio: [3]*os.File{nil, f, nil}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			sum, err := m.Run()
+			f.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, _ := os.ReadFile(stdout)
+			if string(got) != c.want {
+				t.Errorf("seccomp=%v policy=%v: tracee wrote %q, want %q", seccomp, c.policy != nil, got, c.want)
+			}
+			if !strings.Contains(rec.String(), `"arch":"i386","syscall":"open","nr":5`) || !strings.Contains(rec.String(), `"path":"/etc/hostname"`) {
+				t.Errorf("seccomp=%v: no i386 open record of /etc/hostname:\n%s", seccomp, rec.String())
+			}
+			if sum.Denied != c.denied {
+				t.Errorf("seccomp=%v: %d denied, want %d", seccomp, sum.Denied, c.denied)
+			}
+		}
+	}
+}

@@ -3,6 +3,7 @@ package tracer
 import (
 	"errors"
 	"fmt"
+	"os"
 )
 
 // ErrTracer marks a tracer failure (attach, spawn, ptrace).
@@ -15,7 +16,9 @@ type Config struct {
 	// one is set.
 	Argv []string
 	Env  []string // nil: kboost's environment
-	Pid  int
+	// Stdio are the started command's stdin, stdout and stderr (nil: kboost's).
+	Stdio [3]*os.File
+	Pid   int
 	// Filter selects the system calls that stop, per AUDIT_ARCH value (a
 	// nil set stops every call of that arch). With Argv and UseSeccomp, a
 	// seccomp-bpf filter installed before exec makes only those calls stop

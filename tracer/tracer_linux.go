@@ -168,7 +168,7 @@ func (t *Tracer) spawn() error {
 	}
 	env = append(append([]string{}, env...), envChild+"=1")
 	pid, err := syscall.ForkExec("/proc/self/exe", append([]string{"kboost-tracee", "--"}, t.cfg.Argv...), &syscall.ProcAttr{
-		Env: env, Files: []uintptr{0, 1, 2, r.Fd()},
+		Env: env, Files: append(stdio(t.cfg.Stdio), r.Fd()),
 	})
 	if err != nil {
 		return fmt.Errorf("%w: start %s: %w", ErrTracer, t.cfg.Argv[0], err)
@@ -194,6 +194,16 @@ func (t *Tracer) spawn() error {
 		return fmt.Errorf("%w: start %s: %w", ErrTracer, t.cfg.Argv[0], err)
 	}
 	return nil
+}
+
+func stdio(f [3]*os.File) []uintptr {
+	fds := []uintptr{0, 1, 2}
+	for i, x := range f {
+		if x != nil {
+			fds[i] = x.Fd()
+		}
+	}
+	return fds
 }
 
 // attach seizes every thread of pid and of its descendants, then
@@ -284,12 +294,19 @@ func descendants(pid int) []int {
 func (t *Tracer) addThread(tid, pid int, hidden bool) *thread {
 	th := &thread{tid: tid, pid: pid, hidden: hidden || !t.armed}
 	t.threads[tid] = th
-	t.res.Threads++
-	if !t.pids[pid] {
-		t.pids[pid] = true
-		t.res.Processes++
+	if !th.hidden {
+		t.count(th)
 	}
 	return th
+}
+
+// count adds a reported thread (and its process) to the result.
+func (t *Tracer) count(th *thread) {
+	t.res.Threads++
+	if !t.pids[th.pid] {
+		t.pids[th.pid] = true
+		t.res.Processes++
+	}
 }
 
 // tgid reads a task's process id.
@@ -460,6 +477,7 @@ func (t *Tracer) syscallStop(th *thread) {
 		if !t.armed && th.tid == t.root && si.Arch == auditX86_64 && nr == nrExecveX86_64 {
 			th.hidden = false // kboost's helper execs the tracee: report from here
 			t.armed = true
+			t.count(th)
 		}
 		if !t.report(th) || !t.monitored(si.Arch, nr) {
 			th.call = nil
