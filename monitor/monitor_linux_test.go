@@ -372,3 +372,41 @@ func TestI386Tracee(t *testing.T) {
 		}
 	}
 }
+
+// TestBacktraceSymbols: the openat made by inner() (called from outer())
+// has outer in its backtrace, inside outer's extent as nm gives it.
+func TestBacktraceSymbols(t *testing.T) {
+	needTracing(t)
+	bin := tracee(t)
+	nm, err := exec.Command("nm", "-S", bin).Output()
+	if err != nil {
+		t.Fatalf("nm: %v (binutils: scripts/setup.sh)", err)
+	}
+	size := map[string]uint64{}
+	for _, l := range strings.Split(string(nm), "\n") {
+		if f := strings.Fields(l); len(f) == 4 {
+			size[f[3]], _ = strconv.ParseUint(f[1], 16, 64)
+		}
+	}
+	if size["outer"] == 0 || size["inner"] == 0 {
+		t.Fatal("nm lists no outer or inner")
+	}
+	r := monitored(t, "nested", Options{Syscalls: []string{"openat"}, Backtrace: true}, nil)
+	for _, c := range r.records {
+		if len(c.Args) < 2 || c.Args[1].Path != "/etc/hostname" {
+			continue
+		}
+		// inner (the syscall site), then its caller outer, then main.
+		if len(c.Backtrace) < 3 {
+			t.Fatalf("backtrace %+v: want inner, outer, main...", c.Backtrace)
+		}
+		for i, want := range []string{"inner", "outer", "main"} {
+			f := c.Backtrace[i]
+			if f.Sym != want || f.File != bin || f.Off == 0 || (size[want] != 0 && f.Off >= size[want]) {
+				t.Errorf("frame %d %+v: want %s in %s, 0 < off < %d (nm)", i, f, want, bin, size[want])
+			}
+		}
+		return
+	}
+	t.Fatalf("no openat of /etc/hostname recorded: %+v", r.records)
+}

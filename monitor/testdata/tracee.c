@@ -38,6 +38,29 @@ static int clone_fn(void *arg) {
 
 static void on_usr1(int sig) { (void)sig; hits++; }
 
+/* Frame-pointer chain for --backtrace: inner makes the openat itself
+ * (libc's open uses rbp as a general register, and kboost has no CFI
+ * unwinder yet), inner is called from outer; both keep frame pointers. */
+__attribute__((noinline)) void touch(long v) { __asm__ volatile("" ::"r"(v) : "memory"); }
+
+/* Not a leaf (it calls touch), so GCC gives it a frame. */
+__attribute__((noinline)) static int inner(const char *p) {
+	long fd;
+	register long r10 __asm__("r10") = 0;
+	__asm__ volatile("syscall"
+			 : "=a"(fd)
+			 : "0"(257L), "D"(-100L), "S"(p), "d"((long)O_RDONLY), "r"(r10)
+			 : "rcx", "r11", "memory");
+	touch(fd);
+	return (int)fd;
+}
+
+__attribute__((noinline)) int outer(const char *p) {
+	int fd = inner(p);
+	__asm__ volatile("" ::: "memory");
+	return fd + 1;
+}
+
 int main(int argc, char **argv) {
 	if (argc < 3)
 		return 2;
@@ -114,6 +137,9 @@ int main(int argc, char **argv) {
 		fprintf(out, "open=%d errno=%d\n", fd, errno);
 		fd = open("/dev/null", O_RDONLY);
 		fprintf(out, "after open ok=%d\n", fd >= 0);
+	} else if (!strcmp(m, "nested")) {
+		int fd = outer("/etc/hostname");
+		fprintf(out, "nested ok=%d\n", fd > 0);
 	} else if (!strcmp(m, "ticks")) {
 		for (int i = 0; i < 40; i++) {
 			usleep(10000);
