@@ -107,7 +107,16 @@ func filterFor(names []string) (map[uint32]map[uint64]bool, error) {
 			return nil, fmt.Errorf("%w %q (names as in the kernel's tables: openat, execve, mmap2...)", ErrUnknownSyscall, n)
 		}
 	}
-	// execve is always seen: a new image must be re-read, and strace shows it.
+	// execve always stops (and is recorded only when selected): the tracer
+	// starts reporting at the tracee's own execve, and a new image must be
+	// re-read.
+	for _, tab := range []*sysent.Table{sysent.TableX86_64, sysent.TableI386} {
+		for _, n := range []string{"execve", "execveat"} {
+			if e, ok := tab.ByName(n); ok {
+				f[tab.Audit][uint64(e.Nr)] = true
+			}
+		}
+	}
 	return f, nil
 }
 
@@ -215,6 +224,9 @@ func (m *Monitor) Exit(c *tracer.Call) {
 		rec.Ret = "?"
 	} else {
 		rec.Ret, rec.Errno = tab.Result(c.Ret, c.IsError)
+		if addrResult[rec.Syscall] && !c.IsError {
+			rec.Ret = "0x" + strconv.FormatUint(uint64(c.Ret), 16)
+		}
 	}
 	if m.bt != nil {
 		m.bt.after(rec.Syscall, c)
@@ -241,6 +253,9 @@ func contains(s []string, v string) bool {
 	}
 	return false
 }
+
+// addrResult are the calls that return an address (printed in hex).
+var addrResult = map[string]bool{"mmap": true, "mmap2": true, "brk": true, "mremap": true, "shmat": true}
 
 var eventNames = map[tracer.EventKind]string{
 	tracer.EvNewThread: "new_thread", tracer.EvExec: "exec", tracer.EvExit: "exit",
