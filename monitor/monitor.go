@@ -126,7 +126,7 @@ func New(opt Options) (*Monitor, error) {
 	if names != nil && opt.Policy != nil {
 		names = append(append([]string{}, names...), opt.Policy.Names()...)
 	}
-	if names != nil && opt.Backtrace { // the address-space view follows the mapping calls
+	if names != nil && (opt.Backtrace || opt.Policy.NeedsStack()) { // the address-space view follows the mapping calls
 		names = append([]string{}, names...)
 		for n := range mapsCalls {
 			if _, ok := sysent.TableX86_64.ByName(n); ok {
@@ -143,7 +143,7 @@ func New(opt Options) (*Monitor, error) {
 		m.w = bufio.NewWriterSize(opt.Out, 64<<10)
 		m.enc = json.NewEncoder(m.w)
 	}
-	if opt.Backtrace {
+	if opt.Backtrace || opt.Policy.NeedsStack() {
 		m.bt = newBacktracer(opt.MaxFrames)
 	}
 	m.tr, err = tracer.New(tracer.Config{Argv: opt.Argv, Pid: opt.Pid, Filter: filter, UseSeccomp: !opt.NoSeccomp, Stdio: opt.Stdio})
@@ -201,11 +201,18 @@ func (m *Monitor) Enter(c *tracer.Call) uintptr {
 			}
 		}
 	}
+	var callers []string
 	if m.bt != nil {
-		rec.Backtrace = m.bt.walk(c, tab)
+		frames := m.bt.walk(c, tab)
+		for _, f := range frames {
+			callers = append(callers, f.Sym)
+		}
+		if m.opt.Backtrace {
+			rec.Backtrace = frames
+		}
 	}
 	m.pending[c.Tid] = rec
-	if r := m.opt.Policy.Decide(rec.Syscall, paths); r != nil && r.Deny {
+	if r := m.opt.Policy.Decide(rec.Syscall, paths, callers); r != nil && r.Deny {
 		rec.Denied, rec.Rule = true, r.String()
 		return uintptr(syscall.EPERM)
 	}

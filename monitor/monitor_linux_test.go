@@ -410,3 +410,20 @@ func TestBacktraceSymbols(t *testing.T) {
 	}
 	t.Fatalf("no openat of /etc/hostname recorded: %+v", r.records)
 }
+
+// TestDenyByCaller: a caller= rule denies the openat made under outer()
+// (found on the stack by frame pointers) and only that one.
+func TestDenyByCaller(t *testing.T) {
+	needTracing(t)
+	p, err := ParsePolicy(strings.NewReader("deny openat caller=outer\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := monitored(t, "nested", Options{Policy: p}, nil)
+	if want := "nested ok=0\n"; r.out != want {
+		t.Errorf("output %q, want %q", r.out, want)
+	}
+	if r.sum.Denied != 1 {
+		t.Errorf("%d denied, want 1 (the openat under outer; the others are libc's and the loader's)", r.sum.Denied)
+	}
+}

@@ -12,12 +12,14 @@ import (
 var ErrPolicy = errors.New("monitor: policy")
 
 // Rule is one line of a policy: allow or deny a call (or any call, "*")
-// optionally only when one of its path arguments starts with Prefix.
+// optionally only when one of its path arguments starts with Prefix and
+// only when a function named Caller is on its user stack (frame pointers).
 type Rule struct {
 	Line    int
 	Deny    bool
 	Syscall string // "*" for any
 	Prefix  string // "" for any
+	Caller  string // "" for any
 }
 
 func (r Rule) String() string {
@@ -28,6 +30,9 @@ func (r Rule) String() string {
 	s += " " + r.Syscall
 	if r.Prefix != "" {
 		s += " path=" + r.Prefix
+	}
+	if r.Caller != "" {
+		s += " caller=" + r.Caller
 	}
 	return fmt.Sprintf("%s (line %d)", s, r.Line)
 }
@@ -55,16 +60,18 @@ func ParsePolicy(r io.Reader) (*Policy, error) {
 		if len(f) == 0 {
 			continue
 		}
-		if len(f) < 2 || len(f) > 3 || (f[0] != "allow" && f[0] != "deny") {
-			return nil, fmt.Errorf("%w: line %d: %q: want `allow|deny SYSCALL|* [path=PREFIX]`", ErrPolicy, ln, sc.Text())
+		if len(f) < 2 || len(f) > 4 || (f[0] != "allow" && f[0] != "deny") {
+			return nil, fmt.Errorf("%w: line %d: %q: want `allow|deny SYSCALL|* [path=PREFIX] [caller=FUNC]`", ErrPolicy, ln, sc.Text())
 		}
 		rule := Rule{Line: ln, Deny: f[0] == "deny", Syscall: f[1]}
-		if len(f) == 3 {
-			v, ok := strings.CutPrefix(f[2], "path=")
-			if !ok || v == "" {
-				return nil, fmt.Errorf("%w: line %d: %q: the third field is path=PREFIX", ErrPolicy, ln, f[2])
+		for _, opt := range f[2:] {
+			if v, ok := strings.CutPrefix(opt, "path="); ok && v != "" && rule.Prefix == "" {
+				rule.Prefix = v
+			} else if v, ok := strings.CutPrefix(opt, "caller="); ok && v != "" && rule.Caller == "" {
+				rule.Caller = v
+			} else {
+				return nil, fmt.Errorf("%w: line %d: %q: after the call come path=PREFIX and caller=FUNC, once each", ErrPolicy, ln, opt)
 			}
-			rule.Prefix = v
 		}
 		if len(p.Rules) == maxRules {
 			return nil, fmt.Errorf("%w: more than %d rules", ErrPolicy, maxRules)
@@ -78,14 +85,17 @@ func ParsePolicy(r io.Reader) (*Policy, error) {
 }
 
 // Decide returns the rule deciding a call named name with these path
-// arguments, or nil (allowed by default).
-func (p *Policy) Decide(name string, paths []string) *Rule {
+// arguments and these functions on its stack, or nil (allowed by default).
+func (p *Policy) Decide(name string, paths, callers []string) *Rule {
 	if p == nil {
 		return nil
 	}
 	for i := range p.Rules {
 		r := &p.Rules[i]
 		if r.Syscall != "*" && r.Syscall != name {
+			continue
+		}
+		if r.Caller != "" && !contains(callers, r.Caller) {
 			continue
 		}
 		if r.Prefix == "" {
@@ -98,6 +108,19 @@ func (p *Policy) Decide(name string, paths []string) *Rule {
 		}
 	}
 	return nil
+}
+
+// NeedsStack says whether some rule names a caller.
+func (p *Policy) NeedsStack() bool {
+	if p == nil {
+		return false
+	}
+	for _, r := range p.Rules {
+		if r.Caller != "" {
+			return true
+		}
+	}
+	return false
 }
 
 // Names lists the calls the policy names ("*" when any call may match).

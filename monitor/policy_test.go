@@ -18,12 +18,19 @@ func TestPolicyDecide(t *testing.T) {
 		{"openat", []string{"/etc/hosts"}, false}, {"openat", []string{"/etc/shadow"}, true},
 		{"openat", []string{"/tmp/x"}, false}, {"unlink", nil, true}, {"read", nil, false},
 	} {
-		r := p.Decide(c.name, c.paths)
+		r := p.Decide(c.name, c.paths, nil)
 		if got := r != nil && r.Deny; got != c.deny {
 			t.Errorf("%s %q: deny=%v, want %v (rule %v)", c.name, c.paths, got, c.deny, r)
 		}
 	}
-	for _, bad := range []string{"permit x", "deny", "deny a b", "deny a path=", "allow a path=/x extra"} {
+	c, err := ParsePolicy(strings.NewReader("deny openat caller=outer path=/etc/\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Decide("openat", []string{"/etc/x"}, []string{"inner", "main"}) != nil || c.Decide("openat", []string{"/etc/x"}, []string{"inner", "outer"}) == nil {
+		t.Error("caller= rule")
+	}
+	for _, bad := range []string{"permit x", "deny", "deny a b", "deny a path=", "allow a path=/x extra", "deny a caller=x caller=y", "deny a path=/x path=/y"} {
 		if _, err := ParsePolicy(strings.NewReader(bad)); err == nil {
 			t.Errorf("%q parsed", bad)
 		}
@@ -39,6 +46,6 @@ func FuzzParsePolicy(f *testing.F) {
 		if err != nil {
 			return
 		}
-		p.Decide("openat", []string{"/etc/x"})
+		p.Decide("openat", []string{"/etc/x"}, []string{"main"})
 	})
 }

@@ -29,8 +29,9 @@ with decoded arguments (numbers, flags, paths, fds) and result. Records go to --
 
 When kboost starts CMD, a seccomp-bpf filter installed before its execve makes only
 the monitored calls stop (SECCOMP_RET_TRACE). --policy FILE holds lines
-'allow|deny SYSCALL|* [path=PREFIX]' (first match wins, default allow); a denied
-call fails with EPERM and is logged. --backtrace adds the user stack (frame
+'allow|deny SYSCALL|* [path=PREFIX] [caller=FUNC]' (first match wins, default
+allow; caller= looks for FUNC on the call's frame-pointer stack); a denied call
+fails with EPERM and is logged. --backtrace adds the user stack (frame
 pointers; symbols from each mapped file's ELF symbol table).
 
 Ctrl-C (SIGINT) releases the tree: a --pid tree, or one started with
@@ -109,7 +110,7 @@ until it exits. Exit status 130 after SIGINT.`,
 	f.IntVar(&pid, "pid", 0, "attach to the running process tree rooted at this pid")
 	f.StringVar(&calls, "syscalls", "", "comma-separated system calls to record (default: all)")
 	f.StringVar(&out, "out", "", "write records to this file (default: stderr)")
-	f.StringVar(&policyPath, "policy", "", "policy file: allow|deny SYSCALL|* [path=PREFIX] per line")
+	f.StringVar(&policyPath, "policy", "", "policy file: allow|deny SYSCALL|* [path=PREFIX] [caller=FUNC] per line")
 	f.BoolVar(&jsonOut, "json", false, "records as JSON lines")
 	f.BoolVar(&backtrace, "backtrace", false, "record each call's user stack with symbols")
 	f.BoolVar(&useSeccomp, "seccomp", true, "install a seccomp filter so only monitored calls stop (when kboost starts CMD)")
