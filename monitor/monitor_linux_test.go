@@ -27,6 +27,15 @@ func needTracing(t *testing.T) {
 
 var traceeBin string
 
+// TestMain removes the tracee built once for all tests.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if traceeBin != "" {
+		os.RemoveAll(filepath.Dir(traceeBin))
+	}
+	os.Exit(code)
+}
+
 // tracee builds testdata/tracee.c once (gcc -m64, frame pointers kept).
 func tracee(t *testing.T) string {
 	t.Helper()
