@@ -81,6 +81,7 @@ out of line, boosted (slot + jump back) or jump-optimized — and why, rule by r
 		newVMCmd(s),
 		newProbeCmd(s),
 		newUprobeCmd(s),
+		newMonitorCmd(s),
 	)
 	return root
 }

@@ -1,0 +1,438 @@
+//go:build linux && amd64
+
+package monitor
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// These tests trace real processes (ptrace): KBOOST_ROOT=1.
+func needTracing(t *testing.T) {
+	t.Helper()
+	if os.Getenv("KBOOST_ROOT") != "1" {
+		t.Skip("set KBOOST_ROOT=1 to trace real processes with ptrace")
+	}
+}
+
+var traceeBin string
+
+// TestMain removes the tracee built once for all tests.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if traceeBin != "" {
+		os.RemoveAll(filepath.Dir(traceeBin))
+	}
+	os.Exit(code)
+}
+
+// tracee builds testdata/tracee.c once (gcc -m64, frame pointers kept).
+func tracee(t *testing.T) string {
+	t.Helper()
+	if traceeBin != "" {
+		return traceeBin
+	}
+	gcc, err := exec.LookPath("gcc")
+	if err != nil {
+		t.Fatalf("gcc: %v (scripts/setup.sh installs it)", err)
+	}
+	dir, err := os.MkdirTemp("", "kboost-tracee-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "tracee")
+	if out, err := exec.Command(gcc, "-O1", "-fno-omit-frame-pointer", "-pthread", "-o", bin, "testdata/tracee.c").CombinedOutput(); err != nil {
+		t.Fatalf("gcc: %v\n%s", err, out)
+	}
+	traceeBin = bin
+	return bin
+}
+
+// native runs the tracee untraced and returns what it wrote and its status.
+func native(t *testing.T, mode string) (string, int) {
+	out := filepath.Join(t.TempDir(), "out")
+	cmd := exec.Command(tracee(t), mode, out)
+	err := cmd.Run()
+	status := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		status = ee.ExitCode()
+		if ws, ok := ee.Sys().(interface{ Signaled() bool }); ok && ws.Signaled() {
+			status = 128 + 9
+		}
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(out)
+	return string(b), status
+}
+
+type run struct {
+	out     string
+	sum     Summary
+	records []Record
+	events  []EventRecord
+}
+
+func monitored(t *testing.T, mode string, opt Options, during func(m *Monitor, out string)) run {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "out")
+	var rec bytes.Buffer
+	opt.Argv = []string{tracee(t), mode, out}
+	opt.JSON = true
+	opt.Out = &rec
+	m, err := New(opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if during != nil {
+		go during(m, out)
+	}
+	done := make(chan struct{})
+	var sum Summary
+	go func() {
+		sum, err = m.Run()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(60 * time.Second):
+		t.Fatalf("%s: tracee hung under the monitor", mode)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(out)
+	r := run{out: string(b), sum: sum}
+	sc := bufio.NewScanner(&rec)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		line := sc.Bytes()
+		switch {
+		case bytes.HasPrefix(line, []byte(`{"event"`)):
+			var e EventRecord
+			json.Unmarshal(line, &e)
+			r.events = append(r.events, e)
+		case bytes.HasPrefix(line, []byte(`{"summary"`)):
+		default:
+			var c Record
+			if err := json.Unmarshal(line, &c); err != nil {
+				t.Fatalf("bad record %s: %v", line, err)
+			}
+			r.records = append(r.records, c)
+		}
+	}
+	return r
+}
+
+// TestTraceesBehaveAsNative: each mode writes the same output and exits with
+// the same status with and without the monitor, in both stop modes.
+func TestTraceesBehaveAsNative(t *testing.T) {
+	needTracing(t)
+	for _, mode := range []string{"threads", "fork", "vfork", "clone", "execthread", "signals", "sigstop", "killed"} {
+		want, wantStatus := native(t, mode)
+		for _, seccomp := range []bool{true, false} {
+			name := mode + "/seccomp=" + strconv.FormatBool(seccomp)
+			r := monitored(t, mode, Options{NoSeccomp: !seccomp}, nil)
+			if r.out != want {
+				t.Errorf("%s: output %q, native %q", name, r.out, want)
+			}
+			if r.sum.Status != wantStatus {
+				t.Errorf("%s: status %d, native %d", name, r.sum.Status, wantStatus)
+			}
+			if r.sum.Calls == 0 {
+				t.Errorf("%s: no calls recorded", name)
+			}
+			switch mode {
+			case "execthread":
+				n := 0
+				for _, c := range r.records {
+					if c.Syscall == "execve" && c.Ret == "0" {
+						n++
+					}
+				}
+				if n != 2 {
+					t.Errorf("%s: %d successful execve records, want 2 (the start and the thread's)", name, n)
+				}
+			case "threads", "fork", "vfork", "clone":
+				tids := map[int]bool{}
+				for _, c := range r.records {
+					tids[c.Tid] = true
+				}
+				if len(tids) < 2 {
+					t.Errorf("%s: calls of %d threads recorded, want the children's too", name, len(tids))
+				}
+			}
+		}
+	}
+}
+
+// TestDenyEPERM: a policy-denied open fails with EPERM, the next one works.
+func TestDenyEPERM(t *testing.T) {
+	needTracing(t)
+	p, err := ParsePolicy(strings.NewReader("deny openat path=/etc/hostname\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := monitored(t, "deny", Options{Policy: p}, nil)
+	if want := "open=-1 errno=1\nafter open ok=1\n"; r.out != want {
+		t.Errorf("output %q, want %q", r.out, want)
+	}
+	denied := 0
+	for _, c := range r.records {
+		if c.Denied {
+			denied++
+			if c.Errno != "EPERM" || c.Syscall != "openat" {
+				t.Errorf("denied record %+v", c)
+			}
+		}
+	}
+	if denied != 1 || r.sum.Denied != 1 {
+		t.Errorf("%d denied records, summary %d; want 1", denied, r.sum.Denied)
+	}
+}
+
+// TestSyscallsSelected: --syscalls records only the named calls.
+func TestSyscallsSelected(t *testing.T) {
+	needTracing(t)
+	r := monitored(t, "workload", Options{Syscalls: []string{"openat"}}, nil)
+	if len(r.records) == 0 {
+		t.Fatal("no records")
+	}
+	for _, c := range r.records {
+		if c.Syscall != "openat" {
+			t.Errorf("unselected call recorded: %s", c.Syscall)
+		}
+	}
+	found := false
+	for _, c := range r.records {
+		for _, a := range c.Args {
+			found = found || a.Path == "/etc/passwd"
+		}
+	}
+	if !found {
+		t.Error("the child's openat of /etc/passwd was not recorded with its path")
+	}
+}
+
+// TestDetach: released mid-run, the tracee finishes as it would have, and is
+// no longer traced (a real detach without seccomp; served quietly with it).
+func TestDetach(t *testing.T) {
+	needTracing(t)
+	want, _ := native(t, "ticks")
+	for _, seccomp := range []bool{false, true} {
+		r := monitored(t, "ticks", Options{NoSeccomp: !seccomp}, func(m *Monitor, out string) {
+			// Release once the tracee is under way (its first ticks written).
+			for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+				if b, _ := os.ReadFile(out); bytes.Contains(b, []byte("tick 2\n")) {
+					break
+				}
+			}
+			m.Detach()
+		})
+		if !strings.HasPrefix(want, r.out) || r.out == "" {
+			t.Fatalf("seccomp=%v: output at release %q", seccomp, r.out)
+		}
+		if !seccomp {
+			if !r.sum.Detached {
+				t.Fatal("not detached")
+			}
+			// The tracee runs on untraced: wait for its last line.
+			deadline := time.Now().Add(10 * time.Second)
+			for time.Now().Before(deadline) && !strings.HasSuffix(r.out, "tick 39\n") {
+				time.Sleep(20 * time.Millisecond)
+				r.out = readOut(t, r)
+			}
+		}
+		if r.out != want {
+			t.Errorf("seccomp=%v: output %q, native %q", seccomp, r.out, want)
+		}
+	}
+}
+
+func readOut(t *testing.T, r run) string {
+	// The out file's path is in the first execve's arguments.
+	for _, c := range r.records {
+		if c.Syscall == "openat" {
+			for _, a := range c.Args {
+				if strings.HasSuffix(a.Path, "/out") {
+					b, _ := os.ReadFile(a.Path)
+					return string(b)
+				}
+			}
+		}
+	}
+	return r.out
+}
+
+var straceLine = regexp.MustCompile(`^(\d+)\s+([a-z_0-9]+)\(`)
+
+// TestSameCallsAsStrace: on a small threaded, forking workload the monitor
+// sees the calls `strace -f` sees, in the same order per thread.
+func TestSameCallsAsStrace(t *testing.T) {
+	needTracing(t)
+	st, err := exec.LookPath("strace")
+	if err != nil {
+		t.Fatalf("strace: %v (scripts/setup.sh installs it)", err)
+	}
+	log := filepath.Join(t.TempDir(), "strace.log")
+	if out, err := exec.Command(st, "-f", "-qq", "-o", log, tracee(t), "workload", filepath.Join(t.TempDir(), "o")).CombinedOutput(); err != nil {
+		t.Fatalf("strace: %v\n%s", err, out)
+	}
+	b, err := os.ReadFile(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seqs := map[string][]string{}
+	for _, l := range strings.Split(string(b), "\n") {
+		if m := straceLine.FindStringSubmatch(l); m != nil {
+			seqs[m[1]] = append(seqs[m[1]], m[2])
+		}
+	}
+	r := monitored(t, "workload", Options{}, nil)
+	ours := map[string][]string{}
+	for _, c := range r.records {
+		k := strconv.Itoa(c.Tid)
+		ours[k] = append(ours[k], c.Syscall)
+	}
+	// How often a thread waits on a futex (pthread_join, stdio locks)
+	// depends on timing, and strace is slower: a run of futex calls counts
+	// as one.
+	norm := func(m map[string][]string) []string {
+		var out []string
+		for _, s := range m {
+			var seq []string
+			for _, c := range s {
+				if c == "futex" && len(seq) > 0 && seq[len(seq)-1] == "futex" {
+					continue
+				}
+				seq = append(seq, c)
+			}
+			out = append(out, strings.Join(seq, " "))
+		}
+		sort.Strings(out)
+		return out
+	}
+	a, w := norm(ours), norm(seqs)
+	if len(a) != len(w) {
+		t.Fatalf("%d threads traced, strace %d:\nours:   %q\nstrace: %q", len(a), len(w), a, w)
+	}
+	for i := range a {
+		if a[i] != w[i] {
+			t.Errorf("thread sequence differs:\nours:   %s\nstrace: %s", a[i], w[i])
+		}
+	}
+}
+
+// TestI386Tracee: a 32-bit tracee's calls are named from the i386 table
+// (open is 5 there, fstat on x86-64), its path read, and a denial works
+// through the i386 register layout, in both stop modes.
+func TestI386Tracee(t *testing.T) {
+	needTracing(t)
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "i386")
+	if out, err := exec.Command("gcc", "-m32", "-nostdlib", "-static", "-o", bin, "testdata/i386.S").CombinedOutput(); err != nil {
+		t.Fatalf("gcc -m32: %v\n%s", err, out)
+	}
+	if out, err := exec.Command(bin).Output(); err != nil || string(out) != "ok\n" {
+		t.Skipf("native i386 run: %q %v: this kernel does not run 32-bit code", out, err)
+	}
+	deny, _ := ParsePolicy(strings.NewReader("deny open path=/etc/\n"))
+	for _, c := range []struct {
+		policy *Policy
+		want   string
+		denied int
+	}{{nil, "ok\n", 0}, {deny, "no\n", 1}} {
+		for _, seccomp := range []bool{true, false} {
+			stdout := filepath.Join(dir, "stdout")
+			f, err := os.Create(stdout)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var rec bytes.Buffer
+			m, err := New(Options{Argv: []string{bin}, JSON: true, Out: &rec, Policy: c.policy, NoSeccomp: !seccomp, Stdio: [3]*os.File{nil, f, nil}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			sum, err := m.Run()
+			f.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, _ := os.ReadFile(stdout)
+			if string(got) != c.want {
+				t.Errorf("seccomp=%v policy=%v: tracee wrote %q, want %q", seccomp, c.policy != nil, got, c.want)
+			}
+			if !strings.Contains(rec.String(), `"arch":"i386","syscall":"open","nr":5`) || !strings.Contains(rec.String(), `"path":"/etc/hostname"`) {
+				t.Errorf("seccomp=%v: no i386 open record of /etc/hostname:\n%s", seccomp, rec.String())
+			}
+			if sum.Denied != c.denied {
+				t.Errorf("seccomp=%v: %d denied, want %d", seccomp, sum.Denied, c.denied)
+			}
+		}
+	}
+}
+
+// TestBacktraceSymbols: the openat made by inner() (called from outer())
+// has outer in its backtrace, inside outer's extent as nm gives it.
+func TestBacktraceSymbols(t *testing.T) {
+	needTracing(t)
+	bin := tracee(t)
+	nm, err := exec.Command("nm", "-S", bin).Output()
+	if err != nil {
+		t.Fatalf("nm: %v (binutils: scripts/setup.sh)", err)
+	}
+	size := map[string]uint64{}
+	for _, l := range strings.Split(string(nm), "\n") {
+		if f := strings.Fields(l); len(f) == 4 {
+			size[f[3]], _ = strconv.ParseUint(f[1], 16, 64)
+		}
+	}
+	if size["outer"] == 0 || size["inner"] == 0 {
+		t.Fatal("nm lists no outer or inner")
+	}
+	r := monitored(t, "nested", Options{Syscalls: []string{"openat"}, Backtrace: true}, nil)
+	for _, c := range r.records {
+		if len(c.Args) < 2 || c.Args[1].Path != "/etc/hostname" {
+			continue
+		}
+		// inner (the syscall site), then its caller outer, then main.
+		if len(c.Backtrace) < 3 {
+			t.Fatalf("backtrace %+v: want inner, outer, main...", c.Backtrace)
+		}
+		for i, want := range []string{"inner", "outer", "main"} {
+			f := c.Backtrace[i]
+			if f.Sym != want || f.File != bin || f.Off == 0 || (size[want] != 0 && f.Off >= size[want]) {
+				t.Errorf("frame %d %+v: want %s in %s, 0 < off < %d (nm)", i, f, want, bin, size[want])
+			}
+		}
+		return
+	}
+	t.Fatalf("no openat of /etc/hostname recorded: %+v", r.records)
+}
+
+// TestDenyByCaller: a caller= rule denies the openat made under outer()
+// (found on the stack by frame pointers) and only that one.
+func TestDenyByCaller(t *testing.T) {
+	needTracing(t)
+	p, err := ParsePolicy(strings.NewReader("deny openat caller=outer\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := monitored(t, "nested", Options{Policy: p}, nil)
+	if want := "nested ok=0\n"; r.out != want {
+		t.Errorf("output %q, want %q", r.out, want)
+	}
+	if r.sum.Denied != 1 {
+		t.Errorf("%d denied, want 1 (the openat under outer; the others are libc's and the loader's)", r.sum.Denied)
+	}
+}

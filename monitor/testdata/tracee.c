@@ -1,0 +1,178 @@
+/* Tracee for kboost's tracer and monitor tests: each mode exercises one
+ * thing a tracer must get right and writes what it saw to argv[2], so the
+ * run with and without kboost can be compared. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static FILE *out;
+static char *self;
+static volatile sig_atomic_t hits;
+
+static void *worker(void *arg) {
+	int fd = open("/dev/null", O_WRONLY);
+	write(fd, "x", 1);
+	close(fd);
+	return arg;
+}
+
+static void *exec_thread(void *arg) {
+	(void)arg;
+	fflush(out);
+	execl(self, self, "hello", (char *)getenv("TRACEE_OUT"), (char *)NULL);
+	return NULL;
+}
+
+static int clone_fn(void *arg) {
+	(void)arg;
+	return getppid() > 0 ? 5 : 6;
+}
+
+static void on_usr1(int sig) { (void)sig; hits++; }
+
+/* Frame-pointer chain for --backtrace: inner makes the openat itself
+ * (libc's open uses rbp as a general register, and kboost has no CFI
+ * unwinder yet), inner is called from outer; both keep frame pointers. */
+__attribute__((noinline)) void touch(long v) { __asm__ volatile("" ::"r"(v) : "memory"); }
+
+/* Not a leaf (it calls touch), so GCC gives it a frame. */
+__attribute__((noinline)) static int inner(const char *p) {
+	long fd;
+	register long r10 __asm__("r10") = 0;
+	__asm__ volatile("syscall"
+			 : "=a"(fd)
+			 : "0"(257L), "D"(-100L), "S"(p), "d"((long)O_RDONLY), "r"(r10)
+			 : "rcx", "r11", "memory");
+	touch(fd);
+	return (int)fd;
+}
+
+__attribute__((noinline)) int outer(const char *p) {
+	int fd = inner(p);
+	__asm__ volatile("" ::: "memory");
+	return fd + 1;
+}
+
+int main(int argc, char **argv) {
+	if (argc < 3)
+		return 2;
+	self = argv[0];
+	out = fopen(argv[2], "a");
+	if (!out)
+		return 2;
+	const char *m = argv[1];
+	int st = 0;
+	if (!strcmp(m, "hello")) {
+		fprintf(out, "hello from %s\n", m);
+	} else if (!strcmp(m, "threads")) {
+		pthread_t t[4];
+		for (int i = 0; i < 4; i++)
+			pthread_create(&t[i], NULL, worker, (void *)(long)i);
+		long sum = 0;
+		for (int i = 0; i < 4; i++) {
+			void *r;
+			pthread_join(t[i], &r);
+			sum += (long)r;
+		}
+		fprintf(out, "threads joined sum=%ld\n", sum);
+	} else if (!strcmp(m, "fork")) {
+		fflush(out);
+		pid_t p = fork();
+		if (p == 0)
+			_exit(getpid() > 0 ? 3 : 4);
+		waitpid(p, &st, 0);
+		fprintf(out, "fork child status=%d\n", WEXITSTATUS(st));
+	} else if (!strcmp(m, "vfork")) {
+		fflush(out);
+		pid_t p = vfork();
+		if (p == 0) {
+			execl("/bin/true", "true", (char *)NULL);
+			_exit(127);
+		}
+		waitpid(p, &st, 0);
+		fprintf(out, "vfork child status=%d\n", WEXITSTATUS(st));
+	} else if (!strcmp(m, "clone")) {
+		static char stack[65536];
+		pid_t p = clone(clone_fn, stack + sizeof stack, SIGCHLD, NULL);
+		waitpid(p, &st, 0);
+		fprintf(out, "clone child status=%d\n", WEXITSTATUS(st));
+	} else if (!strcmp(m, "execthread")) {
+		pthread_t t;
+		setenv("TRACEE_OUT", argv[2], 1);
+		fprintf(out, "before exec\n");
+		pthread_create(&t, NULL, exec_thread, NULL);
+		pause();
+	} else if (!strcmp(m, "signals")) {
+		signal(SIGUSR1, on_usr1);
+		raise(SIGUSR1);
+		kill(getpid(), SIGUSR1);
+		fprintf(out, "signals handled=%d\n", (int)hits);
+	} else if (!strcmp(m, "sigstop")) {
+		fflush(out);
+		pid_t p = fork();
+		if (p == 0) {
+			for (int i = 0; i < 20; i++)
+				usleep(5000);
+			_exit(7);
+		}
+		kill(p, SIGSTOP);
+		waitpid(p, &st, WUNTRACED);
+		fprintf(out, "stopped=%d sig=%d\n", WIFSTOPPED(st), WIFSTOPPED(st) ? WSTOPSIG(st) : 0);
+		kill(p, SIGCONT);
+		waitpid(p, &st, WCONTINUED);
+		fprintf(out, "continued=%d\n", WIFCONTINUED(st));
+		waitpid(p, &st, 0);
+		fprintf(out, "exited=%d status=%d\n", WIFEXITED(st), WEXITSTATUS(st));
+	} else if (!strcmp(m, "deny")) {
+		errno = 0;
+		int fd = open("/etc/hostname", O_RDONLY);
+		fprintf(out, "open=%d errno=%d\n", fd, errno);
+		fd = open("/dev/null", O_RDONLY);
+		fprintf(out, "after open ok=%d\n", fd >= 0);
+	} else if (!strcmp(m, "nested")) {
+		int fd = outer("/etc/hostname");
+		fprintf(out, "nested ok=%d\n", fd > 0);
+	} else if (!strcmp(m, "ticks")) {
+		for (int i = 0; i < 40; i++) {
+			usleep(10000);
+			fprintf(out, "tick %d\n", i);
+			fflush(out);
+		}
+	} else if (!strcmp(m, "killed")) {
+		pthread_t t;
+		pthread_create(&t, NULL, worker, NULL);
+		pthread_join(t, NULL);
+		fprintf(out, "about to die\n");
+		fflush(out);
+		kill(getpid(), SIGKILL);
+	} else if (!strcmp(m, "workload")) {
+		pthread_t t[3];
+		for (int i = 0; i < 3; i++)
+			pthread_create(&t[i], NULL, worker, NULL);
+		for (int i = 0; i < 3; i++)
+			pthread_join(t[i], NULL);
+		fflush(out);
+		pid_t p = fork();
+		if (p == 0) {
+			int fd = open("/etc/passwd", O_RDONLY);
+			char b[128];
+			read(fd, b, sizeof b);
+			close(fd);
+			_exit(0);
+		}
+		waitpid(p, &st, 0);
+		fprintf(out, "workload done\n");
+	} else {
+		return 2;
+	}
+	fclose(out);
+	return 0;
+}

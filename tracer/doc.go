@@ -1,0 +1,23 @@
+// Package tracer is kboost's user-space tracer core: it follows every thread
+// of every process of a tree through ptrace and reports their system calls,
+// process events and signals to a Handler.
+//
+// Contract:
+//   - Tracees are attached with PTRACE_SEIZE and PTRACE_O_TRACEFORK, VFORK,
+//     CLONE, EXEC and SYSGOOD (plus TRACESECCOMP when a seccomp filter is
+//     used, and EXITKILL when kboost started the tracee), so new threads and
+//     processes are followed from their first instruction.
+//   - Signals reach tracees unchanged; group-stops are held with
+//     PTRACE_LISTEN, so SIGSTOP/SIGCONT and job control behave as untraced.
+//   - A Handler may deny a system call: it is skipped and returns the given
+//     errno; nothing else in the tracee changes.
+//   - Detach (Tracer.Detach, e.g. on SIGINT) releases every thread and
+//     leaves the tree running as it was. A tree started with a seccomp
+//     filter cannot be released (the filter stays installed and would fail
+//     the monitored calls with ENOSYS without a tracer), so kboost keeps
+//     serving its stops silently until the tree exits.
+//   - Every ptrace request is made from one locked OS thread (the tracer).
+//
+// Linux on amd64 only (x86-64 and i386 tracees); elsewhere Run returns an
+// error wrapping decode.ErrNotSupported.
+package tracer

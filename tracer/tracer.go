@@ -1,0 +1,89 @@
+package tracer
+
+import (
+	"errors"
+	"fmt"
+	"os"
+)
+
+// ErrTracer marks a tracer failure (attach, spawn, ptrace).
+var ErrTracer = errors.New("tracer")
+
+// Config says what to trace.
+type Config struct {
+	// Argv starts a new tree (kboost is its tracer from its first
+	// instruction); Pid attaches to the running tree rooted at Pid. Exactly
+	// one is set.
+	Argv []string
+	Env  []string // nil: kboost's environment
+	// Stdio are the started command's stdin, stdout and stderr (nil: kboost's).
+	Stdio [3]*os.File
+	Pid   int
+	// Filter selects the system calls that stop, per AUDIT_ARCH value (a
+	// nil set stops every call of that arch). With Argv and UseSeccomp, a
+	// seccomp-bpf filter installed before exec makes only those calls stop
+	// (SECCOMP_RET_TRACE); otherwise every call stops and the rest are
+	// passed on without a report.
+	Filter     map[uint32]map[uint64]bool
+	UseSeccomp bool
+}
+
+// Call is one system call of one thread.
+type Call struct {
+	Tid, Pid int
+	Audit    uint32 // AUDIT_ARCH_* of the calling mode
+	Nr       uint64
+	Args     [6]uint64
+	IP, SP   uint64
+	FP       uint64 // frame pointer at entry
+	Ret      int64
+	IsError  bool
+	NoReturn bool    // the thread left the call without an exit stop (exit, exec by another thread, killed)
+	Denied   uintptr // errno the handler chose (0: allowed)
+}
+
+// EventKind names a process event.
+type EventKind int
+
+// Events a Handler sees.
+const (
+	EvNewThread EventKind = iota // a thread or process appeared (Parent set)
+	EvExec                       // Pid executed a new image
+	EvExit                       // Tid exited (Status)
+	EvKilled                     // Tid was killed (Signal)
+	EvSignal                     // Signal is being delivered to Tid
+	EvGroupStop                  // Tid entered a group-stop (Signal)
+)
+
+// Event is one process event.
+type Event struct {
+	Kind      EventKind
+	Tid, Pid  int
+	Parent    int // EvNewThread: the creating thread
+	Status    int
+	Signal    int
+	FormerTid int // EvExec: the thread that called execve
+}
+
+// Handler receives a trace. Its methods run on the tracer thread and may
+// read tracee memory (ReadString); they must not block.
+type Handler interface {
+	// Enter is called at a monitored call's entry; a non-zero errno denies
+	// the call (it is skipped and fails with that errno).
+	Enter(c *Call) (errno uintptr)
+	// Exit is called when the call returns (or, NoReturn, never will).
+	Exit(c *Call)
+	Event(e Event)
+}
+
+// Result summarises a finished trace.
+type Result struct {
+	Status    int  // exit status of the root process (128+signal if killed)
+	Detached  bool // Detach released the tree before it ended
+	Threads   int  // threads seen
+	Processes int  // processes seen
+}
+
+func (e Event) String() string {
+	return fmt.Sprintf("%d/%d kind=%d", e.Pid, e.Tid, e.Kind)
+}

@@ -1,0 +1,629 @@
+//go:build linux && amd64
+
+package tracer
+
+import (
+	"encoding/binary"
+	"fmt"
+	"os"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"unsafe"
+
+	"github.com/kboost/kboost/internal/ptregs"
+	"golang.org/x/sys/unix"
+)
+
+const (
+	ptraceGetSyscallInfo = 0x420e
+	infoEntry            = 1
+	infoExit             = 2
+	infoSeccomp          = 3
+	eventStop            = 128 // PTRACE_EVENT_STOP
+	auditX86_64          = 0xc000003e
+	nrExecveX86_64       = 59
+)
+
+// thread is one traced task.
+type thread struct {
+	tid, pid  int
+	call      *Call // inside a monitored call (entry seen)
+	hidden    bool  // kboost's own start-up helper, before the tracee's execve
+	listening bool
+}
+
+// Tracer is one trace, owned by a locked OS thread.
+type Tracer struct {
+	cfg       Config
+	owner     chan func()
+	threads   map[int]*thread
+	pids      map[int]bool
+	root      int
+	seccomp   bool
+	armed     bool // the tracee proper is running (its execve was entered)
+	sentinel  int
+	sentinelW *os.File
+	detachMu  sync.Once
+	detaching bool
+	quiet     bool
+	res       Result
+	h         Handler
+}
+
+func ptrace(req int, pid int, addr, data uintptr) error {
+	_, _, e := unix.Syscall6(unix.SYS_PTRACE, uintptr(req), uintptr(pid), addr, data, 0, 0)
+	if e != 0 {
+		return e
+	}
+	return nil
+}
+
+// New starts or attaches to the tree cfg names. All ptrace requests of the
+// trace come from one OS thread locked for the Tracer's life.
+func New(cfg Config) (*Tracer, error) {
+	if (len(cfg.Argv) == 0) == (cfg.Pid == 0) {
+		return nil, fmt.Errorf("%w: give either a command or a pid", ErrTracer)
+	}
+	t := &Tracer{cfg: cfg, owner: make(chan func()), threads: map[int]*thread{}, pids: map[int]bool{}}
+	go t.ownerLoop()
+	var err error
+	t.do(func() {
+		if err = t.startSentinel(); err != nil {
+			return
+		}
+		if len(cfg.Argv) > 0 {
+			err = t.spawn()
+		} else {
+			err = t.attach()
+		}
+	})
+	if err != nil {
+		t.stopSentinel()
+		close(t.owner)
+		return nil, err
+	}
+	return t, nil
+}
+
+func (t *Tracer) ownerLoop() {
+	runtime.LockOSThread() // never unlocked: ptrace's tracer is this thread
+	for f := range t.owner {
+		f()
+	}
+}
+
+func (t *Tracer) do(f func()) {
+	done := make(chan struct{})
+	t.owner <- func() { f(); close(done) }
+	<-done
+}
+
+// Run traces until every tracee is gone (or released by Detach).
+func (t *Tracer) Run(h Handler) (Result, error) {
+	var err error
+	t.h = h
+	t.do(func() { err = t.loop() })
+	t.stopSentinel()
+	close(t.owner)
+	return t.res, err
+}
+
+// Detach asks the trace to release every tracee; safe from any goroutine.
+func (t *Tracer) Detach() {
+	t.detachMu.Do(func() { t.sentinelW.Close() })
+}
+
+// The sentinel is a child that exits when its pipe closes: its exit wakes
+// the tracer's wait4 when Detach is asked from another goroutine (ptrace
+// requests cannot come from there).
+func (t *Tracer) startSentinel() error {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	pid, err := syscall.ForkExec("/proc/self/exe", []string{"kboost-tracer-sentinel"}, &syscall.ProcAttr{
+		Env: []string{envSentinel + "=1"}, Files: []uintptr{r.Fd(), ^uintptr(0), 2},
+		Sys: &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL},
+	})
+	if err != nil {
+		w.Close()
+		return fmt.Errorf("%w: sentinel: %w", ErrTracer, err)
+	}
+	t.sentinel, t.sentinelW = pid, w
+	return nil
+}
+
+func (t *Tracer) stopSentinel() {
+	t.Detach()
+	if t.sentinel > 0 {
+		var ws unix.WaitStatus
+		unix.Wait4(t.sentinel, &ws, 0, nil)
+		t.sentinel = 0
+	}
+}
+
+const baseOpts = unix.PTRACE_O_TRACEFORK | unix.PTRACE_O_TRACEVFORK | unix.PTRACE_O_TRACECLONE |
+	unix.PTRACE_O_TRACEEXEC | unix.PTRACE_O_TRACESYSGOOD
+
+func (t *Tracer) spawn() error {
+	t.seccomp = t.cfg.UseSeccomp
+	var prog []byte
+	if t.seccomp {
+		prog = buildFilter(t.cfg.Filter)
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	defer w.Close()
+	env := t.cfg.Env
+	if env == nil {
+		env = os.Environ()
+	}
+	env = append(append([]string{}, env...), envChild+"=1")
+	pid, err := syscall.ForkExec("/proc/self/exe", append([]string{"kboost-tracee", "--"}, t.cfg.Argv...), &syscall.ProcAttr{
+		Env: env, Files: append(stdio(t.cfg.Stdio), r.Fd()),
+	})
+	if err != nil {
+		return fmt.Errorf("%w: start %s: %w", ErrTracer, t.cfg.Argv[0], err)
+	}
+	opts := baseOpts | unix.PTRACE_O_EXITKILL
+	if t.seccomp {
+		opts |= unix.PTRACE_O_TRACESECCOMP
+	}
+	if err := ptrace(unix.PTRACE_SEIZE, pid, 0, uintptr(opts)); err != nil {
+		unix.Kill(pid, unix.SIGKILL)
+		var ws unix.WaitStatus
+		unix.Wait4(pid, &ws, 0, nil)
+		return fmt.Errorf("%w: PTRACE_SEIZE %d: %w", ErrTracer, pid, err)
+	}
+	t.root = pid
+	t.addThread(pid, pid, true)
+	ptrace(unix.PTRACE_INTERRUPT, pid, 0, 0) // stop once, so even its first call can stop
+	// The helper waits for the filter and a final 'g' (it exits on EOF
+	// without it, so a dead kboost starts nothing).
+	msg := binary.LittleEndian.AppendUint32(nil, uint32(len(prog)))
+	msg = append(append(msg, prog...), 'g')
+	if _, err := w.Write(msg); err != nil {
+		return fmt.Errorf("%w: start %s: %w", ErrTracer, t.cfg.Argv[0], err)
+	}
+	return nil
+}
+
+func stdio(f [3]*os.File) []uintptr {
+	fds := []uintptr{0, 1, 2}
+	for i, x := range f {
+		if x != nil {
+			fds[i] = x.Fd()
+		}
+	}
+	return fds
+}
+
+// attach seizes every thread of pid and of its descendants, then
+// interrupts each so its next stop can be restarted with PTRACE_SYSCALL.
+func (t *Tracer) attach() error {
+	t.root = t.cfg.Pid
+	t.armed = true
+	for round := 0; round < 3; round++ { // threads created while attaching
+		pids := append([]int{t.cfg.Pid}, descendants(t.cfg.Pid)...)
+		for _, p := range pids {
+			tids, err := tasks(p)
+			if err != nil {
+				if p == t.cfg.Pid {
+					return fmt.Errorf("%w: attach %d: %w", ErrTracer, p, err)
+				}
+				continue
+			}
+			for _, tid := range tids {
+				if t.threads[tid] != nil {
+					continue
+				}
+				if err := ptrace(unix.PTRACE_SEIZE, tid, 0, baseOpts); err != nil {
+					if p == t.cfg.Pid && tid == p {
+						return fmt.Errorf("%w: PTRACE_SEIZE %d: %w", ErrTracer, tid, err)
+					}
+					continue
+				}
+				t.addThread(tid, p, false)
+				ptrace(unix.PTRACE_INTERRUPT, tid, 0, 0)
+			}
+		}
+	}
+	return nil
+}
+
+func tasks(pid int) ([]int, error) {
+	ents, err := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/task")
+	if err != nil {
+		return nil, err
+	}
+	var tids []int
+	for _, e := range ents {
+		if n, err := strconv.Atoi(e.Name()); err == nil {
+			tids = append(tids, n)
+		}
+	}
+	return tids, nil
+}
+
+// descendants lists the processes below pid, from /proc/*/stat.
+func descendants(pid int) []int {
+	ents, _ := os.ReadDir("/proc")
+	kids := map[int][]int{}
+	for _, e := range ents {
+		p, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		s := string(b)
+		i := strings.LastIndexByte(s, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(s[i+1:])
+		if len(f) < 2 {
+			continue
+		}
+		pp, _ := strconv.Atoi(f[1])
+		kids[pp] = append(kids[pp], p)
+	}
+	var out []int
+	var walk func(int)
+	walk = func(p int) {
+		for _, k := range kids[p] {
+			out = append(out, k)
+			walk(k)
+		}
+	}
+	walk(pid)
+	sort.Ints(out)
+	return out
+}
+
+func (t *Tracer) addThread(tid, pid int, hidden bool) *thread {
+	th := &thread{tid: tid, pid: pid, hidden: hidden || !t.armed}
+	t.threads[tid] = th
+	if !th.hidden {
+		t.count(th)
+	}
+	return th
+}
+
+// count adds a reported thread (and its process) to the result.
+func (t *Tracer) count(th *thread) {
+	t.res.Threads++
+	if !t.pids[th.pid] {
+		t.pids[th.pid] = true
+		t.res.Processes++
+	}
+}
+
+// tgid reads a task's process id.
+func tgid(tid int) int {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(tid) + "/status")
+	if err != nil {
+		return tid
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "Tgid:"); ok {
+			if n, err := strconv.Atoi(strings.TrimSpace(v)); err == nil {
+				return n
+			}
+		}
+	}
+	return tid
+}
+
+func (t *Tracer) loop() error {
+	for {
+		if len(t.threads) == 0 {
+			return nil
+		}
+		var ws unix.WaitStatus
+		tid, err := unix.Wait4(-1, &ws, unix.WALL, nil)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			if err == unix.ECHILD {
+				return nil
+			}
+			return fmt.Errorf("%w: wait4: %w", ErrTracer, err)
+		}
+		if tid == t.sentinel {
+			t.sentinel = 0
+			t.beginDetach()
+			continue
+		}
+		th := t.threads[tid]
+		if th == nil { // a new task's first stop before its creator's event
+			th = t.addThread(tid, tgid(tid), false)
+		}
+		switch {
+		case ws.Exited() || ws.Signaled():
+			t.gone(th, ws)
+		case ws.Stopped():
+			if t.detaching {
+				t.detachStopped(th, ws)
+			} else {
+				t.stopped(th, ws)
+			}
+		}
+	}
+}
+
+func (t *Tracer) report(th *thread) bool { return !th.hidden && !t.quiet && t.h != nil }
+
+func (t *Tracer) event(th *thread, e Event) {
+	if t.report(th) {
+		e.Tid, e.Pid = th.tid, th.pid
+		t.h.Event(e)
+	}
+}
+
+func (t *Tracer) resume(th *thread, sig int) {
+	req := unix.PTRACE_SYSCALL
+	if t.seccomp && th.call == nil {
+		req = unix.PTRACE_CONT
+	}
+	ptrace(req, th.tid, 0, uintptr(sig)) // ESRCH: killed meanwhile, its exit follows
+}
+
+func isStopSignal(sig syscall.Signal) bool {
+	return sig == unix.SIGSTOP || sig == unix.SIGTSTP || sig == unix.SIGTTIN || sig == unix.SIGTTOU
+}
+
+func (t *Tracer) stopped(th *thread, ws unix.WaitStatus) {
+	sig := ws.StopSignal()
+	ev := int(ws) >> 16
+	switch {
+	case sig == unix.SIGTRAP|0x80, ev == unix.PTRACE_EVENT_SECCOMP:
+		t.syscallStop(th)
+	case ev == unix.PTRACE_EVENT_FORK || ev == unix.PTRACE_EVENT_VFORK || ev == unix.PTRACE_EVENT_CLONE:
+		msg, _ := unix.PtraceGetEventMsg(th.tid)
+		child := int(msg)
+		pid := child
+		if ev == unix.PTRACE_EVENT_CLONE {
+			pid = tgid(child)
+		}
+		if t.threads[child] == nil {
+			t.addThread(child, pid, th.hidden)
+		}
+		t.event(th, Event{Kind: EvNewThread, Parent: th.tid})
+		if c := t.threads[child]; t.report(c) {
+			t.h.Event(Event{Kind: EvNewThread, Tid: child, Pid: pid, Parent: th.tid})
+		}
+		t.resume(th, 0)
+	case ev == unix.PTRACE_EVENT_EXEC:
+		msg, _ := unix.PtraceGetEventMsg(th.tid)
+		former := int(msg)
+		if f := t.threads[former]; former != th.tid && f != nil {
+			if th.call != nil && t.report(th) {
+				th.call.NoReturn = true
+				t.h.Exit(th.call)
+			}
+			delete(t.threads, former)
+			f.tid = th.tid
+			t.threads[th.tid] = f
+			th = f
+		}
+		// Seized while its own exec (of kboost's helper) was finishing, the
+		// helper may report that exec too: only the tracee's counts.
+		th.hidden = th.hidden && !t.armed
+		t.event(th, Event{Kind: EvExec, FormerTid: former})
+		t.resume(th, 0)
+	case ev == eventStop:
+		if isStopSignal(sig) {
+			th.listening = true
+			t.event(th, Event{Kind: EvGroupStop, Signal: int(sig)})
+			ptrace(unix.PTRACE_LISTEN, th.tid, 0, 0)
+			return
+		}
+		th.listening = false
+		t.resume(th, 0)
+	default: // signal-delivery-stop: deliver it unchanged
+		t.event(th, Event{Kind: EvSignal, Signal: int(sig)})
+		t.resume(th, int(sig))
+	}
+}
+
+// syscallInfo is struct ptrace_syscall_info (linux/ptrace.h).
+type syscallInfo struct {
+	Op     uint8
+	_      [3]uint8
+	Arch   uint32
+	IP, SP uint64
+	U      [7]uint64 // entry/seccomp: nr, args[6]; exit: rval, is_error
+	_      uint32
+}
+
+func getInfo(tid int) (syscallInfo, error) {
+	var si syscallInfo
+	err := ptrace(ptraceGetSyscallInfo, tid, unsafe.Sizeof(si), uintptr(unsafe.Pointer(&si)))
+	return si, err
+}
+
+func (t *Tracer) monitored(audit uint32, nr uint64) bool {
+	if t.cfg.Filter == nil {
+		return true
+	}
+	set, ok := t.cfg.Filter[audit]
+	if !ok {
+		return false
+	}
+	return set == nil || set[nr]
+}
+
+func (t *Tracer) syscallStop(th *thread) {
+	si, err := getInfo(th.tid)
+	if err != nil {
+		t.resume(th, 0)
+		return
+	}
+	switch si.Op {
+	case infoEntry, infoSeccomp:
+		nr := si.U[0]
+		if !t.armed && th.tid == t.root && si.Arch == auditX86_64 && nr == nrExecveX86_64 {
+			th.hidden = false // kboost's helper execs the tracee: report from here
+			t.armed = true
+			t.count(th)
+		}
+		if !t.report(th) || !t.monitored(si.Arch, nr) {
+			th.call = nil
+			t.resume(th, 0)
+			return
+		}
+		c := &Call{Tid: th.tid, Pid: th.pid, Audit: si.Arch, Nr: nr, IP: si.IP, SP: si.SP}
+		copy(c.Args[:], si.U[1:7])
+		regs, rerr := ptregs.Get(th.tid)
+		if rerr == nil {
+			c.FP = regs.FP()
+		}
+		th.call = c
+		if errno := t.h.Enter(c); errno != 0 && rerr == nil {
+			c.Denied = errno
+			regs.SetWord(regs.L.OrigNr, ^uint64(0)) // skip the call
+			regs.SetWord(regs.L.Rv, uint64(-int64(errno)))
+			regs.Set(th.tid)
+		}
+		t.resume(th, 0)
+	case infoExit:
+		c := th.call
+		th.call = nil
+		if c != nil {
+			if c.Denied != 0 {
+				if regs, err := ptregs.Get(th.tid); err == nil {
+					regs.SetWord(regs.L.Rv, uint64(-int64(c.Denied)))
+					regs.Set(th.tid)
+				}
+				c.Ret, c.IsError = -int64(c.Denied), true
+			} else {
+				c.Ret, c.IsError = int64(si.U[0]), si.U[1]&0xff != 0
+			}
+			if t.report(th) {
+				t.h.Exit(c)
+			}
+		}
+		t.resume(th, 0)
+	default:
+		t.resume(th, 0)
+	}
+}
+
+func (t *Tracer) gone(th *thread, ws unix.WaitStatus) {
+	if th.call != nil && t.report(th) {
+		th.call.NoReturn = true
+		t.h.Exit(th.call)
+	}
+	if ws.Signaled() {
+		t.event(th, Event{Kind: EvKilled, Signal: int(ws.Signal())})
+		if th.tid == t.root {
+			t.res.Status = 128 + int(ws.Signal())
+		}
+	} else {
+		t.event(th, Event{Kind: EvExit, Status: ws.ExitStatus()})
+		if th.tid == t.root {
+			t.res.Status = ws.ExitStatus()
+		}
+	}
+	delete(t.threads, th.tid)
+}
+
+// beginDetach releases the tree: every thread is interrupted and detached
+// at its next stop. A tree under kboost's seccomp filter is served quietly
+// instead (see the package contract).
+func (t *Tracer) beginDetach() {
+	if t.seccomp {
+		t.quiet = true
+		return
+	}
+	t.detaching = true
+	t.res.Detached = true
+	for tid := range t.threads {
+		ptrace(unix.PTRACE_INTERRUPT, tid, 0, 0)
+	}
+}
+
+func (t *Tracer) detachStopped(th *thread, ws unix.WaitStatus) {
+	sig := ws.StopSignal()
+	ev := int(ws) >> 16
+	deliver := 0
+	switch {
+	case ev == unix.PTRACE_EVENT_FORK || ev == unix.PTRACE_EVENT_VFORK || ev == unix.PTRACE_EVENT_CLONE:
+		msg, _ := unix.PtraceGetEventMsg(th.tid)
+		if c := int(msg); t.threads[c] == nil {
+			t.addThread(c, tgid(c), true) // detached at its first stop
+		}
+	case sig == unix.SIGTRAP|0x80 || ev != 0:
+	default:
+		deliver = int(sig) // a signal on its way in: let it arrive
+	}
+	if c := th.call; c != nil && c.Denied != 0 {
+		if si, err := getInfo(th.tid); err == nil && si.Op == infoExit {
+			if regs, err := ptregs.Get(th.tid); err == nil {
+				regs.SetWord(regs.L.Rv, uint64(-int64(c.Denied)))
+				regs.Set(th.tid)
+			}
+		}
+	}
+	ptrace(unix.PTRACE_DETACH, th.tid, 0, uintptr(deliver))
+	delete(t.threads, th.tid)
+}
+
+// ReadString reads a NUL-terminated string of at most max bytes from pid's
+// memory (process_vm_readv, page by page so a string that ends before an
+// unmapped page still reads).
+func ReadString(pid int, addr uint64, max int) (string, bool, error) {
+	var out []byte
+	buf := make([]byte, 4096)
+	for len(out) < max {
+		n := 4096 - int(addr%4096)
+		if n > max-len(out) {
+			n = max - len(out)
+		}
+		got, err := ReadMem(pid, addr, buf[:n])
+		if err != nil || got == 0 {
+			if len(out) == 0 {
+				if err == nil {
+					err = unix.EFAULT
+				}
+				return "", false, err
+			}
+			return string(out), true, nil
+		}
+		if i := indexByte(buf[:got], 0); i >= 0 {
+			return string(append(out, buf[:i]...)), false, nil
+		}
+		out = append(out, buf[:got]...)
+		addr += uint64(got)
+	}
+	return string(out), true, nil
+}
+
+func indexByte(b []byte, c byte) int {
+	for i, x := range b {
+		if x == c {
+			return i
+		}
+	}
+	return -1
+}
+
+// ReadMem reads pid's memory at addr into buf.
+func ReadMem(pid int, addr uint64, buf []byte) (int, error) {
+	local := []unix.Iovec{{Base: &buf[0]}}
+	local[0].SetLen(len(buf))
+	remote := []unix.RemoteIovec{{Base: uintptr(addr), Len: len(buf)}}
+	return unix.ProcessVMReadv(pid, local, remote, 0)
+}
