@@ -22,6 +22,7 @@ import (
 func newSimCmd(s Streams) *cobra.Command {
 	var (
 		archName, policyName, addrStr, slotStr, force string
+		format                                        string
 		itCond                                        string
 		trials                                        int
 		seed                                          uint64
@@ -68,6 +69,9 @@ instruction of an IT block, as the kernel's thumb_check_cc sees it.`,
 			mode, err := decode.ParseMode(archName)
 			if err != nil {
 				return usagef("--arch: %v", err)
+			}
+			if err := checkFormat(format, jsonOut, "text", "svg", "html"); err != nil {
+				return err
 			}
 			ac := armCmds[mode]
 			if ac != nil && !cmd.Flags().Changed("policy") {
@@ -148,6 +152,9 @@ instruction of an IT block, as the kernel's thumb_check_cc sees it.`,
 			if err != nil {
 				return err
 			}
+			if format != "text" {
+				return writeSimPicture(s.Out, rep, format)
+			}
 			if jsonOut {
 				enc := json.NewEncoder(s.Out)
 				enc.SetIndent("", "  ")
@@ -169,6 +176,7 @@ instruction of an IT block, as the kernel's thumb_check_cc sees it.`,
 	f.BoolVar(&jsonOut, "json", false, "print the report as JSON")
 	f.StringArrayVar(&sets, "set", nil, "set a register in every state, REG=HEX (repeatable; e.g. --set rcx=1 --set flags=0x40)")
 	f.BoolVar(&preempt, "preemption", false, "model a CONFIG_PREEMPTION kernel (Debian's): nothing is boosted")
+	addFormatFlag(f, &format, "text, svg (fields, slot, jump back) or html (also the hit step by step and the registers)")
 	f.BoolVar(&color, "color", false, "highlight with ANSI colours even when stdout is not a terminal")
 	return cmd
 }
