@@ -100,7 +100,8 @@ func x86GridPage(arch *decode.Arch, pols []*boost.Policy, names []string) *rende
 			cell := rc[0]
 			if len(rc) == 2 {
 				cell.Class2, cell.Letter2 = rc[1].Class, rc[1].Letter
-				cell.Differs = rc[0].Class != rc[1].Class || rc[0].Letter != rc[1].Letter || rc[0].Verdict != rc[1].Verdict
+				cell.Differs = rc[0].Class != rc[1].Class || rc[0].Letter != rc[1].Letter || rc[0].Verdict != rc[1].Verdict ||
+					groupDiffers(&grids[0][i], &grids[1][i])
 				cell.Title = pols[0].Name + ": " + rc[0].Title + "\n" + pols[1].Name + ": " + rc[1].Title
 			}
 			g.Cells[i/16] = append(g.Cells[i/16], cell)
@@ -111,6 +112,17 @@ func x86GridPage(arch *decode.Arch, pols []*boost.Policy, names []string) *rende
 		p.Extra = append(p.Extra, groups)
 	}
 	return p
+}
+
+// groupDiffers reports a group opcode whose verdict by ModRM.reg differs
+// between two grids.
+func groupDiffers(a, b *boost.Cell) bool {
+	for r := 0; r < 8; r++ {
+		if a.RegOK[r] != b.RegOK[r] || a.RegOK[r] && (a.Reg[r].Verdict != b.Reg[r].Verdict) {
+			return true
+		}
+	}
+	return false
 }
 
 func x86Cell(mapName string, c *boost.Cell) render.Cell {
@@ -565,9 +577,8 @@ func writeSimPicture(out io.Writer, rep *simReport, format string) error {
 // functions as JSON lines (in request order), the writer adds them to the
 // report builder.
 type auditReport struct {
-	b      render.ReportBuilder
-	asm    bool
-	points bool
+	b   render.ReportBuilder
+	asm bool
 }
 
 func newAuditReport(file, arch, policy, config string, notes []string, nfuncs int) *auditReport {

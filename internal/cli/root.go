@@ -76,6 +76,7 @@ out of line, boosted (slot + jump back) or jump-optimized — and why, rule by r
 		newFuzzCmd(s),
 		newVMCmd(s),
 		newProbeCmd(s),
+		newServeCmd(s),
 	)
 	return root
 }

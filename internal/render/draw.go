@@ -84,12 +84,6 @@ func slotDrawing(s *Slot) *drawing {
 		label{X: 4, Y: yc + 17, Text: "code " + s.Addr0, Size: 11},
 		label{X: 4, Y: ys + 17, Text: "slot  " + s.Addr, Size: 11})
 	// the probed instruction, then addr+len
-	copyBytes := 0
-	for _, b := range s.Bytes {
-		if b.Kind == "copy" || b.Kind == "fixup" {
-			copyBytes++
-		}
-	}
 	n := max(s.InsnLen, 1)
 	for i := 0; i < n; i++ {
 		h := "??"
@@ -105,9 +99,6 @@ func slotDrawing(s *Slot) *drawing {
 	for i, b := range s.Bytes {
 		k := b.Kind
 		ink := "#000"
-		if k == "jmp" {
-			ink = "#000"
-		}
 		sw := 0.7
 		if k == "fixup" {
 			sw = 2
@@ -125,10 +116,8 @@ func slotDrawing(s *Slot) *drawing {
 	}
 	// brace labels under the slot
 	type run struct {
-		kind   string
-		from   int
-		to     int
-		labelT string
+		kind     string
+		from, to int
 	}
 	var runs []run
 	for i, b := range s.Bytes {
@@ -141,12 +130,12 @@ func slotDrawing(s *Slot) *drawing {
 		}
 		runs[len(runs)-1].to = i + 1
 	}
-	names := map[string]string{"copy": "copied instruction", "jmp": "jmp back", "int3": "int3 / brk: trap again", "tail": "rest of the slot"}
-	for _, r := range runs {
+	names := map[string]string{"copy": "copied instruction", "jmp": "jmp back", "int3": "trap", "tail": "literal"}
+	for i, r := range runs {
 		w := (r.to - r.from) * byteW
 		x := x0 + r.from*byteW
 		d.Boxes = append(d.Boxes, box{X: x + 1, Y: ys + byteH + 2, W: w - 2, H: 3, Fill: "#333"})
-		d.Texts = append(d.Texts, label{X: x + w/2, Y: ys + byteH + 17, Text: names[r.kind], Anchor: "middle", Size: 11})
+		d.Texts = append(d.Texts, label{X: x + w/2, Y: ys + byteH + 17 + 13*(i%2), Text: names[r.kind], Anchor: "middle", Size: 11})
 	}
 	if s.FixupFirst >= 0 && s.FixupLen > 0 {
 		x := x0 + s.FixupFirst*byteW
@@ -166,6 +155,6 @@ func slotDrawing(s *Slot) *drawing {
 		d.Texts = append(d.Texts, label{X: tx + 8, Y: (ys+yc+byteH)/2 + 4, Text: "trap; IP := addr+len", Size: 11, Bold: true})
 	}
 	d.W = max(x0+len(s.Bytes)*byteW, rx+220, tx+8+7*24) + 10
-	d.H = ys + byteH + 26
+	d.H = ys + byteH + 40
 	return d
 }

@@ -29,7 +29,11 @@ func init() {
 		"ink":    func(c string) string { return StyleOf(c).Ink },
 		"letter": func(c string) string { return StyleOf(c).Letter },
 		"styles": func() []Style { return Styles },
-		"svg":    func(p *GridPage) (template.HTML, error) { return execHTML("gridsvg", layout(p)) },
+		"policyForm": func(p *FuncPage) map[string]any {
+			return map[string]any{"Hidden": map[string]string{"addr": p.Addr}, "Policy": p.Policy, "Policies": p.Policies,
+				"Compare": true, "CompareWith": p.Compare}
+		},
+		"svg": func(p *GridPage) (template.HTML, error) { return execHTML("gridsvg", layout(p)) },
 		"drawInst": func(in Inst) (template.HTML, error) {
 			return execHTML("draw", instDrawing(&in))
 		},
