@@ -251,16 +251,8 @@ func runOpcodesPicture(out io.Writer, arch *decode.Arch, policy, diff, mapName, 
 	if err != nil {
 		return err
 	}
-	w := bufio.NewWriter(out)
-	if format == "svg" {
-		err = render.GridSVG(w, p)
-	} else {
-		err = render.GridHTML(w, p)
-	}
-	if err != nil {
-		return err
-	}
-	return w.Flush()
+	return writePicture(out, format, func(w io.Writer) error { return render.GridSVG(w, p) },
+		func(w io.Writer) error { return render.GridHTML(w, p) })
 }
 
 // gridPage is the opcode picture of arch under one or two policies.
@@ -450,14 +442,18 @@ func explainPicture(arch *decode.Arch, pol *boost.Policy, env *boost.Env, in *de
 }
 
 func writeExplainPicture(out io.Writer, p *render.ExplainPage, format string) error {
+	return writePicture(out, format, func(w io.Writer) error { return render.InstSVG(w, p) },
+		func(w io.Writer) error { return render.ExplainHTML(w, p) })
+}
+
+// writePicture writes the svg or the html drawing of a page, buffered.
+func writePicture(out io.Writer, format string, svg, html func(io.Writer) error) error {
 	w := bufio.NewWriter(out)
-	var err error
+	draw := html
 	if format == "svg" {
-		err = render.InstSVG(w, p)
-	} else {
-		err = render.ExplainHTML(w, p)
+		draw = svg
 	}
-	if err != nil {
+	if err := draw(w); err != nil {
 		return err
 	}
 	return w.Flush()
@@ -560,17 +556,8 @@ func simPicture(rep *simReport) *render.SimPage {
 
 func writeSimPicture(out io.Writer, rep *simReport, format string) error {
 	p := simPicture(rep)
-	w := bufio.NewWriter(out)
-	var err error
-	if format == "svg" {
-		err = render.InstSVG(w, &p.ExplainPage)
-	} else {
-		err = render.SimHTML(w, p)
-	}
-	if err != nil {
-		return err
-	}
-	return w.Flush()
+	return writePicture(out, format, func(w io.Writer) error { return render.InstSVG(w, &p.ExplainPage) },
+		func(w io.Writer) error { return render.SimHTML(w, p) })
 }
 
 // auditReport collects `kboost audit --format html`: each worker encodes its

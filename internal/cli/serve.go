@@ -390,15 +390,25 @@ func (ex *explorer) insnAt(r *http.Request, pol *boost.Policy) (name string, fad
 	return name, faddr, &es[i], nil
 }
 
-func (ex *explorer) insnPage(w http.ResponseWriter, r *http.Request) {
+// insnRequest reads the policy and the instruction of an /insn or /sim
+// request; ok is false when it answered with an error page.
+func (ex *explorer) insnRequest(w http.ResponseWriter, r *http.Request) (pol *boost.Policy, name string, faddr uint64, e *listEntry, ok bool) {
 	pol, err := ex.pol(r, "policy")
 	if err != nil {
 		ex.fail(w, http.StatusBadRequest, err)
-		return
+		return nil, "", 0, nil, false
 	}
-	name, faddr, e, err := ex.insnAt(r, pol)
+	name, faddr, e, err = ex.insnAt(r, pol)
 	if err != nil {
 		ex.fail(w, http.StatusNotFound, err)
+		return nil, "", 0, nil, false
+	}
+	return pol, name, faddr, e, true
+}
+
+func (ex *explorer) insnPage(w http.ResponseWriter, r *http.Request) {
+	pol, name, faddr, e, ok := ex.insnRequest(w, r)
+	if !ok {
 		return
 	}
 	at := faddr + e.off
@@ -442,14 +452,8 @@ func containsRule(steps []boost.Step, id string) bool {
 }
 
 func (ex *explorer) simPage(w http.ResponseWriter, r *http.Request) {
-	pol, err := ex.pol(r, "policy")
-	if err != nil {
-		ex.fail(w, http.StatusBadRequest, err)
-		return
-	}
-	name, faddr, e, err := ex.insnAt(r, pol)
-	if err != nil {
-		ex.fail(w, http.StatusNotFound, err)
+	pol, name, faddr, e, ok := ex.insnRequest(w, r)
+	if !ok {
 		return
 	}
 	ex.simMu.Lock()

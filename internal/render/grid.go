@@ -81,6 +81,7 @@ type svgDoc struct {
 	Grids  []svgGrid
 	Legend []svgLegend
 	LegY   int
+	NoteY  int
 	Diff   bool
 	Title  string
 	P1, P2 string
@@ -123,16 +124,21 @@ func layout(p *GridPage) *svgDoc {
 	}
 	d.LegY = y
 	x := 0
+	const legW = 270 // the longest label is ~32 characters of 11px text
 	for _, s := range Styles {
-		if x+190 > max(d.W, 480) {
+		if x+legW > max(d.W, 2*legW) {
 			x = 0
 			y += 22
 		}
 		d.Legend = append(d.Legend, svgLegend{X: x, Y: y, S: s})
-		x += 190
+		x += legW
 	}
 	d.H = y + 26
-	d.W = max(d.W, 480) + 4
+	if d.Diff {
+		d.NoteY = y + 34
+		d.H += 22
+	}
+	d.W = max(d.W, 2*legW) + 4
 	return d
 }
 
