@@ -3,7 +3,6 @@ package cli
 import (
 	"bufio"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -609,34 +608,15 @@ func (r *auditReport) record(buf []byte, a *boost.FuncAudit, fm *decode.Formatte
 			add(&a.Entries[i], &a.Entries[i].Decision)
 		}
 	}
-	b, err := json.Marshal(&rec)
-	if err != nil {
-		return buf
-	}
-	buf = append(buf, b...)
-	return append(buf, '\n')
+	return render.AppendFuncRec(buf, &rec)
 }
 
 func (r *auditReport) errRecord(buf []byte, name string, err error) []byte {
-	b, _ := json.Marshal(&render.FuncRec{Name: name, Err: err.Error()})
-	return append(append(buf, b...), '\n')
+	return render.AppendFuncRec(buf, &render.FuncRec{Name: name, Err: err.Error()})
 }
 
 func (r *auditReport) write(b []byte) error {
-	for len(b) > 0 {
-		line := b
-		if i := strings.IndexByte(string(b), '\n'); i >= 0 {
-			line, b = b[:i], b[i+1:]
-		} else {
-			b = nil
-		}
-		var rec render.FuncRec
-		if err := json.Unmarshal(line, &rec); err != nil {
-			return fmt.Errorf("audit report: %w", err)
-		}
-		r.b.Add(&rec)
-	}
-	return nil
+	return render.ReadFuncRecs(b, r.b.Add)
 }
 
 func (r *auditReport) finish(w io.Writer, s *summary) error {

@@ -116,7 +116,7 @@ func (b *ReportBuilder) Add(f *FuncRec) {
 	if f.Err != "" {
 		rec = append(rec, nil, f.Err)
 	} else if len(f.Asm) > 0 && b.total <= b.AsmLimit {
-		rec = append(rec, f.Asm)
+		rec = append(rec, append([]string(nil), f.Asm...)) // f is the caller's (ReadFuncRecs reuses it)
 	} else if len(f.Asm) > 0 {
 		b.asmDrop = true
 	}

@@ -160,3 +160,47 @@ func TestRuleCharsAreDistinct(t *testing.T) {
 		}
 	}
 }
+
+func TestFuncRecRoundTrip(t *testing.T) {
+	in := []FuncRec{
+		{Name: hostile[0], Addr: 0xffffffff81000000, Size: 3, Lens: []int{1, 2}, Letters: "BS", Rules: []string{"a.b", ""}, Asm: []string{"nop", hostile[4]}},
+		{Name: "x\x00y", Err: hostile[5]},
+		{},
+	}
+	var b []byte
+	for i := range in {
+		b = AppendFuncRec(b, &in[i])
+	}
+	var got []FuncRec
+	if err := ReadFuncRecs(b, func(f *FuncRec) {
+		c := *f
+		c.Lens = append([]int(nil), f.Lens...)
+		c.Rules = append([]string(nil), f.Rules...)
+		c.Asm = append([]string(nil), f.Asm...)
+		got = append(got, c)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(in) {
+		t.Fatalf("%d records, want %d", len(got), len(in))
+	}
+	for i := range in {
+		w, g := in[i], got[i]
+		if w.Name != g.Name || w.Addr != g.Addr || w.Size != g.Size || w.Letters != g.Letters || w.Err != g.Err ||
+			strings.Join(w.Rules, "|") != strings.Join(g.Rules, "|") || strings.Join(w.Asm, "|") != strings.Join(g.Asm, "|") || len(w.Lens) != len(g.Lens) {
+			t.Errorf("record %d: %+v, want %+v", i, g, w)
+		}
+	}
+	for cut := 1; cut < len(b); cut++ {
+		// a truncated stream is an error or fewer records, never a panic
+		ReadFuncRecs(b[:cut], func(*FuncRec) {})
+	}
+}
+
+func FuzzReadFuncRecs(f *testing.F) {
+	f.Add(AppendFuncRec(nil, &FuncRec{Name: "f", Lens: []int{1}, Letters: "B", Rules: []string{"r"}}))
+	f.Add([]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		ReadFuncRecs(b, func(*FuncRec) {})
+	})
+}
