@@ -6,6 +6,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"image/png"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -25,6 +28,9 @@ var docPictures = []struct {
 	args []string
 	cpu  bool   // runs code (sim): needs the sandbox
 	frag string // URL fragment the screenshot is taken with
+	// serve: the page is the explorer's (of the demo) at this path, not a
+	// command's output
+	serve string
 }{
 	{name: "opcodes-x86-64", args: []string{"opcodes", "--format", "html", "--map", "one"}},
 	{name: "opcodes-diff-kprobes-uprobes", args: []string{"opcodes", "--format", "html", "--map", "one", "--diff", "linux-6.1,uprobes-x86"}},
@@ -32,6 +38,8 @@ var docPictures = []struct {
 	{name: "explain-riprel", args: []string{"explain", "--format", "html", "--slot", "0xffffffffa0000000", "48", "8b", "05", "10", "00", "00", "00"}},
 	{name: "sim-riprel", args: []string{"sim", "--format", "html", "--trials", "2", "48", "8b", "05", "10", "00", "00", "00"}, cpu: true},
 	{name: "audit-demo", args: []string{"audit", "--format", "html"}, frag: "#f3"},
+	{name: "serve-listing", serve: "/func?addr=0x401070&policy=linux-6.1&compare=uprobes-x86"},
+	{name: "serve-insn", serve: "/insn?addr=0x401070&off=26&policy=linux-6.1"},
 }
 
 func docPicturesDir() string { return filepath.Join("..", "..", "docs", "pictures") }
@@ -41,9 +49,34 @@ func pageHash(page string) string {
 	return hex.EncodeToString(h[:])
 }
 
+// docPage is a command's page, or the explorer's page at path.
+func docPage(t *testing.T, args []string, path string) (page, errs string, code int) {
+	t.Helper()
+	if path == "" {
+		return run(t, args...)
+	}
+	ex, err := openExplorer(nil, "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ex.f.Close()
+	srv := httptest.NewServer(ex.handler())
+	defer srv.Close()
+	resp, err := http.Get(srv.URL + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("%s: %d %v: %s", path, resp.StatusCode, err, b)
+	}
+	return string(b), "", 0
+}
+
 func TestDocsPicturesFresh(t *testing.T) {
 	for _, p := range docPictures {
-		out, errs, code := run(t, p.args...)
+		out, errs, code := docPage(t, p.args, p.serve)
 		if code != 0 {
 			if p.cpu && strings.Contains(errs, "not supported") {
 				t.Logf("%s: no sandbox here: %s", p.name, errs)
@@ -87,7 +120,10 @@ func TestDocsScreenshots(t *testing.T) {
 	}
 	defer b.Close()
 	for _, p := range docPictures {
-		out := mustRun(t, p.args...)
+		out, errs, code := docPage(t, p.args, p.serve)
+		if code != 0 {
+			t.Fatalf("%s: %s", p.name, errs)
+		}
 		tmp := filepath.Join(t.TempDir(), p.name+".html")
 		if err := os.WriteFile(tmp, []byte(out), 0o644); err != nil {
 			t.Fatal(err)
@@ -101,7 +137,11 @@ func TestDocsScreenshots(t *testing.T) {
 		if err := os.WriteFile(base+".png", shot, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(base+".sha256", []byte(pageHash(out)+"  "+strings.Join(p.args, " ")+"\n"), 0o644); err != nil {
+		what := strings.Join(p.args, " ")
+		if p.serve != "" {
+			what = "kboost serve: " + p.serve
+		}
+		if err := os.WriteFile(base+".sha256", []byte(pageHash(out)+"  "+what+"\n"), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		t.Logf("%s.png: %d bytes", base, len(shot))
