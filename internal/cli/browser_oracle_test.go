@@ -210,6 +210,30 @@ func TestBrowserPictures(t *testing.T) {
 					t.Errorf("diff %s: no differing cell", tc.diff)
 				}
 			}
+			if tc.diff != "" && tc.arch != "x86-64" {
+				// ARM: a cell is marked when its letter differs in the two
+				// policies' JSON
+				loadPage(t, b, "diff.html", mustRun(t, "opcodes", "--arch", tc.arch, "--format", "html", "--diff", tc.diff))
+				marked := evalJS[[]bool](t, b, `Array.from(document.querySelectorAll("g.cell")).map(function (g) { return g.querySelector("rect.differs") !== null; })`)
+				pols := strings.Split(tc.diff, ",")
+				j1, j2 := opcodesJSON(t, tc.arch, pols[0]), opcodesJSON(t, tc.arch, pols[1])
+				i, n := 0, 0
+				for r, row := range j1.Rows {
+					for c, cell := range row.Cells {
+						want := cell.Code != j2.Rows[r].Cells[c].Code
+						if want {
+							n++
+						}
+						if i >= len(marked) || marked[i] != want {
+							t.Errorf("diff view row %d col %d: marked %v, JSON %q vs %q", r, c, i < len(marked) && marked[i], cell.Code, j2.Rows[r].Cells[c].Code)
+						}
+						i++
+					}
+				}
+				if n == 0 || i != len(marked) {
+					t.Errorf("diff %s: %d differing cells, %d cells in the JSON, %d in the page", tc.diff, n, i, len(marked))
+				}
+			}
 			// explain
 			args := append([]string{"explain", "--arch", tc.arch}, tc.insn...)
 			var ex struct {
