@@ -34,6 +34,53 @@ func parseXML(t *testing.T, doc string) {
 	}
 }
 
+var scriptBody = regexp.MustCompile(`(?s)(<script[^>]*>).*?(</script>)`)
+
+// wellFormedHTML parses page as XML, script bodies left out (the templates
+// write void elements self-closed and numeric entities so that they can be
+// checked so): every element must be closed, in order, every attribute
+// quoted.
+func wellFormedHTML(t *testing.T, name, page string) {
+	t.Helper()
+	d := xml.NewDecoder(strings.NewReader(scriptBody.ReplaceAllString(page, "$1$2")))
+	depth := 0
+	for {
+		tok, err := d.Token()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatalf("%s: not well-formed: %v", name, err)
+		}
+		switch tok.(type) {
+		case xml.StartElement:
+			depth++
+		case xml.EndElement:
+			depth--
+		}
+	}
+	if depth != 0 {
+		t.Errorf("%s: %d elements left open", name, depth)
+	}
+}
+
+func TestPictureHTMLWellFormed(t *testing.T) {
+	for _, args := range [][]string{
+		{"opcodes", "--format", "html"},
+		{"opcodes", "--format", "html", "--diff", "linux-6.1,uprobes-x86"},
+		{"opcodes", "--arch", "thumb", "--format", "html"},
+		{"explain", "--format", "html", "--slot", "0xffffffffa0000000", "48", "8b", "05", "10", "00", "00", "00"},
+		{"explain", "--arch", "arm64", "--format", "html", "d503233f"},
+		{"audit", "--format", "html"},
+	} {
+		out, errs, code := run(t, args...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, errs)
+		}
+		wellFormedHTML(t, strings.Join(args, " "), out)
+	}
+}
+
 func TestPictureSVGIsXML(t *testing.T) {
 	for _, args := range [][]string{
 		{"opcodes", "--format", "svg"},
@@ -146,6 +193,7 @@ func TestServeEscapesHostileNames(t *testing.T) {
 			t.Errorf("%s: CSP %q", u, csp)
 		}
 		s := string(body)
+		wellFormedHTML(t, u, s)
 		if !utf8.ValidString(s) {
 			t.Errorf("%s: not valid UTF-8", u)
 		}
