@@ -399,6 +399,12 @@ func slotPicture(in *decode.Inst, slot []byte, slotAddr uint64, notes map[int]st
 			}
 		case strings.Contains(line.Note, "addr+len = "):
 			kind = "tail"
+		case strings.Contains(line.Note, "back to the"):
+			// ARM: mov pc, lr / bx lr returns to the emulate_* handler
+			kind = "ret"
+			if s.TrapOff < 0 {
+				s.TrapOff, s.TrapRet = off, true
+			}
 		default:
 			kind = "int3"
 			if s.TrapOff < 0 {

@@ -71,7 +71,7 @@ func instDrawing(in *Inst) *drawing {
 	return d
 }
 
-var slotFill = map[string]string{"copy": "#E8E8E8", "fixup": "#FFE08A", "jmp": "#009E73", "int3": "#E69F00", "tail": "#FFFFFF", "code": "#E8E8E8"}
+var slotFill = map[string]string{"copy": "#E8E8E8", "fixup": "#FFE08A", "jmp": "#009E73", "int3": "#E69F00", "ret": "#E69F00", "tail": "#FFFFFF", "code": "#E8E8E8"}
 
 // slotDrawing draws the probed code (with the breakpoint over its first byte)
 // above the slot, and the way back as an arrow from the slot's jump (or trap)
@@ -111,6 +111,8 @@ func slotDrawing(s *Slot) *drawing {
 			t = "jump back to " + s.Resume
 		case "int3":
 			t = "second trap"
+		case "ret":
+			t = "return to the kernel's handler"
 		}
 		d.Boxes = append(d.Boxes, box{X: x0 + i*byteW, Y: ys, W: byteW, H: byteH, Fill: slotFill[k], Stroke: "#333", StrokeW: sw, Text: b.Hex, Ink: ink, Title: fmt.Sprintf("slot+%d: %s", b.Off, t), Class: "sbyte " + k, Data: k})
 	}
@@ -130,7 +132,7 @@ func slotDrawing(s *Slot) *drawing {
 		}
 		runs[len(runs)-1].to = i + 1
 	}
-	names := map[string]string{"copy": "copied instruction", "jmp": "jmp back", "int3": "trap", "tail": "literal"}
+	names := map[string]string{"copy": "copied instruction", "jmp": "jmp back", "int3": "trap", "ret": "return to handler", "tail": "literal"}
 	for i, r := range runs {
 		w := (r.to - r.from) * byteW
 		x := x0 + r.from*byteW
@@ -152,7 +154,11 @@ func slotDrawing(s *Slot) *drawing {
 	case s.TrapOff >= 0:
 		jx := x0 + s.TrapOff*byteW + byteW/2
 		d.Arrows = append(d.Arrows, arrow{D: fmt.Sprintf("M%d %d C %d %d, %d %d, %d %d", jx, ys, jx+10, ys-40, tx, yc+byteH+40, tx, yc+byteH+3), Dash: true, Title: "trap; the handler sets the IP to addr+len " + s.Resume, Class: "trapback"})
-		d.Texts = append(d.Texts, label{X: tx + 8, Y: (ys+yc+byteH)/2 + 4, Text: "trap; IP := addr+len", Size: 11, Bold: true})
+		text := "trap; IP := addr+len"
+		if s.TrapRet {
+			text = "handler: PC := addr+len"
+		}
+		d.Texts = append(d.Texts, label{X: tx + 8, Y: (ys+yc+byteH)/2 + 4, Text: text, Size: 11, Bold: true})
 	}
 	d.W = max(x0+len(s.Bytes)*byteW, rx+220, tx+8+7*24) + 10
 	d.H = ys + byteH + 40

@@ -43,6 +43,7 @@ type Slot struct {
 	Resume     string   // addr+len, where the jump back (or the IP fixup) lands
 	JumpOff    int      // offset of the jump back, -1 if none
 	TrapOff    int      // offset of the second trap (int3/brk), -1 if none
+	TrapRet    bool     // TrapOff is a return to the kernel\'s handler (ARM), not a trap
 	Problems   []string
 	Refused    string
 	MaxInsn    int
