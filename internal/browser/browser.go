@@ -81,8 +81,12 @@ func Start(ctx context.Context) (*Browser, error) {
 	return b, nil
 }
 
-// Close stops the browser and removes its profile.
+// Close stops the browser, waiting for it to exit (up to 10 s), and removes
+// its profile.
 func (b *Browser) Close() {
+	ctx, cancel := context.WithTimeout(b.Ctx, 10*time.Second)
+	chromedp.Cancel(ctx)
+	cancel()
 	for _, c := range b.cancel {
 		c()
 	}

@@ -26,7 +26,6 @@ func main() {
 		fmt.Fprintln(os.Stderr, "pageload:", err)
 		os.Exit(1)
 	}
-	defer b.Close()
 	status := 0
 	for _, p := range os.Args[1:] {
 		abs, err := filepath.Abs(p)
@@ -49,5 +48,6 @@ func main() {
 			status = 1
 		}
 	}
+	b.Close() // before os.Exit, which runs no deferred call
 	os.Exit(status)
 }
