@@ -90,7 +90,15 @@ func (b *Browser) Close() {
 	for _, c := range b.cancel {
 		c()
 	}
-	os.RemoveAll(b.dir)
+	// Chromium's helper processes may still write to the profile for a
+	// moment after the browser has gone.
+	for try := 0; try < 20; try++ {
+		os.RemoveAll(b.dir)
+		if _, err := os.Stat(b.dir); os.IsNotExist(err) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 // Errors returns and clears the console errors and exceptions seen so far.
