@@ -40,6 +40,7 @@ type auditOpts struct {
 	returns    string
 	cpuCaps    string
 	shard      string
+	format     string
 }
 
 func newAuditCmd(s Streams) *cobra.Command {
@@ -73,6 +74,7 @@ Without FILE kboost audits its embedded demo program (kernel-style code).`,
 	fl.BoolVar(&o.post, "post-handler", false, "the probe has a post_handler (never boosted nor optimized)")
 	fl.StringVar(&o.returns, "returns", "thunk", "return thunks at run time: 'thunk' (bytes as in the file: the CPU needs the\nretbleed/SRSO return thunk) or 'ret' (apply_returns() patched each\n`jmp __x86_return_thunk` to `ret; int3`: CPUs without that mitigation)")
 	fl.StringVar(&o.shard, "shard", "", "audit only part K of N (K/N, counting from 0): the functions whose name hashes to K;\nthe N outputs together are the whole audit (see 'kboost merge')")
+	addFormatFlag(fl, &o.format, "text or html (one self-contained report: counts, heat maps, searchable functions, listings)")
 	fl.StringVar(&o.cpuCaps, "cpu-caps", "none", "arm64 Image: the cpucaps (arch/arm64/tools/cpucaps names, comma-separated, e.g.\nWORKAROUND_DEVICE_LOAD_ACQUIRE,HAS_LSE_ATOMICS) whose CPU alternatives the kernel\napplied at boot; 'none' applies only ALWAYS_BOOT/ALWAYS_SYSTEM, which every CPU has")
 	return cmd
 }
@@ -85,6 +87,9 @@ func runAudit(s Streams, o auditOpts, args []string) error {
 	// configured (GOGC), once the audit starts.
 	gcPercent := debug.SetGCPercent(-1)
 	defer debug.SetGCPercent(gcPercent)
+	if err := checkFormat(o.format, o.jsonOut || o.summary, "text", "html"); err != nil {
+		return err
+	}
 	sh, err := parseShard(o.shard)
 	if err != nil {
 		return err
@@ -190,7 +195,11 @@ func runAudit(s Streams, o auditOpts, args []string) error {
 	}
 	w := recordio.NewWriter(s.Out, 1<<16)
 	defer w.Flush()
-	if !o.jsonOut {
+	var rep *auditReport
+	if o.format == "html" {
+		rep = newAuditReport(f.Path, f.Arch.Name, pol.Name, strings.Join(env.Config.Flags(), " "), notes, len(reqs))
+	}
+	if !o.jsonOut && rep == nil {
 		fmt.Fprintf(w, "# %s: %s, policy %s, config: %s\n", f.Path, f.Arch.Name, pol.Name, strings.Join(env.Config.Flags(), " "))
 		for _, n := range notes {
 			fmt.Fprintf(w, "# note: %s\n", n)
@@ -224,6 +233,9 @@ func runAudit(s Streams, o auditOpts, args []string) error {
 				if len(reqs) == 1 {
 					return nil, res.Err
 				}
+				if rep != nil {
+					return rep.errRecord(nil, res.Req.Symbol, res.Err), nil
+				}
 				if !o.summary {
 					return []byte(fmt.Sprintf("# error: %v\n", res.Err)), nil
 				}
@@ -240,6 +252,9 @@ func runAudit(s Streams, o auditOpts, args []string) error {
 					return nil, fmt.Errorf("%s: %w", res.Req.Symbol, err)
 				}
 				sum.add(&d)
+				if rep != nil {
+					return rep.record(buf[:0], a, fm, entryAt(a, res.Req.Off), &d), nil
+				}
 				if o.summary {
 					return nil, nil
 				}
@@ -247,6 +262,10 @@ func runAudit(s Streams, o auditOpts, args []string) error {
 			}
 			for i := range a.Entries {
 				sum.add(&a.Entries[i].Decision)
+			}
+			if rep != nil {
+				buf = rep.record(buf[:0], a, fm, nil, nil)
+				return buf, nil
 			}
 			if o.summary {
 				return nil, nil
@@ -259,7 +278,7 @@ func runAudit(s Streams, o auditOpts, args []string) error {
 	// smaller chunks when every boundary is printed (a whole kernel's text
 	// or JSON is about a gigabyte).
 	maxChunk := 16
-	if o.summary {
+	if o.summary || rep != nil {
 		maxChunk = 0
 	} else if os.Getenv("GOGC") == "" {
 		// The printing workers allocate little (their buffers are reused)
@@ -271,6 +290,9 @@ func runAudit(s Streams, o auditOpts, args []string) error {
 	debug.SetGCPercent(gcPercent)
 	err = audit.Run(f, pol, env, reqs, patch, maxChunk, newHandler, func(b []byte) error {
 		prog.update(uint64(done.Load()), uint64(len(reqs)))
+		if rep != nil {
+			return rep.write(b)
+		}
 		_, err := w.Write(b)
 		return err
 	})
@@ -279,10 +301,16 @@ func runAudit(s Streams, o auditOpts, args []string) error {
 	if err != nil && !stopped {
 		return err
 	}
-	if o.summary {
+	if o.summary || rep != nil {
 		total := newSummary()
 		for _, x := range sums {
 			total.merge(x)
+		}
+		if rep != nil {
+			if err := rep.finish(w, total); err != nil {
+				return err
+			}
+			return w.Flush()
 		}
 		total.write(w, o.jsonOut, time.Since(start), notes)
 	}

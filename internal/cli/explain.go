@@ -14,7 +14,7 @@ import (
 )
 
 func newExplainCmd(s Streams) *cobra.Command {
-	var archName, policy, addrStr, slotStr, preempt string
+	var archName, policy, addrStr, slotStr, preempt, format string
 	var jsonOut, post bool
 	cmd := &cobra.Command{
 		Use:   "explain HEX",
@@ -31,6 +31,9 @@ func newExplainCmd(s Streams) *cobra.Command {
 			arch, err := decode.LookupArch(archName)
 			if err != nil {
 				return &UsageError{err.Error()}
+			}
+			if err := checkFormat(format, jsonOut, "text", "svg", "html"); err != nil {
+				return err
 			}
 			code, ok := a64WordArgs(arch, args)
 			if !ok {
@@ -83,6 +86,9 @@ func newExplainCmd(s Streams) *cobra.Command {
 			env.Config.PostHandler = post
 			inst, derr := decode.Decode(code, arch.Mode, addr)
 			steps, d := pol.Explain(&inst, env)
+			if format != "text" {
+				return writeExplainPicture(s.Out, explainPicture(arch, pol, env, &inst, derr, steps, &d), format)
+			}
 			w := bufio.NewWriter(s.Out)
 			defer w.Flush()
 			if jsonOut {
@@ -135,6 +141,7 @@ func newExplainCmd(s Streams) *cobra.Command {
 	fl.StringVar(&preempt, "preemption", "", "override CONFIG_PREEMPTION: y or n")
 	fl.BoolVar(&post, "post-handler", false, "the probe has a post_handler")
 	fl.BoolVar(&jsonOut, "json", false, "machine-readable output")
+	addFormatFlag(fl, &format, "text, svg (fields over bytes, the slot) or html (also the rules in the kernel's order)")
 	return cmd
 }
 

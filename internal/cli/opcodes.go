@@ -53,7 +53,7 @@ func cellCode(c *boost.Cell) string {
 }
 
 func newOpcodesCmd(s Streams) *cobra.Command {
-	var archName, policy, mapName, className string
+	var archName, policy, mapName, className, format, diff string
 	var jsonOut bool
 	cmd := &cobra.Command{
 		Use:   "opcodes",
@@ -78,6 +78,15 @@ encodings of one class with their verdict and deciding rule.`,
 			arch, err := decode.LookupArch(archName)
 			if err != nil {
 				return &UsageError{err.Error()}
+			}
+			if err := checkFormat(format, jsonOut, "text", "svg", "html"); err != nil {
+				return err
+			}
+			if format != "text" || diff != "" {
+				if format == "text" || className != "" {
+					return usagef("--diff draws a picture (add --format html or svg); --class is text only")
+				}
+				return runOpcodesPicture(s.Out, arch, policy, diff, mapName, format)
 			}
 			if l := armGridLayouts[arch.Mode]; l != nil {
 				if mapName != "" {
@@ -178,6 +187,8 @@ encodings of one class with their verdict and deciding rule.`,
 	fl.StringVar(&className, "class", "", "arm64, arm, thumb: list the encodings of one class (branch, exception, system, loadstore, dpimm, dpreg, fpsimd, sve, sme)")
 	fl.StringVar(&mapName, "map", "", "only this map: one, 0f, 0f38, 0f3a")
 	fl.BoolVar(&jsonOut, "json", false, "machine-readable output")
+	addFormatFlag(fl, &format, "text, svg (the grids) or html (a page with the grids and their tables)")
+	fl.StringVar(&diff, "diff", "", "with --format svg|html: compare two policies, P1,P2 (each cell split; a thick border marks a different verdict)")
 	return cmd
 }
 

@@ -26,6 +26,7 @@ import (
 func newSimCmd(s Streams) *cobra.Command {
 	var (
 		archName, policyName, addrStr, slotStr, force string
+		format                                        string
 		itCond, execName                              string
 		trials, show                                  int
 		seed                                          uint64
@@ -82,6 +83,9 @@ far (exit status 130). A REFUTED verdict exits with status 1.`,
 			mode, err := decode.ParseMode(archName)
 			if err != nil {
 				return usagef("--arch: %v", err)
+			}
+			if err := checkFormat(format, jsonOut, "text", "svg", "html"); err != nil {
+				return err
 			}
 			ac := armCmds[mode]
 			if ac != nil && !cmd.Flags().Changed("policy") {
@@ -168,6 +172,9 @@ far (exit status 130). A REFUTED verdict exits with status 1.`,
 			if err != nil {
 				return err
 			}
+			if format != "text" {
+				return writeSimPicture(s.Out, rep, format)
+			}
 			if jsonOut {
 				enc := json.NewEncoder(s.Out)
 				enc.SetIndent("", "  ")
@@ -200,6 +207,7 @@ far (exit status 130). A REFUTED verdict exits with status 1.`,
 	f.BoolVar(&jsonOut, "json", false, "print the report as JSON")
 	f.StringArrayVar(&sets, "set", nil, "set a register in every state, REG=HEX (repeatable; e.g. --set rcx=1 --set flags=0x40)")
 	f.BoolVar(&preempt, "preemption", false, "model a CONFIG_PREEMPTION kernel (Debian's): nothing is boosted")
+	addFormatFlag(f, &format, "text, svg (fields, slot, jump back) or html (also the hit step by step and the registers)")
 	f.BoolVar(&color, "color", false, "highlight with ANSI colours even when stdout is not a terminal")
 	return cmd
 }
