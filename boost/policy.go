@@ -29,6 +29,8 @@ type Policy struct {
 	Optprobes bool
 
 	classify func(c *cls)
+	// dec is the kernel version's instruction decoder (nil: 6.1's).
+	dec *kdecoder
 	// canBoost is the policy's can_boost(); when c is nil nothing is recorded.
 	canBoost func(c *cls, k *kinsn, addr uint64, env *Env) bool
 	// indirectRule says which can_optimize indirect-jump tests apply.
@@ -78,6 +80,14 @@ func (p *Policy) Supports(m decode.Mode) bool {
 func (p *Policy) DefaultEnv() *Env { return &Env{Config: p.Defaults} }
 
 func (p *Policy) String() string { return p.Name }
+
+// kd is the policy's kernel decoder.
+func (p *Policy) kd() *kdecoder {
+	if p.dec == nil {
+		return kdec61
+	}
+	return p.dec
+}
 
 // probe is what is known about the probed address beyond the instruction.
 type probe struct {
@@ -228,7 +238,7 @@ func (p *Policy) runBytes(s *scratch, d *Decision, b []byte, mode decode.Mode, a
 		p.decide(s, d, env, explain, mode)
 		return
 	}
-	if err := kdecode(&s.k, &s.inst, b, mode, addr); err != nil {
+	if err := kdecode(p.kd(), &s.k, &s.inst, b, mode, addr); err != nil {
 		s.pr.decErr = err
 	} else {
 		s.pr.k = &s.k
@@ -263,7 +273,7 @@ func (p *Policy) run(s *scratch, d *Decision, inst *decode.Inst, env *Env, expla
 	} else if inst.Len > 0 {
 		// Re-derive the kernel view from the raw bytes (i64 opcodes; an emulate
 		// prefix needs the following bytes: use ClassifyBytes).
-		if err := kdecode(&s.k, &s.inst, inst.Bytes(), inst.Mode, inst.Addr); err != nil {
+		if err := kdecode(p.kd(), &s.k, &s.inst, inst.Bytes(), inst.Mode, inst.Addr); err != nil {
 			s.pr.decErr = err
 		} else {
 			s.pr.k = &s.k
@@ -304,5 +314,5 @@ func writeRel32(dst []byte, from, to uint64) {
 }
 
 func init() {
-	policies = []*Policy{linux61, linux69, booster2617, uprobesX86, linux61ARM64, uprobesARM64, boostARM64, linux61ARM, linux61Thumb}
+	policies = []*Policy{linux61, linux612, booster2617, uprobesX86, linux61ARM64, uprobesARM64, boostARM64, linux61ARM, linux61Thumb}
 }

@@ -10,7 +10,7 @@ if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
 # Debian packages: objdump and the cross objdumps (oracles), the kernel source
 # (rules oracle), QEMU (real kernels, ARM user-mode execution), cpio/xz (archive
 # oracles), a C compiler (demo ELF, kernel-code oracle).
-pkgs=(binutils binutils-aarch64-linux-gnu binutils-arm-linux-gnueabi gcc make bc bison flex libelf-dev libssl-dev xz-utils zstd cpio linux-source-6.1 linux-source-6.12 linux-config-6.1 qemu-system-x86 qemu-system-arm qemu-user-static file time)
+pkgs=(binutils binutils-aarch64-linux-gnu binutils-arm-linux-gnueabi gcc make bc bison flex libelf-dev libssl-dev xz-utils zstd cpio linux-source-6.1 linux-source-6.12 linux-config-6.1 linux-config-6.12 qemu-system-x86 qemu-system-arm qemu-user-static file time)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")

@@ -21,7 +21,7 @@
 // kprobe does), Decode and DecodeAt (the kernel decoder's view of byte strings)
 // and Uprobe. Cases and WriteTable produce the golden tables
 // boost/testdata/linux-6.1.golden and linux-6.12.golden (from Debian's
-// linux-source-6.12, the nearest source to the linux-6.9 policy), and
+// linux-source-6.12, the source of the linux-6.12 policy), and
 // WriteUprobeTable boost/testdata/uprobes-x86.golden (see Row for the format).
 //
 // HostUprobes asks the running kernel instead: it writes a static probe
