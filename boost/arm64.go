@@ -39,6 +39,36 @@ var uprobesARM64 = &Policy{
 	Modes:         []decode.Mode{decode.ModeA64},
 	MaxInsnSize:   4, // UPROBE_XOL_SLOT_BYTES
 	CheckBoundary: true,
+	user:          true,
+}
+
+// debianARM64612 is Debian's arm64 6.12 configuration as far as these rules go
+// (kernel-evolution.md did not collect the arm64 configs: assumed as 6.1).
+var debianARM64612 = debianARM64
+
+// linux612ARM64 and uprobes612ARM64 are the 6.1 policies with the rules Debian's
+// 6.12.117 changed (a64K612): MOPS refused, hinted BC.cond simulated.
+var linux612ARM64 = &Policy{
+	Name:          "linux-6.12-arm64",
+	Title:         "Linux 6.12 kprobes on arm64: 6.1 plus MOPS refused and hinted BC.cond simulated",
+	Source:        "Debian linux-source-6.12 (6.12.117): arch/arm64/kernel/probes/decode-insn.c, arch/arm64/include/asm/insn.h (mops, bcond 0xFF000000)",
+	Modes:         []decode.Mode{decode.ModeA64},
+	Defaults:      debianARM64612,
+	MaxInsnSize:   8,
+	CheckBoundary: true,
+	FtraceEntry:   true,
+	a64:           a64K612,
+}
+
+var uprobes612ARM64 = &Policy{
+	Name:          "uprobes-6.12-arm64",
+	Title:         "arm64 uprobes of Linux 6.12: uprobes-arm64 plus MOPS refused and hinted BC.cond simulated",
+	Source:        "Debian linux-source-6.12 (6.12.117): arch/arm64/kernel/probes/uprobes.c, decode-insn.c, arch/arm64/include/asm/insn.h",
+	Modes:         []decode.Mode{decode.ModeA64},
+	MaxInsnSize:   4,
+	CheckBoundary: true,
+	a64:           a64K612,
+	user:          true,
 }
 
 var boostARM64 = &Policy{
@@ -54,9 +84,11 @@ var boostARM64 = &Policy{
 
 func init() {
 	linux61ARM64.classify = func(c *cls) { classifyA64Kprobe(c, false) }
+	linux612ARM64.classify = linux61ARM64.classify
 	boostARM64.classify = func(c *cls) { classifyA64Kprobe(c, true) }
 	uprobesARM64.classify = classifyA64Uprobe
-	for _, p := range []*Policy{linux61ARM64, uprobesARM64, boostARM64} {
+	uprobes612ARM64.classify = classifyA64Uprobe
+	for _, p := range []*Policy{linux61ARM64, linux612ARM64, uprobesARM64, uprobes612ARM64, boostARM64} {
 		p.canBoost = func(*cls, *kinsn, uint64, *Env) bool { return false }
 		p.indirectRule = func(Config) (bool, bool) { return false, false }
 		p.audit = auditA64
@@ -134,6 +166,8 @@ func a64StepRule(why a64StepWhy) *rule {
 		return rA64NSLiteral
 	case a64StepExclusive:
 		return rA64NSExclusive
+	case a64StepMOPS:
+		return rA64NSMOPS
 	}
 	return rA64Steppable
 }
@@ -180,7 +214,7 @@ func classifyA64Kprobe(c *cls, boostModel bool) {
 	}
 
 	// arm_kprobe_decode_insn.
-	dec, sim, why := a64KprobeDecode(w)
+	dec, sim, why := c.p.a64k().a64KprobeDecode(w)
 	if c.explain {
 		a64ExplainDecode(c, w, dec, sim, why, true)
 	}
@@ -313,7 +347,7 @@ func classifyA64Uprobe(c *cls) {
 		return
 	}
 	c.step(rUpA64Align, Pass, "4-byte aligned")
-	dec, sim, why := a64ProbeDecode(w)
+	dec, sim, why := c.p.a64k().a64ProbeDecode(w)
 	if c.explain {
 		a64ExplainDecode(c, w, dec, sim, why, false)
 	}

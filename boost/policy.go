@@ -31,6 +31,10 @@ type Policy struct {
 	classify func(c *cls)
 	// dec is the kernel version's instruction decoder (nil: 6.1's).
 	dec *kdecoder
+	// a64 is the kernel version's arm64 probe decoding (nil: 6.1's).
+	a64 *a64Kernel
+	// user: a uprobes policy (probes in user space).
+	user bool
 	// canBoost is the policy's can_boost(); when c is nil nothing is recorded.
 	canBoost func(c *cls, k *kinsn, addr uint64, env *Env) bool
 	// indirectRule says which can_optimize indirect-jump tests apply.
@@ -80,6 +84,14 @@ func (p *Policy) Supports(m decode.Mode) bool {
 func (p *Policy) DefaultEnv() *Env { return &Env{Config: p.Defaults} }
 
 func (p *Policy) String() string { return p.Name }
+
+// a64k is the policy's arm64 probe decoding.
+func (p *Policy) a64k() *a64Kernel {
+	if p.a64 == nil {
+		return a64K61
+	}
+	return p.a64
+}
 
 // kd is the policy's kernel decoder.
 func (p *Policy) kd() *kdecoder {
@@ -314,5 +326,5 @@ func writeRel32(dst []byte, from, to uint64) {
 }
 
 func init() {
-	policies = []*Policy{linux61, linux612, booster2617, uprobesX86, linux61ARM64, uprobesARM64, boostARM64, linux61ARM, linux61Thumb}
+	policies = []*Policy{linux61, linux612, booster2617, uprobesX86, linux61ARM64, linux612ARM64, uprobesARM64, uprobes612ARM64, boostARM64, linux61ARM, linux61Thumb}
 }
