@@ -8,7 +8,8 @@
 // A Policy is one kernel's rules as a value. Policies: linux-6.1 (x86-64 and
 // i386, the reference: Debian's linux-source-6.1), linux-6.12 (Debian's
 // linux-source-6.12: the rules that changed, as data and functions of their
-// own; the rest is 6.1's), linux-2.6.17-i386 (the original kprobe-booster with its lazy -1/0/1 state machine, replayable
+// own; the rest is 6.1's), linux-7.2 (Debian unstable's linux-source-7.2: 6.12's
+// rules with 7.2's decoder), linux-2.6.17-i386 (the original kprobe-booster with its lazy -1/0/1 state machine, replayable
 // with Booster2006) and uprobes-x86; for ARM64 linux-6.1-arm64, uprobes-arm64
 // and the boost-arm64 model (steppable, PC-free instructions run from the slot
 // followed by B addr+4), which decide from the raw A64 word with the kernel's
@@ -89,7 +90,9 @@
 // EVEX-only opcodes). Each kernel version's decoder is a value (kdecoder) with
 // that map generated from its own decoder: kmap_table.go from Debian's 6.1
 // source, kmap612_table.go from 6.12's, which also decodes REX2 (D5: the
-// opcode after it is kept alone, even for map 1), EVEX map 4 and VEX map 7
+// opcode after it is kept alone, even for map 1), EVEX map 4 and VEX map 7,
+// kmap72_table.go from 7.2's, which adds XOP, stops the INAT_INV64 opcodes at
+// the opcode byte in 64-bit mode and no longer sees VEX after a REX
 // (TestOracleKernelEscMap regenerates and checks them); TestOracleKernelDecoder
 // compares the whole kernel view with each version's decoder on structured
 // and random inputs (KBOOST_ORACLE=1). Not

@@ -110,6 +110,9 @@ func TestGoldenLinux61(t *testing.T) { goldenKprobes(t, "linux-6.1", "testdata/l
 // the grown 0F 38 map) on every row.
 func TestGoldenLinux612(t *testing.T) { goldenKprobes(t, "linux-6.12", "testdata/linux-6.12.golden") }
 
+// linux-7.2 against Debian's 7.2.13 source (unstable): XOP and the i64 opcodes.
+func TestGoldenLinux72(t *testing.T) { goldenKprobes(t, "linux-7.2", "testdata/linux-7.2.golden") }
+
 // goldenKprobes holds policy name to a kprobes golden table: verdict, errno,
 // decoder length, emulation and slot bytes on every row.
 func goldenKprobes(t *testing.T, name, path string) {
@@ -165,17 +168,19 @@ func goldenKprobes(t *testing.T, name, path string) {
 // the table: every opcode of every map after each prefix with several operand
 // forms, and random byte strings, in both kernels (x86-64 and i386) of each
 // version.
-func TestOracleLinux61Sample(t *testing.T) {
-	oracleSample(t, "linux-6.1", kernelref.DefaultTarball)
-}
+func TestOracleLinux61Sample(t *testing.T) { oracleSample(t, "linux-6.1", "6.1") }
 
-func TestOracleLinux612Sample(t *testing.T) {
-	oracleSample(t, "linux-6.12", "/usr/src/linux-source-6.12.tar.xz")
-}
+func TestOracleLinux612Sample(t *testing.T) { oracleSample(t, "linux-6.12", "6.12") }
 
-func oracleSample(t *testing.T, name, tarball string) {
+func TestOracleLinux72Sample(t *testing.T) { oracleSample(t, "linux-7.2", "7.2") }
+
+func oracleSample(t *testing.T, name, version string) {
 	if os.Getenv("KBOOST_ORACLE") == "" {
 		t.Skip("set KBOOST_ORACLE=1 to run the kernel-code oracle")
+	}
+	tarball, err := kernelref.SourceTarball(kernelref.Options{}, version)
+	if err != nil {
+		t.Fatal(err)
 	}
 	o, err := kernelref.Open(kernelref.Options{Tarball: tarball})
 	if err != nil {

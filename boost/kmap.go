@@ -11,17 +11,28 @@ import "github.com/kboost/kboost/decode"
 // esc holds legacy escape-map encodings, indexed by (map 0F=0/0F38=1/0F3A=2,
 // last-prefix id none/66/F3/F2, opcode); avx VEX/EVEX encodings, indexed by
 // (map number 1..7 minus 1, pp, opcode); rex2 (nil: the kernel has no REX2)
-// REX2-prefixed encodings, indexed by (REX2.M, last-prefix id, opcode).
+// REX2-prefixed encodings, indexed by (REX2.M, last-prefix id, opcode); xop
+// (nil: no XOP, 8F is POP Ev) AMD XOP encodings, indexed by (map 8/9/A minus
+// 8, opcode); inv64 (nil: none) the one-byte opcodes a 64-bit decode stops at
+// (INAT_INV64, 6.16+: the instruction is the opcode byte alone); rexNoVEX: a
+// REX prefix ends the VEX/EVEX/XOP check (7.x insn_get_prefixes tests the
+// REX byte's attribute), so C4 C5 62 8F after it are one-byte opcodes with a
+// ModRM (LES LDS BOUND POP).
 type kdecoder struct {
-	name string
-	esc  *[3 * 4 * 256]uint64
-	avx  *[7 * 4 * 256]uint64
-	rex2 *[2 * 4 * 256]uint64
+	name     string
+	esc      *[3 * 4 * 256]uint64
+	avx      *[7 * 4 * 256]uint64
+	rex2     *[2 * 4 * 256]uint64
+	xop      *[3 * 256]uint64
+	inv64    *[256]bool
+	rexNoVEX bool
 }
 
 var (
 	kdec61  = &kdecoder{name: "6.1", esc: &kernelEscMap, avx: &kernelAVXMap}
 	kdec612 = &kdecoder{name: "6.12", esc: &kernelEscMap612, avx: &kernelAVXMap612, rex2: &kernelREX2Map612}
+	kdec72  = &kdecoder{name: "7.2", esc: &kernelEscMap72, avx: &kernelAVXMap72, rex2: &kernelREX2Map72,
+		xop: &kernelXOPMap72, inv64: &kernelInv64Map72, rexNoVEX: true}
 )
 
 // Entry bits:
@@ -54,6 +65,14 @@ func (kd *kdecoder) avxEntry(mapNo, pp int, op byte) uint64 {
 		return 0
 	}
 	return kd.avx[((mapNo-1)*4+pp)*256+int(op)]
+}
+
+// xopEntry: m is XOP.mmmmm; 0 outside maps 8-A.
+func (kd *kdecoder) xopEntry(m int, op byte) uint64 {
+	if m < 8 || m > 10 {
+		return 0
+	}
+	return kd.xop[(m-8)*256+int(op)]
 }
 
 func (kd *kdecoder) rex2Entry(m, pfx int, op byte) uint64 { return kd.rex2[(m*4+pfx)*256+int(op)] }

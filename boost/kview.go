@@ -77,6 +77,14 @@ func kdecode(kd *kdecoder, k *kinsn, dst *decode.Inst, b []byte, mode decode.Mod
 			return nil
 		}
 	}
+	if done, err := kd.decodeNew(k.in, b[k.emu:], mode, addr+uint64(k.emu)); done {
+		k.length = k.emu + k.in.Len
+		if err != nil {
+			return err
+		}
+		k.fill()
+		return nil
+	}
 	err := decode.DecodeInto(k.in, b[k.emu:], mode, addr+uint64(k.emu))
 	if err != nil && mode == decode.Mode64 && errors.Is(err, decode.ErrInvalid) {
 		// The kernel decoder accepts (i64) opcodes in 64-bit mode. Without REX and
@@ -166,6 +174,65 @@ func (kd *kdecoder) decodeREX2(in *decode.Inst, b []byte, addr uint64, j int) er
 		in.OpSize = 64
 	}
 	return nil
+}
+
+var errKernelXOP = errors.New("the kernel decoder's XOP tables refuse this opcode")
+
+// decodeNew handles what 7.x decoders read differently from 6.x (done is
+// false otherwise): XOP (8F with ModRM.reg != 0, in 32-bit mode only with
+// mod 3), and in 64-bit mode the INAT_INV64 opcodes that end the instruction
+// at the opcode byte and VEX/EVEX/XOP escapes after a REX (rexNoVEX).
+func (kd *kdecoder) decodeNew(in *decode.Inst, b []byte, mode decode.Mode, addr uint64) (done bool, err error) {
+	if kd.xop == nil && kd.inv64 == nil {
+		return false, nil
+	}
+	j := firstNonLegacyPrefix(b)
+	if j < 0 || j >= 15 {
+		return false, nil
+	}
+	rex := mode == decode.Mode64 && b[j]&0xf0 == 0x40
+	if kd.inv64 != nil && mode == decode.Mode64 {
+		o := j
+		if rex {
+			o++
+		}
+		if o < len(b) && o < 15 && kd.inv64[b[o]] {
+			return true, kernelSynth(in, b, mode, addr, decode.MapOne, b[o], o, false, 0)
+		}
+		if rex && kd.rexNoVEX && o < len(b) && o < 15 {
+			switch b[o] {
+			case 0xc4, 0xc5, 0x62, 0x8f:
+				return true, kernelSynth(in, b, mode, addr, decode.MapOne, b[o], o, true, 0)
+			}
+		}
+	}
+	if kd.xop == nil || rex || b[j] != 0x8f || j+1 >= len(b) || b[j+1]&0x38 == 0 ||
+		(mode != decode.Mode64 && b[j+1]>>6 != 3) {
+		return false, nil
+	}
+	if j+3 >= len(b) || j+3 >= 15 {
+		*in = decode.Inst{Mode: mode, Addr: addr, Len: min(len(b), 15)}
+		return true, errKernelTrunc
+	}
+	m, op := int(b[j+1]&0x1f), b[j+3]
+	e := kd.xopEntry(m, op)
+	if e&kmModRM != 0 && j+4 < len(b) {
+		if e&(1<<(kmVEXShift+int(b[j+4]>>3&7))) == 0 {
+			e = 0 // the group's /reg is not an XOP instruction
+		}
+	}
+	if e == 0 {
+		*in = decode.Inst{Mode: mode, Addr: addr, Len: j + 4}
+		return true, errKernelXOP
+	}
+	if err := kernelSynth(in, b, mode, addr, decode.MapXOP8+decode.Map(m-8), op, j+3, e&kmModRM != 0, e); err != nil {
+		return true, err
+	}
+	in.Op = nil
+	in.Enc, in.EncOff = decode.EncXOP, j
+	copy(in.EncBytes[:], b[j:j+3])
+	in.VEXW = b[j+2]&0x80 != 0
+	return true, nil
 }
 
 // lastPrefixID is insn_last_prefix_id() over legacy prefix bytes.

@@ -50,9 +50,30 @@ var linux612 = &Policy{
 	},
 }
 
+// linux72 is linux-6.12 with Debian 7.2.13's decoder (kdec72): AMD XOP
+// decoded (upstream 6.18) and the INAT_INV64 opcodes 82, 9A, D4, EA one byte
+// long in 64-bit mode (upstream 6.16). The decision code in core.c and opt.c
+// is 6.12's (kernel-evolution.md 2.1-2.4: renames, the CS call fix in the hit
+// path only); boosting cannot be configured on any x86 7.x kernel (PREEMPTION).
+var linux72 = &Policy{
+	Name:          "linux-7.2",
+	Title:         "Linux 7.2 kprobes on x86-64 and i386: linux-6.12 plus XOP decoding and i64 opcodes stopping at the opcode",
+	Source:        "Debian linux-source-7.2 (7.2.13, unstable): arch/x86/kernel/kprobes/{core,opt}.c, arch/x86/lib/insn.c (XOP, INAT_INV64)",
+	Modes:         []decode.Mode{decode.Mode64, decode.Mode32},
+	Defaults:      debian612,
+	MaxInsnSize:   15,
+	CheckBoundary: true,
+	FtraceEntry:   true,
+	Optprobes:     true,
+	canBoost:      canBoost612,
+	dec:           kdec72,
+	indirectRule:  linux612.indirectRule,
+}
+
 func init() {
 	linux61.classify = func(c *cls) { classifyLinux(c, linuxVersion{}) }
 	linux612.classify = func(c *cls) { classifyLinux(c, linuxVersion{canProbeInsn: true}) }
+	linux72.classify = linux612.classify
 }
 
 // classifyLinux follows register_kprobe() (reached through kprobe_events or perf):

@@ -20,6 +20,7 @@ import (
 	"testing"
 
 	"github.com/kboost/kboost/decode"
+	"github.com/kboost/kboost/internal/kernelref"
 )
 
 func oracleGate(t *testing.T) {
@@ -49,7 +50,10 @@ func kernelSource(t *testing.T, v string) string {
 		cache = os.TempDir()
 	}
 	top := "linux-source-" + v
-	tarball := "/usr/src/" + top + ".tar.xz"
+	tarball, err := kernelref.SourceTarball(kernelref.Options{}, v)
+	if err != nil {
+		t.Fatal(err)
+	}
 	dir := filepath.Join(cache, "kboost", "boost-oracle-"+v)
 	root := filepath.Join(dir, top)
 	files := []string{
@@ -205,7 +209,7 @@ int main(void) {
 // bytes. The one class not modelled (VEX after legacy/REX prefixes) is counted.
 func TestOracleKernelDecoder(t *testing.T) {
 	oracleGate(t)
-	for _, kd := range []*kdecoder{kdec61, kdec612} {
+	for _, kd := range []*kdecoder{kdec61, kdec612, kdec72} {
 		t.Run(kd.name, func(t *testing.T) { testKernelDecoder(t, kd) })
 	}
 }
@@ -358,7 +362,7 @@ func runKernelDecoder(t *testing.T, bin string, modes []decode.Mode, inputs [][]
 // say (see kmap.go): for legacy escape-map encodings and for REX2 encodings per
 // last-prefix id, and for VEX/EVEX encodings per map and pp; ModRM presence and
 // immediate bytes per ModRM.reg, and whether the encoding decodes at all.
-func deriveKernelMaps(t *testing.T, bin string) (esc, avx, rex2 []uint64) {
+func deriveKernelMaps(t *testing.T, bin string) (esc, avx, rex2, xop []uint64, inv64 []bool) {
 	var inputs [][]byte
 	pfxByte := []byte{0, 0x66, 0xf3, 0xf2}
 	pad := []byte{0, 0, 0, 0, 0, 0, 0, 0, 0, 0}
@@ -406,14 +410,33 @@ func deriveKernelMaps(t *testing.T, bin string) (esc, avx, rex2 []uint64) {
 			}
 		}
 	}
+	// kind 7: XOP maps 8-A; kind 8: one-byte opcodes in 64-bit and (kind 9) 32-bit mode.
+	for m := 8; m <= 10; m++ {
+		for op := 0; op < 256; op++ {
+			for reg := 0; reg < 8; reg++ {
+				inputs = append(inputs, append([]byte{0x8f, byte(0xe0 | m), 0x78, byte(op), byte(0xc0 | reg<<3)}, pad...))
+				keys = append(keys, key{7, m - 8, 0, op, reg})
+			}
+		}
+	}
+	for op := 0; op < 256; op++ {
+		inputs = append(inputs, append([]byte{byte(op), 0x45, 0x08}, pad...), append([]byte{byte(op), 0x45, 0x08}, pad...))
+		keys = append(keys, key{8, 0, 0, op, 0}, key{9, 0, 0, op, 0})
+	}
 	modes := make([]decode.Mode, len(inputs))
 	for i := range modes {
 		modes[i] = decode.Mode64
+		if keys[i].kind == 9 {
+			modes[i] = decode.Mode32
+		}
 	}
 	lines := runKernelDecoder(t, bin, modes, inputs)
 	esc = make([]uint64, 3*4*256)
 	avx = make([]uint64, 7*4*256)
 	rex2 = make([]uint64, 2*4*256)
+	xop = make([]uint64, 3*256)
+	inv64 = make([]bool, 256)
+	len64 := map[int]int{}
 	immCode := map[int]uint64{0: 0, 1: 1, 2: 2, 4: 3}
 	avxImm := map[key]int{} // VEX and EVEX immediates, to compare kinds 3, 5 and 6 with
 	for i, k := range keys {
@@ -428,11 +451,29 @@ func deriveKernelMaps(t *testing.T, bin string) (esc, avx, rex2 []uint64) {
 			}
 			n = 0
 		}
+		switch k.kind {
+		case 8:
+			if ok {
+				len64[k.op] = f[1]
+			}
+			continue
+		case 9:
+			inv64[k.op] = ok && len64[k.op] == 1 && f[1] > 1
+			continue
+		}
 		c, known := immCode[n]
 		if !known {
 			t.Fatalf("%+v: %d immediate bytes", k, n)
 		}
 		switch k.kind {
+		case 7:
+			e := &xop[k.m*256+k.op]
+			if ok {
+				if hasMod {
+					*e |= kmModRM
+				}
+				*e |= c<<(kmImmShift+2*k.reg) | 1<<(kmVEXShift+k.reg)
+			}
 		case 0, 4:
 			e := &esc[idx]
 			if k.kind == 4 {
@@ -477,7 +518,7 @@ func deriveKernelMaps(t *testing.T, bin string) (esc, avx, rex2 []uint64) {
 			}
 		}
 	}
-	return esc, avx, rex2
+	return esc, avx, rex2, xop, inv64
 }
 
 func goTable(b *strings.Builder, name, size string, tab []uint64) {
@@ -498,9 +539,16 @@ func goTable(b *strings.Builder, name, size string, tab []uint64) {
 // KBOOST_REGEN=1 it rewrites the files.
 func TestOracleKernelEscMap(t *testing.T) {
 	oracleGate(t)
-	for _, kd := range []*kdecoder{kdec61, kdec612} {
+	for _, kd := range []*kdecoder{kdec61, kdec612, kdec72} {
 		t.Run(kd.name, func(t *testing.T) {
-			esc, avx, rex2 := deriveKernelMaps(t, kernelDecoder(t, kd.name))
+			esc, avx, rex2, xop, inv64 := deriveKernelMaps(t, kernelDecoder(t, kd.name))
+			if kd.inv64 == nil {
+				for op, stop := range inv64 {
+					if stop {
+						t.Errorf("the %s decoder stops at opcode %02x in 64-bit mode; kboost's model does not", kd.name, op)
+					}
+				}
+			}
 			suffix, file := "", "kmap_table.go"
 			if kd != kdec61 {
 				suffix = strings.ReplaceAll(kd.name, ".", "")
@@ -517,6 +565,17 @@ func TestOracleKernelEscMap(t *testing.T) {
 				if kd.rex2 != nil {
 					b.WriteString("\n")
 					goTable(&b, "kernelREX2Map"+suffix, "2 * 4 * 256", rex2)
+				}
+				if kd.xop != nil {
+					b.WriteString("\n")
+					goTable(&b, "kernelXOPMap"+suffix, "3 * 256", xop)
+					var ops []string
+					for op, stop := range inv64 {
+						if stop {
+							ops = append(ops, fmt.Sprintf("%#02x: true", op))
+						}
+					}
+					fmt.Fprintf(&b, "\nvar kernelInv64Map%s = [256]bool{%s}\n", suffix, strings.Join(ops, ", "))
 				}
 				if err := os.WriteFile(file, []byte(b.String()), 0o644); err != nil {
 					t.Fatal(err)
@@ -536,6 +595,16 @@ func TestOracleKernelEscMap(t *testing.T) {
 			}
 			for i, e := range rex2 {
 				if kd.rex2 != nil && kd.rex2[i] != e {
+					bad++
+				}
+			}
+			for i, e := range xop {
+				if kd.xop != nil && kd.xop[i] != e {
+					bad++
+				}
+			}
+			for i, e := range inv64 {
+				if kd.inv64 != nil && kd.inv64[i] != e {
 					bad++
 				}
 			}

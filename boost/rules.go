@@ -43,9 +43,9 @@ func RuleByID(id string) (RuleInfo, bool) {
 }
 
 const (
-	l6x   = "linux-6.1,linux-6.12"
+	l6x   = "linux-6.1,linux-6.12,linux-7.2"
 	l61   = "linux-6.1"
-	l612  = "linux-6.12"
+	l612  = "linux-6.12,linux-7.2"
 	l2617 = "linux-2.6.17-i386"
 	lup   = "uprobes-x86"
 	lall  = "all"

@@ -17,11 +17,11 @@ func TestOracleA64Golden(t *testing.T) {
 	if os.Getenv("KBOOST_ORACLE") == "" {
 		t.Skip("set KBOOST_ORACLE=1 to build the arm64 kernel-code oracle")
 	}
-	for _, tc := range []struct{ golden, tarball string }{
-		{a64Golden, DefaultTarball},
-		{"../../boost/testdata/linux-6.12-arm64.golden", "/usr/src/linux-source-6.12.tar.xz"},
+	for _, tc := range []struct{ golden, version string }{
+		{a64Golden, "6.1"},
+		{"../../boost/testdata/linux-6.12-arm64.golden", "6.12"},
 	} {
-		t.Run(filepath.Base(tc.golden), func(t *testing.T) { a64GoldenUpToDate(t, tc.golden, tc.tarball) })
+		t.Run(filepath.Base(tc.golden), func(t *testing.T) { a64GoldenUpToDate(t, tc.golden, sourceFor(t, tc.version)) })
 	}
 }
 
