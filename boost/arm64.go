@@ -71,6 +71,32 @@ var uprobes612ARM64 = &Policy{
 	user:          true,
 }
 
+// linux72ARM64 and uprobes72ARM64 add Debian 7.2.13's changes (a64K72): NOP
+// simulated, RET and BR/BLR with handlers of their own, and the exclusive
+// masks of the atomic back-scan with bit 23 (LDAR/STLR no longer count).
+var linux72ARM64 = &Policy{
+	Name:          "linux-7.2-arm64",
+	Title:         "Linux 7.2 kprobes on arm64: linux-6.12-arm64 plus NOP simulated, RET split from BR/BLR, exclusive masks fixed",
+	Source:        "Debian linux-source-7.2 (7.2.13, unstable): arch/arm64/kernel/probes/decode-insn.c, arch/arm64/include/asm/insn.h (load_ex/store_ex 0x3FC00000)",
+	Modes:         []decode.Mode{decode.ModeA64},
+	Defaults:      debianARM64612,
+	MaxInsnSize:   8,
+	CheckBoundary: true,
+	FtraceEntry:   true,
+	a64:           a64K72,
+}
+
+var uprobes72ARM64 = &Policy{
+	Name:          "uprobes-7.2-arm64",
+	Title:         "arm64 uprobes of Linux 7.2: uprobes-6.12-arm64 plus NOP simulated and RET split from BR/BLR",
+	Source:        "Debian linux-source-7.2 (7.2.13, unstable): arch/arm64/kernel/probes/uprobes.c, decode-insn.c",
+	Modes:         []decode.Mode{decode.ModeA64},
+	MaxInsnSize:   4,
+	CheckBoundary: true,
+	a64:           a64K72,
+	user:          true,
+}
+
 var boostARM64 = &Policy{
 	Name:          "boost-arm64",
 	Title:         "model: arm64 kprobes (6.1 rules) with PC-free steppable instructions boosted: slot [insn, B addr+4] (+-128 MiB), kernel mask gaps closed",
@@ -85,10 +111,12 @@ var boostARM64 = &Policy{
 func init() {
 	linux61ARM64.classify = func(c *cls) { classifyA64Kprobe(c, false) }
 	linux612ARM64.classify = linux61ARM64.classify
+	linux72ARM64.classify = linux61ARM64.classify
+	uprobes72ARM64.classify = classifyA64Uprobe
 	boostARM64.classify = func(c *cls) { classifyA64Kprobe(c, true) }
 	uprobesARM64.classify = classifyA64Uprobe
 	uprobes612ARM64.classify = classifyA64Uprobe
-	for _, p := range []*Policy{linux61ARM64, linux612ARM64, uprobesARM64, uprobes612ARM64, boostARM64} {
+	for _, p := range []*Policy{linux61ARM64, linux612ARM64, linux72ARM64, uprobesARM64, uprobes612ARM64, uprobes72ARM64, boostARM64} {
 		p.canBoost = func(*cls, *kinsn, uint64, *Env) bool { return false }
 		p.indirectRule = func(Config) (bool, bool) { return false, false }
 		p.audit = auditA64
@@ -144,7 +172,7 @@ func a64BranchTo(from, to uint64) (uint32, bool) {
 }
 
 var a64SimRules = [numA64Sims]*rule{nil, rA64SimBCond, rA64SimCBZ, rA64SimTBZ, rA64SimADR, rA64SimBBL,
-	rA64SimBR, rA64SimLDR, rA64SimLDRSW}
+	rA64SimBR, rA64SimLDR, rA64SimLDRSW, rA64SimBRBLR, rA64SimRET, rA64SimNOP}
 
 func a64StepRule(why a64StepWhy) *rule {
 	switch why {

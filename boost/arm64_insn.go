@@ -53,13 +53,20 @@ type a64Kernel struct {
 	bcond a64Enc
 	// mops: aarch64_insn_is_steppable refuses FEAT_MOPS CPY*/SET* (6.12).
 	mops bool
-	// loadEx, storeEx are the is_probed_address_atomic masks.
+	// loadEx, storeEx are the is_probed_address_atomic masks (7.2 adds bit 23:
+	// LDAR/STLR no longer count).
 	loadEx, storeEx a64Enc
+	// nopSim: arm_probe_decode_insn simulates NOP first (7.2, simulate_nop).
+	nopSim bool
+	// splitRet: RET has its own handler (simulate_ret), BR/BLR simulate_br_blr (7.2).
+	splitRet bool
 }
 
 var (
 	a64K61  = &a64Kernel{name: "6.1", bcond: a64Bcond, loadEx: a64LoadEx, storeEx: a64StoreEx}
 	a64K612 = &a64Kernel{name: "6.12", bcond: a64Enc{0xFF000000, 0x54000000}, mops: true, loadEx: a64LoadEx, storeEx: a64StoreEx}
+	a64K72  = &a64Kernel{name: "7.2", bcond: a64Enc{0xFF000000, 0x54000000}, mops: true,
+		loadEx: a64Enc{0x3FC00000, 0x08400000}, storeEx: a64Enc{0x3FC00000, 0x08000000}, nopSim: true, splitRet: true}
 	// a64MOPS is 6.12 insn.h's mops: CPY*/SET* (prologue, main, epilogue).
 	a64MOPS = a64Enc{0x3B200C00, 0x19000400}
 )
@@ -218,12 +225,16 @@ const (
 	a64SimBRBLRRET
 	a64SimLDRLit
 	a64SimLDRSWLit
+	a64SimBRBLR // 7.2
+	a64SimRET   // 7.2
+	a64SimNOP   // 7.2
 	numA64Sims
 )
 
 // a64SimNames are the kernel's handler names.
 var a64SimNames = [numA64Sims]string{"", "simulate_b_cond", "simulate_cbz_cbnz", "simulate_tbz_tbnz",
-	"simulate_adr_adrp", "simulate_b_bl", "simulate_br_blr_ret", "simulate_ldr_literal", "simulate_ldrsw_literal"}
+	"simulate_adr_adrp", "simulate_b_bl", "simulate_br_blr_ret", "simulate_ldr_literal", "simulate_ldrsw_literal",
+	"simulate_br_blr", "simulate_ret", "simulate_nop"}
 
 func (s a64Sim) String() string { return a64SimNames[s] }
 
@@ -238,6 +249,9 @@ const (
 
 // a64ProbeDecode is arm_probe_decode_insn() (shared by kprobes and uprobes).
 func (k *a64Kernel) a64ProbeDecode(w uint32) (a64Decode, a64Sim, a64StepWhy) {
+	if k.nopSim && w == a64NOP {
+		return a64GoodNoSlt, a64SimNOP, a64StepHintOK
+	}
 	ok, why := k.a64Steppable(w)
 	if ok {
 		return a64Good, a64SimNone, why
@@ -253,6 +267,10 @@ func (k *a64Kernel) a64ProbeDecode(w uint32) (a64Decode, a64Sim, a64StepWhy) {
 		return a64GoodNoSlt, a64SimADR, why
 	case a64B.is(w) || a64BL.is(w):
 		return a64GoodNoSlt, a64SimBBL, why
+	case k.splitRet && (a64BR.is(w) || a64BLR.is(w)):
+		return a64GoodNoSlt, a64SimBRBLR, why
+	case k.splitRet && a64RET.is(w):
+		return a64GoodNoSlt, a64SimRET, why
 	case a64BR.is(w) || a64BLR.is(w) || a64RET.is(w):
 		return a64GoodNoSlt, a64SimBRBLRRET, why
 	}

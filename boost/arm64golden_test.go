@@ -137,6 +137,15 @@ func a64GoldenKprobes(t *testing.T, p *Policy, path string) {
 	}
 }
 
+// linux-7.2-arm64 against Debian's 7.2.13 arm64 probe code.
+func TestGoldenLinux72ARM64(t *testing.T) {
+	a64GoldenKprobes(t, linux72ARM64, "testdata/linux-7.2-arm64.golden")
+}
+
+func TestGoldenUprobes72ARM64(t *testing.T) {
+	a64GoldenUprobes(t, uprobes72ARM64, "testdata/linux-7.2-arm64.golden")
+}
+
 func TestGoldenUprobesARM64(t *testing.T) { a64GoldenUprobes(t, uprobesARM64, a64Golden61) }
 
 func TestGoldenUprobes612ARM64(t *testing.T) {
@@ -238,17 +247,21 @@ func a64ReadsPC(w uint32) string {
 // ones) and compares linux-6.1-arm64 and uprobes-arm64 with it word by word;
 // every word boost-arm64 boosts is checked against arm64asm.
 func TestOracleA64Bulk(t *testing.T) {
-	a64Bulk(t, kernelref.DefaultTarball, linux61ARM64, uprobesARM64, true)
+	a64Bulk(t, "6.1", linux61ARM64, uprobesARM64, true)
 }
 
 // The same for linux-6.12-arm64 and uprobes-6.12-arm64 against 6.12's code.
-func TestOracleA64Bulk612(t *testing.T) {
-	a64Bulk(t, "/usr/src/linux-source-6.12.tar.xz", linux612ARM64, uprobes612ARM64, false)
-}
+func TestOracleA64Bulk612(t *testing.T) { a64Bulk(t, "6.12", linux612ARM64, uprobes612ARM64, false) }
 
-func a64Bulk(t *testing.T, tarball string, kpol, upol *Policy, withBoost bool) {
+func TestOracleA64Bulk72(t *testing.T) { a64Bulk(t, "7.2", linux72ARM64, uprobes72ARM64, false) }
+
+func a64Bulk(t *testing.T, version string, kpol, upol *Policy, withBoost bool) {
 	if os.Getenv("KBOOST_ORACLE") == "" {
 		t.Skip("set KBOOST_ORACLE=1 to run the arm64 kernel-code oracle")
+	}
+	tarball, err := kernelref.SourceTarball(kernelref.Options{}, version)
+	if err != nil {
+		t.Fatal(err)
 	}
 	o, err := kernelref.OpenA64(kernelref.Options{Tarball: tarball})
 	if err != nil {
@@ -357,16 +370,20 @@ func a64PureCodes(k *a64Kernel, w uint32) (kp, up kernelref.A64Code) {
 // TestOracleA64Sweep compares the mask model with the kernel's compiled code
 // over the whole A64 space: every 15th word (286M words) with KBOOST_ORACLE=1,
 // every word (2^32) with KBOOST_A64_EXHAUSTIVE=1 as well.
-func TestOracleA64Sweep(t *testing.T) { a64Sweep(t, kernelref.DefaultTarball, a64K61, 15) }
+func TestOracleA64Sweep(t *testing.T) { a64Sweep(t, "6.1", a64K61, 15) }
 
-// 6.12's mask model over every 151st word (28M words).
-func TestOracleA64Sweep612(t *testing.T) {
-	a64Sweep(t, "/usr/src/linux-source-6.12.tar.xz", a64K612, 151)
-}
+// 6.12's and 7.2's mask models over every 151st word (28M words).
+func TestOracleA64Sweep612(t *testing.T) { a64Sweep(t, "6.12", a64K612, 151) }
 
-func a64Sweep(t *testing.T, tarball string, k *a64Kernel, step uint32) {
+func TestOracleA64Sweep72(t *testing.T) { a64Sweep(t, "7.2", a64K72, 151) }
+
+func a64Sweep(t *testing.T, version string, k *a64Kernel, step uint32) {
 	if os.Getenv("KBOOST_ORACLE") == "" {
 		t.Skip("set KBOOST_ORACLE=1 to run the arm64 kernel-code oracle")
+	}
+	tarball, err := kernelref.SourceTarball(kernelref.Options{}, version)
+	if err != nil {
+		t.Fatal(err)
 	}
 	o, err := kernelref.OpenA64(kernelref.Options{Tarball: tarball})
 	if err != nil {

@@ -20,6 +20,7 @@ func TestOracleA64Golden(t *testing.T) {
 	for _, tc := range []struct{ golden, version string }{
 		{a64Golden, "6.1"},
 		{"../../boost/testdata/linux-6.12-arm64.golden", "6.12"},
+		{"../../boost/testdata/linux-7.2-arm64.golden", "7.2"},
 	} {
 		t.Run(filepath.Base(tc.golden), func(t *testing.T) { a64GoldenUpToDate(t, tc.golden, sourceFor(t, tc.version)) })
 	}
