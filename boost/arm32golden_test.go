@@ -365,3 +365,44 @@ func FuzzClassifyT32(f *testing.F) {
 		linux61Thumb.ExplainBytes(b, decode.ModeT32, addr, nil)
 	})
 }
+
+// The 32-bit ARM probe code did not change after 6.1 (kernel-evolution.md 11:
+// arch/arm/probes is identical in 6.12.117; 7.2.13 renames a header and the
+// uprobe set_swbp signature): the kernel's own decode tables, checkers and
+// arch_prepare_kprobe compiled from Debian's 6.12 and 7.2 sources give the
+// same record as 6.1's on every golden value and 2^18 more per ISA, so
+// linux-6.1-arm and linux-6.1-thumb are those kernels' policies too.
+func TestOracleA32Unchanged(t *testing.T) {
+	o61 := openA32Oracle(t)
+	for _, v := range []string{"6.12", "7.2"} {
+		tarball, err := kernelref.SourceTarball(kernelref.Options{}, v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o, err := kernelref.OpenA32(kernelref.Options{Tarball: tarball})
+		if err != nil {
+			t.Fatalf("%s: %v", v, err)
+		}
+		for _, thumb := range []bool{false, true} {
+			vals := a32BulkValues(thumb, 1<<18)
+			old, err := o61.Bulk(vals, thumb)
+			if err != nil {
+				t.Fatal(err)
+			}
+			recs, err := o.Bulk(vals, thumb)
+			if err != nil {
+				t.Fatal(err)
+			}
+			bad := 0
+			for i := range vals {
+				if a, b := a32Render(old[i], thumb), a32Render(recs[i], thumb); a != b {
+					bad++
+					if bad <= 10 {
+						t.Errorf("%s thumb=%v %s: 6.1 %q, %s %q", v, thumb, a32ValueHex(vals[i], thumb), a, v, b)
+					}
+				}
+			}
+			t.Logf("%s (%s) thumb=%v: %d values, %d differ from 6.1", v, o.Build.Version, thumb, len(vals), bad)
+		}
+	}
+}

@@ -39,6 +39,62 @@ var uprobesARM64 = &Policy{
 	Modes:         []decode.Mode{decode.ModeA64},
 	MaxInsnSize:   4, // UPROBE_XOL_SLOT_BYTES
 	CheckBoundary: true,
+	user:          true,
+}
+
+// debianARM64612 is Debian's arm64 6.12 configuration as far as these rules go
+// (kernel-evolution.md did not collect the arm64 configs: assumed as 6.1).
+var debianARM64612 = debianARM64
+
+// linux612ARM64 and uprobes612ARM64 are the 6.1 policies with the rules Debian's
+// 6.12.117 changed (a64K612): MOPS refused, hinted BC.cond simulated.
+var linux612ARM64 = &Policy{
+	Name:          "linux-6.12-arm64",
+	Title:         "Linux 6.12 kprobes on arm64: 6.1 plus MOPS refused and hinted BC.cond simulated",
+	Source:        "Debian linux-source-6.12 (6.12.117): arch/arm64/kernel/probes/decode-insn.c, arch/arm64/include/asm/insn.h (mops, bcond 0xFF000000)",
+	Modes:         []decode.Mode{decode.ModeA64},
+	Defaults:      debianARM64612,
+	MaxInsnSize:   8,
+	CheckBoundary: true,
+	FtraceEntry:   true,
+	a64:           a64K612,
+}
+
+var uprobes612ARM64 = &Policy{
+	Name:          "uprobes-6.12-arm64",
+	Title:         "arm64 uprobes of Linux 6.12: uprobes-arm64 plus MOPS refused and hinted BC.cond simulated",
+	Source:        "Debian linux-source-6.12 (6.12.117): arch/arm64/kernel/probes/uprobes.c, decode-insn.c, arch/arm64/include/asm/insn.h",
+	Modes:         []decode.Mode{decode.ModeA64},
+	MaxInsnSize:   4,
+	CheckBoundary: true,
+	a64:           a64K612,
+	user:          true,
+}
+
+// linux72ARM64 and uprobes72ARM64 add Debian 7.2.13's changes (a64K72): NOP
+// simulated, RET and BR/BLR with handlers of their own, and the exclusive
+// masks of the atomic back-scan with bit 23 (LDAR/STLR no longer count).
+var linux72ARM64 = &Policy{
+	Name:          "linux-7.2-arm64",
+	Title:         "Linux 7.2 kprobes on arm64: linux-6.12-arm64 plus NOP simulated, RET split from BR/BLR, exclusive masks fixed",
+	Source:        "Debian linux-source-7.2 (7.2.13, unstable): arch/arm64/kernel/probes/decode-insn.c, arch/arm64/include/asm/insn.h (load_ex/store_ex 0x3FC00000)",
+	Modes:         []decode.Mode{decode.ModeA64},
+	Defaults:      debianARM64612,
+	MaxInsnSize:   8,
+	CheckBoundary: true,
+	FtraceEntry:   true,
+	a64:           a64K72,
+}
+
+var uprobes72ARM64 = &Policy{
+	Name:          "uprobes-7.2-arm64",
+	Title:         "arm64 uprobes of Linux 7.2: uprobes-6.12-arm64 plus NOP simulated and RET split from BR/BLR",
+	Source:        "Debian linux-source-7.2 (7.2.13, unstable): arch/arm64/kernel/probes/uprobes.c, decode-insn.c",
+	Modes:         []decode.Mode{decode.ModeA64},
+	MaxInsnSize:   4,
+	CheckBoundary: true,
+	a64:           a64K72,
+	user:          true,
 }
 
 var boostARM64 = &Policy{
@@ -54,9 +110,13 @@ var boostARM64 = &Policy{
 
 func init() {
 	linux61ARM64.classify = func(c *cls) { classifyA64Kprobe(c, false) }
+	linux612ARM64.classify = linux61ARM64.classify
+	linux72ARM64.classify = linux61ARM64.classify
+	uprobes72ARM64.classify = classifyA64Uprobe
 	boostARM64.classify = func(c *cls) { classifyA64Kprobe(c, true) }
 	uprobesARM64.classify = classifyA64Uprobe
-	for _, p := range []*Policy{linux61ARM64, uprobesARM64, boostARM64} {
+	uprobes612ARM64.classify = classifyA64Uprobe
+	for _, p := range []*Policy{linux61ARM64, linux612ARM64, linux72ARM64, uprobesARM64, uprobes612ARM64, uprobes72ARM64, boostARM64} {
 		p.canBoost = func(*cls, *kinsn, uint64, *Env) bool { return false }
 		p.indirectRule = func(Config) (bool, bool) { return false, false }
 		p.audit = auditA64
@@ -112,7 +172,7 @@ func a64BranchTo(from, to uint64) (uint32, bool) {
 }
 
 var a64SimRules = [numA64Sims]*rule{nil, rA64SimBCond, rA64SimCBZ, rA64SimTBZ, rA64SimADR, rA64SimBBL,
-	rA64SimBR, rA64SimLDR, rA64SimLDRSW}
+	rA64SimBR, rA64SimLDR, rA64SimLDRSW, rA64SimBRBLR, rA64SimRET, rA64SimNOP}
 
 func a64StepRule(why a64StepWhy) *rule {
 	switch why {
@@ -134,6 +194,8 @@ func a64StepRule(why a64StepWhy) *rule {
 		return rA64NSLiteral
 	case a64StepExclusive:
 		return rA64NSExclusive
+	case a64StepMOPS:
+		return rA64NSMOPS
 	}
 	return rA64Steppable
 }
@@ -180,7 +242,7 @@ func classifyA64Kprobe(c *cls, boostModel bool) {
 	}
 
 	// arm_kprobe_decode_insn.
-	dec, sim, why := a64KprobeDecode(w)
+	dec, sim, why := c.p.a64k().a64KprobeDecode(w)
 	if c.explain {
 		a64ExplainDecode(c, w, dec, sim, why, true)
 	}
@@ -313,7 +375,7 @@ func classifyA64Uprobe(c *cls) {
 		return
 	}
 	c.step(rUpA64Align, Pass, "4-byte aligned")
-	dec, sim, why := a64ProbeDecode(w)
+	dec, sim, why := c.p.a64k().a64ProbeDecode(w)
 	if c.explain {
 		a64ExplainDecode(c, w, dec, sim, why, false)
 	}

@@ -44,6 +44,33 @@ var (
 	a64MSRReg    = a64Enc{0xFFF00000, 0xD5100000}
 )
 
+// a64Kernel is what differs between the modelled kernels' arm64 probe code
+// (kernel-evolution.md section 10); the rest is 6.1's.
+type a64Kernel struct {
+	name string
+	// bcond is aarch64_insn_is_bcond: 6.1's mask 0xFF000010 misses the hinted
+	// BC.cond (bit 4 set), which 6.12.94+ (0xFF000000) simulates.
+	bcond a64Enc
+	// mops: aarch64_insn_is_steppable refuses FEAT_MOPS CPY*/SET* (6.12).
+	mops bool
+	// loadEx, storeEx are the is_probed_address_atomic masks (7.2 adds bit 23:
+	// LDAR/STLR no longer count).
+	loadEx, storeEx a64Enc
+	// nopSim: arm_probe_decode_insn simulates NOP first (7.2, simulate_nop).
+	nopSim bool
+	// splitRet: RET has its own handler (simulate_ret), BR/BLR simulate_br_blr (7.2).
+	splitRet bool
+}
+
+var (
+	a64K61  = &a64Kernel{name: "6.1", bcond: a64Bcond, loadEx: a64LoadEx, storeEx: a64StoreEx}
+	a64K612 = &a64Kernel{name: "6.12", bcond: a64Enc{0xFF000000, 0x54000000}, mops: true, loadEx: a64LoadEx, storeEx: a64StoreEx}
+	a64K72  = &a64Kernel{name: "7.2", bcond: a64Enc{0xFF000000, 0x54000000}, mops: true,
+		loadEx: a64Enc{0x3FC00000, 0x08400000}, storeEx: a64Enc{0x3FC00000, 0x08000000}, nopSim: true, splitRet: true}
+	// a64MOPS is 6.12 insn.h's mops: CPY*/SET* (prologue, main, epilogue).
+	a64MOPS = a64Enc{0x3B200C00, 0x19000400}
+)
+
 // Words the kernel writes.
 const (
 	a64BreakMon   = 0xD4200000             // AARCH64_BREAK_MON: BRK #0
@@ -112,11 +139,11 @@ func a64UsesLiteral(w uint32) bool {
 	return a64LDRLit.is(w) || a64LDRSWLit.is(w) || a64ADR.is(w) || a64ADRP.is(w) || a64PRFMLit.is(w)
 }
 
-// a64IsBranch is aarch64_insn_is_branch().
-func a64IsBranch(w uint32) bool {
+// a64IsBranch is aarch64_insn_is_branch() (with kernel k's B.cond mask).
+func (k *a64Kernel) a64IsBranch(w uint32) bool {
 	return a64B.is(w) || a64BL.is(w) || a64CBZ.is(w) || a64CBNZ.is(w) || a64TBZ.is(w) || a64TBNZ.is(w) ||
 		a64RET.is(w) || a64RETAuth.is(w) || a64BR.is(w) || a64BRAuth.is(w) || a64BLR.is(w) ||
-		a64BLRAuth.is(w) || a64Bcond.is(w)
+		a64BLRAuth.is(w) || k.bcond.is(w)
 }
 
 // a64SysReg is aarch64_insn_extract_system_reg().
@@ -139,13 +166,14 @@ const (
 	a64StepHintOK                      // BR_SYS: HINT on the allow-list (steppable)
 	a64StepLiteral                     // other class: aarch64_insn_uses_literal
 	a64StepExclusive                   // other class: aarch64_insn_is_exclusive
+	a64StepMOPS                        // other class: aarch64_insn_is_mops (6.12)
 )
 
-// a64Steppable is aarch64_insn_is_steppable() (decode-insn.c, 6.1).
-func a64Steppable(w uint32) (bool, a64StepWhy) {
+// a64Steppable is aarch64_insn_is_steppable() (decode-insn.c) of kernel k.
+func (k *a64Kernel) a64Steppable(w uint32) (bool, a64StepWhy) {
 	if a64ClassOf(w) == a64ClsBrSys {
 		switch {
-		case a64IsBranch(w):
+		case k.a64IsBranch(w):
 			return false, a64StepBranch
 		case a64MSRImm.is(w):
 			return false, a64StepMSRImm
@@ -178,6 +206,9 @@ func a64Steppable(w uint32) (bool, a64StepWhy) {
 	if a64Exclusive.is(w) {
 		return false, a64StepExclusive
 	}
+	if k.mops && a64MOPS.is(w) {
+		return false, a64StepMOPS
+	}
 	return true, a64StepOK
 }
 
@@ -194,12 +225,16 @@ const (
 	a64SimBRBLRRET
 	a64SimLDRLit
 	a64SimLDRSWLit
+	a64SimBRBLR // 7.2
+	a64SimRET   // 7.2
+	a64SimNOP   // 7.2
 	numA64Sims
 )
 
 // a64SimNames are the kernel's handler names.
 var a64SimNames = [numA64Sims]string{"", "simulate_b_cond", "simulate_cbz_cbnz", "simulate_tbz_tbnz",
-	"simulate_adr_adrp", "simulate_b_bl", "simulate_br_blr_ret", "simulate_ldr_literal", "simulate_ldrsw_literal"}
+	"simulate_adr_adrp", "simulate_b_bl", "simulate_br_blr_ret", "simulate_ldr_literal", "simulate_ldrsw_literal",
+	"simulate_br_blr", "simulate_ret", "simulate_nop"}
 
 func (s a64Sim) String() string { return a64SimNames[s] }
 
@@ -213,13 +248,16 @@ const (
 )
 
 // a64ProbeDecode is arm_probe_decode_insn() (shared by kprobes and uprobes).
-func a64ProbeDecode(w uint32) (a64Decode, a64Sim, a64StepWhy) {
-	ok, why := a64Steppable(w)
+func (k *a64Kernel) a64ProbeDecode(w uint32) (a64Decode, a64Sim, a64StepWhy) {
+	if k.nopSim && w == a64NOP {
+		return a64GoodNoSlt, a64SimNOP, a64StepHintOK
+	}
+	ok, why := k.a64Steppable(w)
 	if ok {
 		return a64Good, a64SimNone, why
 	}
 	switch {
-	case a64Bcond.is(w):
+	case k.bcond.is(w):
 		return a64GoodNoSlt, a64SimBCond, why
 	case a64CBZ.is(w) || a64CBNZ.is(w):
 		return a64GoodNoSlt, a64SimCBZ, why
@@ -229,6 +267,10 @@ func a64ProbeDecode(w uint32) (a64Decode, a64Sim, a64StepWhy) {
 		return a64GoodNoSlt, a64SimADR, why
 	case a64B.is(w) || a64BL.is(w):
 		return a64GoodNoSlt, a64SimBBL, why
+	case k.splitRet && (a64BR.is(w) || a64BLR.is(w)):
+		return a64GoodNoSlt, a64SimBRBLR, why
+	case k.splitRet && a64RET.is(w):
+		return a64GoodNoSlt, a64SimRET, why
 	case a64BR.is(w) || a64BLR.is(w) || a64RET.is(w):
 		return a64GoodNoSlt, a64SimBRBLRRET, why
 	}
@@ -237,14 +279,14 @@ func a64ProbeDecode(w uint32) (a64Decode, a64Sim, a64StepWhy) {
 
 // a64KprobeDecode is arm_kprobe_decode_insn() without the atomic back-scan:
 // LDR/LDRSW literal are simulated before arm_probe_decode_insn is asked.
-func a64KprobeDecode(w uint32) (a64Decode, a64Sim, a64StepWhy) {
+func (k *a64Kernel) a64KprobeDecode(w uint32) (a64Decode, a64Sim, a64StepWhy) {
 	switch {
 	case a64LDRLit.is(w):
 		return a64GoodNoSlt, a64SimLDRLit, a64StepLiteral
 	case a64LDRSWLit.is(w):
 		return a64GoodNoSlt, a64SimLDRSWLit, a64StepLiteral
 	}
-	return a64ProbeDecode(w)
+	return k.a64ProbeDecode(w)
 }
 
 // a64AtomicScan is is_probed_address_atomic() as arm_kprobe_decode_insn calls it
@@ -253,7 +295,7 @@ func a64KprobeDecode(w uint32) (a64Decode, a64Sim, a64StepWhy) {
 // words, whichever is nearer; a store-exclusive first means no, a
 // load-exclusive first means yes. It returns the offset of the deciding
 // load-exclusive. Words the walk cannot read (before text) end it.
-func a64AtomicScan(text []uint32, off uint64) (atomic bool, at uint64) {
+func (k *a64Kernel) a64AtomicScan(text []uint32, off uint64) (atomic bool, at uint64) {
 	probe := int64(off / 4)
 	var end int64
 	if off < a64MaxAtomic*4 {
@@ -266,10 +308,10 @@ func a64AtomicScan(text []uint32, off uint64) (atomic bool, at uint64) {
 			return false, 0
 		}
 		w := text[i]
-		if a64StoreEx.is(w) {
+		if k.storeEx.is(w) {
 			return false, 0
 		}
-		if a64LoadEx.is(w) {
+		if k.loadEx.is(w) {
 			return true, uint64(i) * 4
 		}
 	}

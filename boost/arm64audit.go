@@ -74,7 +74,7 @@ func (a *FuncAudit) probeA64(pr *probe, off uint64, words []uint32, env *Env) {
 		pr.boundary = 1
 		var in decode.Inst
 		pr.readA64(&in, a.Func.Bytes[off:off+4], a.Func.Addr+off)
-		if at, where := a64AtomicScan(words, off); at {
+		if at, where := a.Policy.a64k().a64AtomicScan(words, off); at {
 			pr.atomic, pr.atomicOff = 1, where
 		}
 	} else {

@@ -32,9 +32,11 @@ func a64Bytes(ws ...uint32) []byte {
 	return b
 }
 
-func readA64Golden(t *testing.T) []kernelref.A64Row {
+const a64Golden61 = "testdata/linux-6.1-arm64.golden"
+
+func readA64Golden(t *testing.T, path string) []kernelref.A64Row {
 	t.Helper()
-	f, err := os.Open("testdata/linux-6.1-arm64.golden")
+	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,13 +110,20 @@ func a64Render(d *Decision, uprobe bool) string {
 	return d.Verdict.String()
 }
 
-func TestGoldenLinux61ARM64(t *testing.T) {
-	rows := readA64Golden(t)
+func TestGoldenLinux61ARM64(t *testing.T) { a64GoldenKprobes(t, linux61ARM64, a64Golden61) }
+
+// linux-6.12-arm64 against Debian's 6.12.117 arm64 probe code.
+func TestGoldenLinux612ARM64(t *testing.T) {
+	a64GoldenKprobes(t, linux612ARM64, "testdata/linux-6.12-arm64.golden")
+}
+
+func a64GoldenKprobes(t *testing.T, p *Policy, path string) {
+	rows := readA64Golden(t, path)
 	var bad int
 	var report strings.Builder
 	for i := range rows {
 		r := &rows[i]
-		d := a64KprobeRow(t, linux61ARM64, r)
+		d := a64KprobeRow(t, p, r)
 		if got := a64Render(&d, false); got != r.Kprobe {
 			bad++
 			if bad < 40 {
@@ -124,17 +133,32 @@ func TestGoldenLinux61ARM64(t *testing.T) {
 	}
 	t.Logf("%d rows, %d disagreements", len(rows), bad)
 	if bad > 0 {
-		t.Errorf("linux-6.1-arm64 disagrees with the kernel on %d rows:\n%s", bad, report.String())
+		t.Errorf("%s disagrees with the kernel on %d rows:\n%s", p.Name, bad, report.String())
 	}
 }
 
-func TestGoldenUprobesARM64(t *testing.T) {
-	rows := readA64Golden(t)
+// linux-7.2-arm64 against Debian's 7.2.13 arm64 probe code.
+func TestGoldenLinux72ARM64(t *testing.T) {
+	a64GoldenKprobes(t, linux72ARM64, "testdata/linux-7.2-arm64.golden")
+}
+
+func TestGoldenUprobes72ARM64(t *testing.T) {
+	a64GoldenUprobes(t, uprobes72ARM64, "testdata/linux-7.2-arm64.golden")
+}
+
+func TestGoldenUprobesARM64(t *testing.T) { a64GoldenUprobes(t, uprobesARM64, a64Golden61) }
+
+func TestGoldenUprobes612ARM64(t *testing.T) {
+	a64GoldenUprobes(t, uprobes612ARM64, "testdata/linux-6.12-arm64.golden")
+}
+
+func a64GoldenUprobes(t *testing.T, p *Policy, path string) {
+	rows := readA64Golden(t, path)
 	var bad int
 	var report strings.Builder
 	for i := range rows {
 		r := &rows[i]
-		d := uprobesARM64.ClassifyBytesEnv(a64Bytes(r.Word), decode.ModeA64, a64UserAddr+uint64(r.Mis), nil)
+		d := p.ClassifyBytesEnv(a64Bytes(r.Word), decode.ModeA64, a64UserAddr+uint64(r.Mis), nil)
 		if got := a64Render(&d, true); got != r.Uprobe {
 			bad++
 			if bad < 40 {
@@ -144,14 +168,14 @@ func TestGoldenUprobesARM64(t *testing.T) {
 	}
 	t.Logf("%d rows, %d disagreements", len(rows), bad)
 	if bad > 0 {
-		t.Errorf("uprobes-arm64 disagrees with the kernel on %d rows:\n%s", bad, report.String())
+		t.Errorf("%s disagrees with the kernel on %d rows:\n%s", p.Name, bad, report.String())
 	}
 }
 
 // boost-arm64 departs from the kernel only where it boosts a word the kernel
 // steps, or closes a gap; elsewhere it is the kernel.
 func TestGoldenBoostARM64(t *testing.T) {
-	rows := readA64Golden(t)
+	rows := readA64Golden(t, a64Golden61)
 	counts := map[string]int{}
 	for i := range rows {
 		r := &rows[i]
@@ -223,10 +247,23 @@ func a64ReadsPC(w uint32) string {
 // ones) and compares linux-6.1-arm64 and uprobes-arm64 with it word by word;
 // every word boost-arm64 boosts is checked against arm64asm.
 func TestOracleA64Bulk(t *testing.T) {
+	a64Bulk(t, "6.1", linux61ARM64, uprobesARM64, true)
+}
+
+// The same for linux-6.12-arm64 and uprobes-6.12-arm64 against 6.12's code.
+func TestOracleA64Bulk612(t *testing.T) { a64Bulk(t, "6.12", linux612ARM64, uprobes612ARM64, false) }
+
+func TestOracleA64Bulk72(t *testing.T) { a64Bulk(t, "7.2", linux72ARM64, uprobes72ARM64, false) }
+
+func a64Bulk(t *testing.T, version string, kpol, upol *Policy, withBoost bool) {
 	if os.Getenv("KBOOST_ORACLE") == "" {
 		t.Skip("set KBOOST_ORACLE=1 to run the arm64 kernel-code oracle")
 	}
-	o, err := kernelref.OpenA64(kernelref.Options{})
+	tarball, err := kernelref.SourceTarball(kernelref.Options{}, version)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := kernelref.OpenA64(kernelref.Options{Tarball: tarball})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -241,23 +278,26 @@ func TestOracleA64Bulk(t *testing.T) {
 	var d Decision
 	env := boostARM64.DefaultEnv()
 	env.SlotAddr = a64TestSlot
-	kenv := linux61ARM64.DefaultEnv()
-	uenv := uprobesARM64.DefaultEnv()
+	kenv := kpol.DefaultEnv()
+	uenv := upol.DefaultEnv()
 	for i, w := range words {
 		b := a64Bytes(w)
-		linux61ARM64.runBytes(new(scratch), &d, b, decode.ModeA64, a64TestAddr, kenv, false)
+		kpol.runBytes(new(scratch), &d, b, decode.ModeA64, a64TestAddr, kenv, false)
 		if got := a64Code(&d); got != kps[i] {
 			badK++
 			if len(examples) < 20 {
 				examples = append(examples, fmt.Sprintf("kprobe %08x: kernel %#02x, kboost %#02x %v", w, kps[i], got, d.ReasonIDs()))
 			}
 		}
-		uprobesARM64.runBytes(new(scratch), &d, b, decode.ModeA64, a64UserAddr, uenv, false)
+		upol.runBytes(new(scratch), &d, b, decode.ModeA64, a64UserAddr, uenv, false)
 		if got := a64Code(&d); got != ups[i] {
 			badU++
 			if len(examples) < 20 {
 				examples = append(examples, fmt.Sprintf("uprobe %08x: kernel %#02x, kboost %#02x %v", w, ups[i], got, d.ReasonIDs()))
 			}
+		}
+		if !withBoost {
+			continue
 		}
 		boostARM64.runBytes(new(scratch), &d, b, decode.ModeA64, a64TestAddr, env, false)
 		if d.Verdict == Boost {
@@ -273,8 +313,8 @@ func TestOracleA64Bulk(t *testing.T) {
 			checkA64Boosted(t, w, &d)
 		}
 	}
-	t.Logf("%d words: linux-6.1-arm64 %d disagreements, uprobes-arm64 %d; boost-arm64 boosts %d (%d checked PC-free by arm64asm, %d unknown to it)",
-		len(words), badK, badU, boosted, pcFree, unknownAsm)
+	t.Logf("%d words: %s %d disagreements, %s %d; boost-arm64 boosts %d (%d checked PC-free by arm64asm, %d unknown to it)",
+		len(words), kpol.Name, badK, upol.Name, badU, boosted, pcFree, unknownAsm)
 	if badK+badU > 0 {
 		t.Errorf("disagreements with the kernel's code:\n%s", strings.Join(examples, "\n"))
 	}
@@ -308,7 +348,7 @@ func a64Code(d *Decision) kernelref.A64Code {
 // a64PureCodes is what the policies' mask model (a64KprobeDecode,
 // a64ProbeDecode, the uprobe trap test) says for w, in the oracle's bulk codes:
 // the rules below the site checks, which are the same for every aligned probe.
-func a64PureCodes(w uint32) (kp, up kernelref.A64Code) {
+func a64PureCodes(k *a64Kernel, w uint32) (kp, up kernelref.A64Code) {
 	code := func(d a64Decode, s a64Sim) kernelref.A64Code {
 		switch d {
 		case a64GoodNoSlt:
@@ -318,28 +358,39 @@ func a64PureCodes(w uint32) (kp, up kernelref.A64Code) {
 		}
 		return 0
 	}
-	d, s, _ := a64KprobeDecode(w)
+	d, s, _ := k.a64KprobeDecode(w)
 	kp = code(d, s)
 	if w == a64BrkUprobe {
 		return kp, 0x40
 	}
-	d, s, _ = a64ProbeDecode(w)
+	d, s, _ = k.a64ProbeDecode(w)
 	return kp, code(d, s)
 }
 
 // TestOracleA64Sweep compares the mask model with the kernel's compiled code
 // over the whole A64 space: every 15th word (286M words) with KBOOST_ORACLE=1,
 // every word (2^32) with KBOOST_A64_EXHAUSTIVE=1 as well.
-func TestOracleA64Sweep(t *testing.T) {
+func TestOracleA64Sweep(t *testing.T) { a64Sweep(t, "6.1", a64K61, 15) }
+
+// 6.12's and 7.2's mask models over every 151st word (28M words).
+func TestOracleA64Sweep612(t *testing.T) { a64Sweep(t, "6.12", a64K612, 151) }
+
+func TestOracleA64Sweep72(t *testing.T) { a64Sweep(t, "7.2", a64K72, 151) }
+
+func a64Sweep(t *testing.T, version string, k *a64Kernel, step uint32) {
 	if os.Getenv("KBOOST_ORACLE") == "" {
 		t.Skip("set KBOOST_ORACLE=1 to run the arm64 kernel-code oracle")
 	}
-	o, err := kernelref.OpenA64(kernelref.Options{})
+	tarball, err := kernelref.SourceTarball(kernelref.Options{}, version)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := kernelref.OpenA64(kernelref.Options{Tarball: tarball})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer o.Close()
-	step, count := uint32(15), uint64(1<<32)/15
+	count := uint64(1<<32) / uint64(step)
 	if os.Getenv("KBOOST_A64_EXHAUSTIVE") != "" {
 		step, count = 1, 1<<32
 	}
@@ -347,10 +398,10 @@ func TestOracleA64Sweep(t *testing.T) {
 	var examples []string
 	err = o.Sweep(0x9E3779B9, count, step, func(w uint32, kp, up kernelref.A64Code) error {
 		n++
-		if k, u := a64PureCodes(w); k != kp || u != up {
+		if kc, u := a64PureCodes(k, w); kc != kp || u != up {
 			bad++
 			if len(examples) < 20 {
-				examples = append(examples, fmt.Sprintf("%08x: kernel kprobe %#02x uprobe %#02x, kboost %#02x %#02x", w, kp, up, k, u))
+				examples = append(examples, fmt.Sprintf("%08x: kernel kprobe %#02x uprobe %#02x, kboost %#02x %#02x", w, kp, up, kc, u))
 			}
 		}
 		return nil

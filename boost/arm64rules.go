@@ -1,10 +1,12 @@
 package boost
 
 const (
-	a64Kpol = "linux-6.1-arm64,boost-arm64"
-	a64All  = "linux-6.1-arm64,uprobes-arm64,boost-arm64"
+	a64Kpol = "linux-6.1-arm64,linux-6.12-arm64,linux-7.2-arm64,boost-arm64"
+	a64All  = "linux-6.1-arm64,linux-6.12-arm64,linux-7.2-arm64,uprobes-arm64,uprobes-6.12-arm64,uprobes-7.2-arm64,boost-arm64"
 	a64Boo  = "boost-arm64"
-	a64Up   = "uprobes-arm64"
+	a64Up   = "uprobes-arm64,uprobes-6.12-arm64,uprobes-7.2-arm64"
+	a64V612 = "linux-6.12-arm64,uprobes-6.12-arm64,linux-7.2-arm64,uprobes-7.2-arm64"
+	a64V72  = "linux-7.2-arm64,uprobes-7.2-arm64"
 
 	a64KprobesC = "arch/arm64/kernel/probes/kprobes.c"
 	a64DecodeC  = "arch/arm64/kernel/probes/decode-insn.c"
@@ -52,8 +54,10 @@ var (
 		"PC-relative literal use (LDR/LDRSW/PRFM literal, ADR, ADRP): not steppable")
 	rA64NSExclusive = newRule("arm64.not_steppable.exclusive", a64All, a64InsnH+" exclusive (0x3F800000/0x08000000)",
 		"load/store exclusive (LDXR, STXR, LDAXR, STLXR, LDXP, STXP; the mask also covers CASP): not steppable")
+	rA64NSMOPS = newRule("arm64.not_steppable.mops", a64V612, a64DecodeC+" aarch64_insn_is_steppable(); "+a64InsnH+" mops (0x3B200C00/0x19000400)",
+		"FEAT_MOPS CPY*/SET* (prologue, main and epilogue must run consecutively): not steppable, refused (6.12)")
 	rA64SimBCond = newRule("arm64.simulate.b_cond", a64All, a64DecodeC+" arm_probe_decode_insn(); "+a64SimC+" simulate_b_cond()",
-		"B.cond (0xFF000010/0x54000000): simulated, no slot")
+		"B.cond (6.1 mask 0xFF000010/0x54000000; 6.12 0xFF000000, so the hinted BC.cond too): simulated, no slot")
 	rA64SimCBZ = newRule("arm64.simulate.cbz_cbnz", a64All, a64DecodeC+" arm_probe_decode_insn(); "+a64SimC+" simulate_cbz_cbnz()",
 		"CBZ/CBNZ: simulated, no slot")
 	rA64SimTBZ = newRule("arm64.simulate.tbz_tbnz", a64All, a64DecodeC+" arm_probe_decode_insn(); "+a64SimC+" simulate_tbz_tbnz()",
@@ -64,6 +68,12 @@ var (
 		"B/BL: simulated, no slot")
 	rA64SimBR = newRule("arm64.simulate.br_blr_ret", a64All, a64DecodeC+" arm_probe_decode_insn(); "+a64SimC+" simulate_br_blr_ret()",
 		"BR/BLR/RET (not the PAC forms): simulated, no slot")
+	rA64SimBRBLR = newRule("arm64.simulate.br_blr", a64V72, a64DecodeC+" arm_probe_decode_insn(); "+a64SimC+" simulate_br_blr()",
+		"BR/BLR (not the PAC forms): simulated, no slot (7.2: RET has its own handler)")
+	rA64SimRET = newRule("arm64.simulate.ret", a64V72, a64DecodeC+" arm_probe_decode_insn(); "+a64SimC+" simulate_ret()",
+		"RET (not RETAA/RETAB): simulated, no slot (7.2; for a user task with GCS it also pops the GCS)")
+	rA64SimNOP = newRule("arm64.simulate.nop", a64V72, a64DecodeC+" arm_probe_decode_insn() aarch64_insn_is_nop(); "+a64SimC+" simulate_nop()",
+		"NOP (0xD503201F): simulated, no slot (7.2; other steppable hints still run in the slot)")
 	rA64Atomic = newRule("arm64.atomic_sequence", a64Kpol, a64DecodeC+" arm_kprobe_decode_insn() is_probed_address_atomic()",
 		"walking back from the previous instruction to the symbol start or 32 instructions, a load-exclusive mask match (0x3F400000/0x08400000, which also matches LDAR and CASA/CASAL) comes before any store-exclusive match (0x3F400000/0x08000000): EINVAL")
 	rA64Slot = newRule("arm64.slot", a64Kpol, a64KprobesC+" arch_prepare_ss_slot()",

@@ -173,7 +173,7 @@ func (au *Auditor) Audit(fn Func) (*FuncAudit, error) {
 		a.Entries = growCap(a.Entries, n+1)[:n+1]
 		e := &a.Entries[n]
 		e.Off = off
-		err := kdecode(k, &e.Inst, fn.Bytes[off:end], mode, fn.Addr+off)
+		err := kdecode(p.kd(), k, &e.Inst, fn.Bytes[off:end], mode, fn.Addr+off)
 		e.Len, e.DecodeOK = k.length, err == nil
 		if err != nil {
 			if a.DecodeFailOff < 0 {
@@ -411,7 +411,7 @@ func (a *FuncAudit) At(off uint64) (Decision, error) {
 		end = uint64(len(a.Func.Bytes))
 	}
 	pr.boundary = 0
-	if err := kdecode(&s.k, &s.inst, a.Func.Bytes[off:end], a.Mode, a.Func.Addr+off); err != nil {
+	if err := kdecode(a.Policy.kd(), &s.k, &s.inst, a.Func.Bytes[off:end], a.Mode, a.Func.Addr+off); err != nil {
 		pr.decErr = err
 	} else {
 		pr.k = &s.k
@@ -440,7 +440,7 @@ func (a *FuncAudit) ExplainAt(off uint64) ([]Step, Decision, error) {
 	b := a.Func.Bytes[off:min(off+15, uint64(len(a.Func.Bytes)))]
 	if i < len(a.walk) && a.walk[i] == off {
 		pr.boundary = 1
-		if a.Entries[i].DecodeOK && kdecode(&s.k, &s.inst, b, a.Mode, a.Func.Addr+off) == nil {
+		if a.Entries[i].DecodeOK && kdecode(a.Policy.kd(), &s.k, &s.inst, b, a.Mode, a.Func.Addr+off) == nil {
 			pr.k = &s.k
 		} else {
 			pr.decErr = errDecode
@@ -448,7 +448,7 @@ func (a *FuncAudit) ExplainAt(off uint64) ([]Step, Decision, error) {
 	} else {
 		pr.boundary = 0
 		if !a.Policy.CheckBoundary {
-			if err := kdecode(&s.k, &s.inst, b, a.Mode, a.Func.Addr+off); err == nil {
+			if err := kdecode(a.Policy.kd(), &s.k, &s.inst, b, a.Mode, a.Func.Addr+off); err == nil {
 				pr.k = &s.k
 			} else {
 				pr.decErr = err

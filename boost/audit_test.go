@@ -135,10 +135,10 @@ func TestAuditFunc6_1(t *testing.T) {
 		{0x14, SingleStep, 0, "prepare_singlestep.int3", false, "can_optimize.jump_into", 0},
 		{0x18, Boost, 0, "prepare_singlestep.boost", false, "can_optimize.size", 0},
 	})
-	// 6.9 boosts inc %rax (FF /0).
-	p9, _ := Lookup("linux-6.9")
-	a9, _ := p9.AuditFunc(Func{Name: "f", Addr: testFuncAddr, Bytes: testFuncBytes}, env2)
-	checkAudit(t, a9, []auditWant{{0x14, Boost, 0, "prepare_singlestep.boost", false, "can_optimize.jump_into", 0}})
+	// 6.12 boosts inc %rax (FF /0).
+	p612, _ := Lookup("linux-6.12")
+	a612, _ := p612.AuditFunc(Func{Name: "f", Addr: testFuncAddr, Bytes: testFuncBytes}, env2)
+	checkAudit(t, a612, []auditWant{{0x14, Boost, 0, "prepare_singlestep.boost", false, "can_optimize.jump_into", 0}})
 
 	// A jump-label site over 9..16: a probe at the non-boundary +0xa is refused
 	// by check_kprobe_address_safe (EINVAL) before can_probe (EILSEQ); probes
@@ -202,7 +202,7 @@ func TestAuditNotrace(t *testing.T) {
 }
 
 // TestAuditIndirect: an indirect jmp anywhere in the function blocks optprobes in
-// 6.1 (opt.c:338); 6.9 skips the test with RETPOLINE. A retpoline thunk jump
+// 6.1 (opt.c:338); 6.12 skips the test with RETPOLINE. A retpoline thunk jump
 // counts in 6.1 (opt.c:267-279).
 func TestAuditIndirect(t *testing.T) {
 	body := append(append([]byte{}, testFuncBytes[5:]...), 0xff, 0xe0) // ... ret; jmp *%rax
@@ -210,9 +210,9 @@ func TestAuditIndirect(t *testing.T) {
 	env := p.DefaultEnv()
 	a, _ := p.AuditFunc(Func{Name: "i", Addr: testFuncAddr, Bytes: body}, env)
 	checkAudit(t, a, []auditWant{{0x0, SingleStep, 0, "prepare_singlestep.int3", false, "can_optimize.indirect_jump", 0}})
-	p9, _ := Lookup("linux-6.9")
-	a9, _ := p9.AuditFunc(Func{Name: "i", Addr: testFuncAddr, Bytes: body}, env)
-	checkAudit(t, a9, []auditWant{{0x0, SingleStep, 0, "prepare_singlestep.int3", true, "can_optimize.ok", 11}})
+	p612, _ := Lookup("linux-6.12")
+	a612, _ := p612.AuditFunc(Func{Name: "i", Addr: testFuncAddr, Bytes: body}, env)
+	checkAudit(t, a612, []auditWant{{0x0, SingleStep, 0, "prepare_singlestep.int3", true, "can_optimize.ok", 11}})
 
 	// jmp rel32 to a thunk at 0xffffffff82000000.
 	thunk := uint64(0xffffffff82000000)

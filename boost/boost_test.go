@@ -89,19 +89,19 @@ var kcases = []kcase{
 	{"linux-6.1", m64, "48 c7 80 00 01 00 00 01 00 00 00", noPreempt, SingleStep, 0, "prepare_singlestep.int3", "len 11: 15-11 < 5"},
 	{"linux-6.1", m64, "26 26 26 26 48 c7 80 00 01 00 00 01 00 00 00", noPreempt, Reject, ENOSPC, "prepare_singlestep.enospc", "len 15: core.c:411-412"},
 
-	// linux-6.9: group refinements and INT/UD.
-	{"linux-6.9", m64, "0f 0b", noPreempt, Reject, EILSEQ, "can_probe.int_ud", "6.9 can_probe is_exception_insn UD2"},
-	{"linux-6.9", m64, "cd 80", noPreempt, Reject, EILSEQ, "can_probe.int_ud", "INT n"},
-	{"linux-6.9", m64, "cc", noPreempt, Reject, EILSEQ, "can_probe.int_ud", "INT3 refused before __copy_instruction"},
-	{"linux-6.9", m64, "c0 e0 02", noPreempt, Boost, 0, "prepare_singlestep.boost", "Grp2 /4"},
-	{"linux-6.9", m64, "c0 f0 02", noPreempt, SingleStep, 0, "prepare_singlestep.int3", "Grp2 /6"},
-	{"linux-6.9", m64, "f6 c0 01", noPreempt, Boost, 0, "prepare_singlestep.boost", "Grp3 /0"},
-	{"linux-6.9", m64, "f6 c8 01", noPreempt, SingleStep, 0, "prepare_singlestep.int3", "Grp3 /1"},
-	{"linux-6.9", m64, "fe c0", noPreempt, Boost, 0, "prepare_singlestep.boost", "Grp4 /0"},
-	{"linux-6.9", m64, "ff c0", noPreempt, Boost, 0, "prepare_singlestep.boost", "Grp5 /0"},
-	{"linux-6.9", m64, "ff 30", noPreempt, SingleStep, 0, "prepare_singlestep.int3", "Grp5 /6"},
-	{"linux-6.9", m64, "f0 ff 00", noPreempt, Boost, 0, "prepare_singlestep.boost", "Grp5 /0; LOCK prefix not examined"},
-	{"linux-6.9", m64, "62 f1 7d 48 fe c1", noPreempt, Boost, 0, "prepare_singlestep.boost", "EVEX opcode 0xfe read as Grp4 with reg 0"},
+	// linux-6.12: group refinements and INT/UD (upstream 6.9).
+	{"linux-6.12", m64, "0f 0b", noPreempt, Reject, EILSEQ, "can_probe.int_ud", "6.12 can_probe is_exception_insn UD2"},
+	{"linux-6.12", m64, "cd 80", noPreempt, Reject, EILSEQ, "can_probe.int_ud", "INT n"},
+	{"linux-6.12", m64, "cc", noPreempt, Reject, EILSEQ, "can_probe.int_ud", "INT3 refused before __copy_instruction"},
+	{"linux-6.12", m64, "c0 e0 02", noPreempt, Boost, 0, "prepare_singlestep.boost", "Grp2 /4"},
+	{"linux-6.12", m64, "c0 f0 02", noPreempt, SingleStep, 0, "prepare_singlestep.int3", "Grp2 /6"},
+	{"linux-6.12", m64, "f6 c0 01", noPreempt, Boost, 0, "prepare_singlestep.boost", "Grp3 /0"},
+	{"linux-6.12", m64, "f6 c8 01", noPreempt, SingleStep, 0, "prepare_singlestep.int3", "Grp3 /1"},
+	{"linux-6.12", m64, "fe c0", noPreempt, Boost, 0, "prepare_singlestep.boost", "Grp4 /0"},
+	{"linux-6.12", m64, "ff c0", noPreempt, Boost, 0, "prepare_singlestep.boost", "Grp5 /0"},
+	{"linux-6.12", m64, "ff 30", noPreempt, SingleStep, 0, "prepare_singlestep.int3", "Grp5 /6"},
+	{"linux-6.12", m64, "f0 ff 00", noPreempt, Boost, 0, "prepare_singlestep.boost", "Grp5 /0; LOCK prefix not examined"},
+	{"linux-6.12", m64, "62 f1 7d 48 fe c1", noPreempt, Boost, 0, "prepare_singlestep.boost", "EVEX opcode 0xfe read as Grp4 with reg 0"},
 
 	// linux-2.6.17-i386 (April 2006 can_boost + resume_execution).
 	{"linux-2.6.17-i386", m32, "90", nil, Boost, 0, "booster2006.lazy_jmp", "default row: boostable; jmp written at slot+1"},
@@ -332,7 +332,7 @@ func TestSites(t *testing.T) {
 }
 
 func TestLookup(t *testing.T) {
-	for _, n := range []string{"linux-6.1", "linux-6.9", "linux-2.6.17-i386", "uprobes-x86"} {
+	for _, n := range []string{"linux-6.1", "linux-6.12", "linux-2.6.17-i386", "uprobes-x86"} {
 		if _, err := Lookup(n); err != nil {
 			t.Error(err)
 		}

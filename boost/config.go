@@ -13,7 +13,7 @@ type Config struct {
 	// is compiled out.
 	Preemption bool
 	// Retpoline is CONFIG_RETPOLINE: 6.1 can_optimize treats jumps into the
-	// indirect-thunk range as indirect jumps; 6.9 skips the indirect-jump test.
+	// indirect-thunk range as indirect jumps; 6.12 skips the indirect-jump test.
 	Retpoline bool
 	// IBT is CONFIG_X86_KERNEL_IBT: sym+0 and sym+4 move past an ENDBR.
 	IBT bool
@@ -115,5 +115,14 @@ func (c Config) Flags() []string {
 // shares it (IBT is 64-bit only).
 var debian61 = Config{
 	Preemption: true, Retpoline: true, Optprobes: true, KprobesOnFtrace: true,
+	DynamicFtrace: true, SMP: true,
+}
+
+// debian612 is Debian's linux-image-amd64 6.12 configuration (linux-config-6.12's
+// config.amd64_none_amd64; trixie's and bookworm-security's agree on these):
+// as debian61, plus X86_KERNEL_IBT=y; RETPOLINE is spelled
+// MITIGATION_RETPOLINE. Debian builds no i386 6.12 kernel.
+var debian612 = Config{
+	Preemption: true, Retpoline: true, IBT: true, Optprobes: true, KprobesOnFtrace: true,
 	DynamicFtrace: true, SMP: true,
 }

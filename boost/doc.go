@@ -6,8 +6,10 @@
 // # Contract
 //
 // A Policy is one kernel's rules as a value. Policies: linux-6.1 (x86-64 and
-// i386, the reference: Debian's linux-source-6.1), linux-6.9, linux-2.6.17-i386
-// (the original kprobe-booster with its lazy -1/0/1 state machine, replayable
+// i386, the reference: Debian's linux-source-6.1), linux-6.12 (Debian's
+// linux-source-6.12: the rules that changed, as data and functions of their
+// own; the rest is 6.1's), linux-7.2 (Debian unstable's linux-source-7.2: 6.12's
+// rules with 7.2's decoder), linux-2.6.17-i386 (the original kprobe-booster with its lazy -1/0/1 state machine, replayable
 // with Booster2006) and uprobes-x86; for ARM64 linux-6.1-arm64, uprobes-arm64
 // and the boost-arm64 model (steppable, PC-free instructions run from the slot
 // followed by B addr+4), which decide from the raw A64 word with the kernel's
@@ -65,7 +67,7 @@
 //	site.bug                lib/bug.c: find_bug
 //	site.cfi_preamble       kernel/kprobes.c: is_cfi_preamble_symbol
 //	site.smp_lock           arch/x86/kernel/alternative.c: alternatives_text_reserved
-//	can_probe.*             arch/x86/kernel/kprobes/core.c: can_probe (6.9: is_exception_insn)
+//	can_probe.*             arch/x86/kernel/kprobes/core.c: can_probe (6.12: is_exception_insn)
 //	copy_insn.*             arch/x86/kernel/kprobes/core.c: __copy_instruction; asm/insn.h
 //	prepare_emulation.*     arch/x86/kernel/kprobes/core.c: prepare_emulation
 //	prepare_singlestep.*    arch/x86/kernel/kprobes/core.c: prepare_singlestep
@@ -85,10 +87,15 @@
 // legacy prefixes and one REX (a further one is taken as the opcode), decodes
 // mod for mov cr/dr, takes 8F as POP Ev (no XOP), and follows its own opcode
 // map for the escape maps (empty and prefix-variant slots, VEX-only and
-// EVEX-only opcodes). kmap_table.go holds that map, generated from the kernel's
-// decoder built from Debian's 6.1 source (TestOracleKernelEscMap regenerates and
-// checks it); TestOracleKernelDecoder compares the whole kernel view with the
-// kernel decoder on ~70k structured and random inputs (KBOOST_ORACLE=1). Not
+// EVEX-only opcodes). Each kernel version's decoder is a value (kdecoder) with
+// that map generated from its own decoder: kmap_table.go from Debian's 6.1
+// source, kmap612_table.go from 6.12's, which also decodes REX2 (D5: the
+// opcode after it is kept alone, even for map 1), EVEX map 4 and VEX map 7,
+// kmap72_table.go from 7.2's, which adds XOP, stops the INAT_INV64 opcodes at
+// the opcode byte in 64-bit mode and no longer sees VEX after a REX
+// (TestOracleKernelEscMap regenerates and checks them); TestOracleKernelDecoder
+// compares the whole kernel view with each version's decoder on structured
+// and random inputs (KBOOST_ORACLE=1). Not
 // modelled: VEX/EVEX after legacy or REX prefixes (the kernel decodes them; the
 // refusal of package decode counts as the kernel's).
 package boost

@@ -104,12 +104,23 @@ func sameVerdict(want, got kernelref.Want) bool {
 	return want.Verdict == got.Verdict && want.Errno == got.Errno
 }
 
-func TestGoldenLinux61(t *testing.T) {
-	p, err := boost.Lookup("linux-6.1")
+func TestGoldenLinux61(t *testing.T) { goldenKprobes(t, "linux-6.1", "testdata/linux-6.1.golden") }
+
+// linux-6.12 against Debian's 6.12.117 source: its rules and its decoder (REX2,
+// the grown 0F 38 map) on every row.
+func TestGoldenLinux612(t *testing.T) { goldenKprobes(t, "linux-6.12", "testdata/linux-6.12.golden") }
+
+// linux-7.2 against Debian's 7.2.13 source (unstable): XOP and the i64 opcodes.
+func TestGoldenLinux72(t *testing.T) { goldenKprobes(t, "linux-7.2", "testdata/linux-7.2.golden") }
+
+// goldenKprobes holds policy name to a kprobes golden table: verdict, errno,
+// decoder length, emulation and slot bytes on every row.
+func goldenKprobes(t *testing.T, name, path string) {
+	p, err := boost.Lookup(name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tab := readGolden(t, "testdata/linux-6.1.golden")
+	tab := readGolden(t, path)
 	var bad, badLen, badSlot int
 	var report strings.Builder
 	for i := range tab.Rows {
@@ -149,23 +160,34 @@ func TestGoldenLinux61(t *testing.T) {
 	t.Logf("%d rows, %d verdict disagreements, %d length disagreements, %d emulation/slot disagreements",
 		len(tab.Rows), bad, badLen, badSlot)
 	if bad+badLen+badSlot > 0 {
-		t.Errorf("linux-6.1 disagrees with the kernel on %d rows:\n%s", bad+badLen+badSlot, report.String())
+		t.Errorf("%s disagrees with the kernel on %d rows:\n%s", name, bad+badLen+badSlot, report.String())
 	}
 }
 
 // The kernel's code itself, run live (KBOOST_ORACLE=1), on far more inputs than
 // the table: every opcode of every map after each prefix with several operand
-// forms, and random byte strings, in both kernels.
-func TestOracleLinux61Sample(t *testing.T) {
+// forms, and random byte strings, in both kernels (x86-64 and i386) of each
+// version.
+func TestOracleLinux61Sample(t *testing.T) { oracleSample(t, "linux-6.1", "6.1") }
+
+func TestOracleLinux612Sample(t *testing.T) { oracleSample(t, "linux-6.12", "6.12") }
+
+func TestOracleLinux72Sample(t *testing.T) { oracleSample(t, "linux-7.2", "7.2") }
+
+func oracleSample(t *testing.T, name, version string) {
 	if os.Getenv("KBOOST_ORACLE") == "" {
 		t.Skip("set KBOOST_ORACLE=1 to run the kernel-code oracle")
 	}
-	o, err := kernelref.Open(kernelref.Options{})
+	tarball, err := kernelref.SourceTarball(kernelref.Options{}, version)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := kernelref.Open(kernelref.Options{Tarball: tarball})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer o.Close()
-	p, err := boost.Lookup("linux-6.1")
+	p, err := boost.Lookup(name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,8 +241,8 @@ func TestOracleLinux61Sample(t *testing.T) {
 		for _, k := range keys[:min(40, len(keys))] {
 			top = append(top, fmt.Sprintf("%6d  %s", classes[k], k))
 		}
-		t.Errorf("linux-6.1 disagrees with the kernel's code on %d of %d inputs (%d classes); largest:\n%s\nexamples:\n%s",
-			bad, n, len(classes), strings.Join(top, "\n"), strings.Join(examples, "\n"))
+		t.Errorf("%s disagrees with the kernel's code on %d of %d inputs (%d classes); largest:\n%s\nexamples:\n%s",
+			name, bad, n, len(classes), strings.Join(top, "\n"), strings.Join(examples, "\n"))
 	}
 }
 
@@ -304,47 +326,4 @@ func acceptance(w kernelref.Want) string {
 		return "reject " + w.Errno
 	}
 	return "accept"
-}
-
-// linux-6.9 against the rules of Debian's 6.12 source (the nearest kernel source
-// Debian ships): its can_boost group refinements and INT/UD refusal are 6.9's.
-// The x86 decoder map grew between 6.1 and 6.12 (e.g. REX2/APX, CMPccXADD), so
-// only rows that both kernels' decoders see alike (same length, or both
-// undecodable) are held against the 6.9 model; the others are counted.
-func TestGoldenLinux69(t *testing.T) {
-	p, err := boost.Lookup("linux-6.9")
-	if err != nil {
-		t.Fatal(err)
-	}
-	new := readGolden(t, "testdata/linux-6.12.golden")
-	old := readGolden(t, "testdata/linux-6.1.golden")
-	oldLen := map[string]int{}
-	for _, r := range old.Rows {
-		oldLen[r.Bytes()+"\t"+r.Mode()] = r.Want.Len
-	}
-	var bad, moved int
-	var report strings.Builder
-	for i := range new.Rows {
-		r := &new.Rows[i]
-		if l, ok := oldLen[r.Bytes()+"\t"+r.Mode()]; !ok || l != r.Want.Len {
-			moved++
-			continue
-		}
-		d, err := classifyRow(p, r)
-		if err != nil {
-			bad++
-			fmt.Fprintf(&report, "line %d: %s\n\tkboost: %v\n", r.Line, r, err)
-			continue
-		}
-		if got := gotWant(d); !sameVerdict(r.Want, got) {
-			bad++
-			fmt.Fprintf(&report, "line %d: %s\n\tkernel: %s\n\tkboost: %s (reasons %v)\n",
-				r.Line, r, r.Want, got, d.ReasonIDs())
-		}
-	}
-	t.Logf("%d rows, %d whose decoding changed since 6.1 (not checked), %d verdict disagreements",
-		len(new.Rows), moved, bad)
-	if bad > 0 {
-		t.Errorf("linux-6.9 disagrees with the 6.12 kernel's rules on %d rows:\n%s", bad, report.String())
-	}
 }

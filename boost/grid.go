@@ -83,15 +83,15 @@ func (p *Policy) OpcodeGridEnv(m decode.Map, mode decode.Mode, env *Env) [256]Ce
 		}
 		var k kinsn
 		var kin decode.Inst
-		err := kdecode(&k, &kin, buf, mode, addr)
+		err := kdecode(p.kd(), &k, &kin, buf, mode, addr)
 		if err == nil && k.in.HasModRM && k.in.Op != nil && k.in.Op.Flags&opcodes.FModMem != 0 {
 			buf[modAt] = 0x00
-			err = kdecode(&k, &kin, buf, mode, addr)
+			err = kdecode(p.kd(), &k, &kin, buf, mode, addr)
 		}
 		if err != nil || k.in.Enc != decode.EncLegacy {
 			// Try the memory form before giving up (LES/LDS/BOUND in 32-bit).
 			buf[modAt] = 0x00
-			err = kdecode(&k, &kin, buf, mode, addr)
+			err = kdecode(p.kd(), &k, &kin, buf, mode, addr)
 			if err != nil || k.in.Enc != decode.EncLegacy {
 				c.Kind = "invalid"
 				continue
@@ -110,7 +110,7 @@ func (p *Policy) OpcodeGridEnv(m decode.Map, mode decode.Mode, env *Env) [256]Ce
 			buf[modAt] = base&0xc7 | byte(r)<<3
 			var rk kinsn
 			var rin decode.Inst
-			if kdecode(&rk, &rin, buf, mode, addr) != nil || rk.in.Enc != decode.EncLegacy {
+			if kdecode(p.kd(), &rk, &rin, buf, mode, addr) != nil || rk.in.Enc != decode.EncLegacy {
 				continue
 			}
 			c.RegOK[r] = true

@@ -367,7 +367,7 @@ func (p *Policy) ArmGrid(l *ArmGridLayout) *ArmGrid {
 	env := p.GridEnv()
 	addr := l.kernelAddr
 	env.SlotAddr = l.kernelSlot
-	if p == uprobesARM64 { // user space
+	if p.user { // user space
 		addr, env.SlotAddr = 0x400000, 0x7fff0000
 	}
 	g := &ArmGrid{Policy: p, Layout: l, Addr: addr}

@@ -33,7 +33,7 @@ func goldenVerdict(t *testing.T, s string) Verdict {
 // uprobes-arm64 (uprobe column). An encoding whose samples all agree must
 // have the kernel's verdict as its Verdict.
 func TestA64GridGolden(t *testing.T) {
-	rows := readA64Golden(t)
+	rows := readA64Golden(t, a64Golden61)
 	for _, tc := range []struct {
 		p      *Policy
 		column func(r *kernelref.A64Row) string

@@ -42,11 +42,11 @@ func TestOpcodeGrid(t *testing.T) {
 	if c := two[0x01]; !c.Group || c.Reg[0].Errno != EOPNOTSUPP {
 		t.Errorf("0F 01 /0: %v", c.Reg[0].String())
 	}
-	// 6.9 refines Grp3: F6 /1 not boostable, /0 boostable.
-	p9, _ := Lookup("linux-6.9")
-	f6 := p9.OpcodeGrid(decode.MapOne, decode.Mode64)[0xf6]
+	// 6.12 refines Grp3: F6 /1 not boostable, /0 boostable.
+	p612, _ := Lookup("linux-6.12")
+	f6 := p612.OpcodeGrid(decode.MapOne, decode.Mode64)[0xf6]
 	if f6.Reg[0].Verdict != Boost || f6.Reg[1].Verdict != SingleStep {
-		t.Errorf("6.9 F6: /0 %v /1 %v", f6.Reg[0].String(), f6.Reg[1].String())
+		t.Errorf("6.12 F6: /0 %v /1 %v", f6.Reg[0].String(), f6.Reg[1].String())
 	}
 	if g := p.OpcodeGrid(decode.MapXOP8, decode.Mode64); g[0].Kind != "invalid" {
 		t.Error("XOP map grid")

@@ -19,6 +19,7 @@ type kinsn struct {
 	op     [3]byte      // opcode.bytes
 	nop    int          // opcode.nbytes
 	vex    bool         // VEX/EVEX/XOP encoded: the kernel keeps one opcode byte
+	rex2   bool         // REX2 (D5) prefixed: likewise, whatever REX2.M says
 	modrm  byte
 	hasMod bool
 	imm    int64 // immediate.value (sign-extended first immediate)
@@ -46,10 +47,10 @@ var inv64 = [256]bool{0x06: true, 0x07: true, 0x0e: true, 0x16: true, 0x17: true
 	0x1f: true, 0x27: true, 0x2f: true, 0x37: true, 0x3f: true, 0x60: true, 0x61: true,
 	0x82: true, 0x9a: true, 0xce: true, 0xd4: true, 0xd5: true, 0xd6: true, 0xea: true}
 
-// kdecode decodes one instruction at b (address addr) the way the kernel's
-// decoder would, into k, with the instruction itself stored in *dst (k.in =
-// dst). b should hold up to 15 bytes.
-func kdecode(k *kinsn, dst *decode.Inst, b []byte, mode decode.Mode, addr uint64) error {
+// kdecode decodes one instruction at b (address addr) the way kernel version
+// kd's decoder would, into k, with the instruction itself stored in *dst (k.in
+// = dst). b should hold up to 15 bytes.
+func kdecode(kd *kdecoder, k *kinsn, dst *decode.Inst, b []byte, mode decode.Mode, addr uint64) error {
 	k.in = dst
 	if len(b) > 15 {
 		b = b[:15]
@@ -61,6 +62,26 @@ func kdecode(k *kinsn, dst *decode.Inst, b []byte, mode decode.Mode, addr uint64
 	}
 	if kernelOddPrefixes(k.in, b[k.emu:], mode, addr+uint64(k.emu)) {
 		k.length = k.emu + k.in.Len
+		k.fill()
+		return nil
+	}
+	if kd.rex2 != nil && mode == decode.Mode64 {
+		if j := firstNonLegacyPrefix(b[k.emu:]); j >= 0 && b[k.emu+j] == 0xd5 {
+			err := kd.decodeREX2(k.in, b[k.emu:], addr+uint64(k.emu), j)
+			k.length = k.emu + k.in.Len
+			if err != nil {
+				return err
+			}
+			k.fill()
+			k.rex2 = true
+			return nil
+		}
+	}
+	if done, err := kd.decodeNew(k.in, b[k.emu:], mode, addr+uint64(k.emu)); done {
+		k.length = k.emu + k.in.Len
+		if err != nil {
+			return err
+		}
 		k.fill()
 		return nil
 	}
@@ -86,7 +107,7 @@ func kdecode(k *kinsn, dst *decode.Inst, b []byte, mode decode.Mode, addr uint64
 		// length of such forms; take it.
 		err = nil
 	}
-	err = kernelEscFix(k.in, b[k.emu:], mode, addr+uint64(k.emu), err)
+	err = kd.kernelEscFix(k.in, b[k.emu:], mode, addr+uint64(k.emu), err)
 	if err == nil && mode == decode.Mode64 && k.in.Enc == decode.EncLegacy && k.in.Map == decode.MapOne &&
 		(k.in.Opcode == 0x9a || k.in.Opcode == 0xea) && k.in.Rex&8 != 0 {
 		// __get_immptr(): "ptr16:64 is not exist", the kernel decoder fails.
@@ -104,7 +125,137 @@ var (
 	errKernelVEX   = errors.New("the kernel decoder's tables refuse this VEX/EVEX opcode")
 	errKernelMustV = errors.New("the kernel decoder refuses this legacy encoding of a VEX-only opcode")
 	errKernelTrunc = errors.New("truncated (kernel decoder)")
+	errKernelREX2  = errors.New("the kernel decoder refuses this REX2-prefixed opcode")
 )
+
+// decodeREX2 is insn_get_prefixes()/insn_get_opcode() of a kernel with REX2
+// (6.10+): D5 and its payload at j (after the legacy prefixes) are the REX
+// prefix; no VEX may follow; the opcode comes from the one-byte table
+// (REX2.M=0) or the 0x0F escape table (M=1), but opcode.bytes keeps only that
+// byte (nbytes = 1), and the must-VEX check is skipped. REX2.W sets an 8-byte
+// operand (Iv immediates of B8-BF grow to 8 bytes; a 66 prefix no longer
+// shortens Iz).
+func (kd *kdecoder) decodeREX2(in *decode.Inst, b []byte, addr uint64, j int) error {
+	if j+2 >= len(b) || j+2 >= 15 {
+		*in = decode.Inst{Mode: decode.Mode64, Addr: addr, Len: min(len(b), 15)}
+		return errKernelTrunc
+	}
+	pl, op := b[j+1], b[j+2]
+	m, pid := int(pl>>7), lastPrefixID(b[:j])
+	w := pl&8 != 0
+	e := kd.rex2Entry(m, pid, op)
+	if m == 0 && w {
+		e = kd.rex2Entry(0, 0, op) // REX2.W overrides 66: opnd_bytes = 8
+		switch {
+		case op&0xf8 == 0xb8:
+			e = e&^kmImmAllMask | 8<<kmImmAllShift // mov r64, imm64
+		case kmImmAll(e) == 6:
+			*in = decode.Inst{Mode: decode.Mode64, Addr: addr, Len: j + 3}
+			return errPtr64
+		}
+	}
+	if kmImmAll(e) == 8 && hasPrefix(b[:j], 0x67) && op&0xf8 != 0xb8 {
+		e = e&^kmImmAllMask | 3<<kmImmShift // moffs with a 4-byte address
+	}
+	if e&kmLegacyErr != 0 {
+		*in = decode.Inst{Mode: decode.Mode64, Addr: addr, Len: j + 3}
+		return errKernelREX2
+	}
+	mp := decode.MapOne
+	if m == 1 {
+		mp = decode.Map0F
+	}
+	if err := kernelSynth(in, b, decode.Mode64, addr, mp, op, j+2, e&kmModRM != 0, e); err != nil {
+		return err
+	}
+	in.Op = nil
+	in.Map = decode.MapOne // opcode.bytes = {op}, nbytes = 1, whatever the map
+	if w {
+		in.OpSize = 64
+	}
+	return nil
+}
+
+var errKernelXOP = errors.New("the kernel decoder's XOP tables refuse this opcode")
+
+// decodeNew handles what 7.x decoders read differently from 6.x (done is
+// false otherwise): XOP (8F with ModRM.reg != 0, in 32-bit mode only with
+// mod 3), and in 64-bit mode the INAT_INV64 opcodes that end the instruction
+// at the opcode byte and VEX/EVEX/XOP escapes after a REX (rexNoVEX).
+func (kd *kdecoder) decodeNew(in *decode.Inst, b []byte, mode decode.Mode, addr uint64) (done bool, err error) {
+	if kd.xop == nil && kd.inv64 == nil {
+		return false, nil
+	}
+	j := firstNonLegacyPrefix(b)
+	if j < 0 || j >= 15 {
+		return false, nil
+	}
+	rex := mode == decode.Mode64 && b[j]&0xf0 == 0x40
+	if kd.inv64 != nil && mode == decode.Mode64 {
+		o := j
+		if rex {
+			o++
+		}
+		if o < len(b) && o < 15 && kd.inv64[b[o]] {
+			return true, kernelSynth(in, b, mode, addr, decode.MapOne, b[o], o, false, 0)
+		}
+		if rex && kd.rexNoVEX && o < len(b) && o < 15 {
+			switch b[o] {
+			case 0xc4, 0xc5, 0x62, 0x8f:
+				return true, kernelSynth(in, b, mode, addr, decode.MapOne, b[o], o, true, 0)
+			}
+		}
+	}
+	if kd.xop == nil || rex || b[j] != 0x8f || j+1 >= len(b) || b[j+1]&0x38 == 0 ||
+		(mode != decode.Mode64 && b[j+1]>>6 != 3) {
+		return false, nil
+	}
+	if j+3 >= len(b) || j+3 >= 15 {
+		*in = decode.Inst{Mode: mode, Addr: addr, Len: min(len(b), 15)}
+		return true, errKernelTrunc
+	}
+	m, op := int(b[j+1]&0x1f), b[j+3]
+	e := kd.xopEntry(m, op)
+	if e&kmModRM != 0 && j+4 < len(b) {
+		if e&(1<<(kmVEXShift+int(b[j+4]>>3&7))) == 0 {
+			e = 0 // the group's /reg is not an XOP instruction
+		}
+	}
+	if e == 0 {
+		*in = decode.Inst{Mode: mode, Addr: addr, Len: j + 4}
+		return true, errKernelXOP
+	}
+	if err := kernelSynth(in, b, mode, addr, decode.MapXOP8+decode.Map(m-8), op, j+3, e&kmModRM != 0, e); err != nil {
+		return true, err
+	}
+	in.Op = nil
+	in.Enc, in.EncOff = decode.EncXOP, j
+	copy(in.EncBytes[:], b[j:j+3])
+	in.VEXW = b[j+2]&0x80 != 0
+	return true, nil
+}
+
+// lastPrefixID is insn_last_prefix_id() over legacy prefix bytes.
+func lastPrefixID(pfx []byte) int {
+	if len(pfx) == 0 {
+		return 0
+	}
+	return prefixID(pfx[len(pfx)-1])
+}
+
+// prefixID maps the last legacy prefix to its table id: 66, F3, F2 -> 1, 2, 3;
+// anything else (or none) -> 0.
+func prefixID(last byte) int {
+	switch last {
+	case 0x66:
+		return 1
+	case 0xf3:
+		return 2
+	case 0xf2:
+		return 3
+	}
+	return 0
+}
 
 // kernelEscFix applies the kernel decoder's own tables (kernelEscMap) to
 // escape-map instructions: a legacy 0F/0F 38/0F 3A opcode may have no ModRM or a
@@ -112,7 +263,7 @@ var (
 // prefix-variant slots), or be refused as VEX-only; a VEX/EVEX opcode the
 // kernel's AVX tables lack is refused. in holds package decode's result (ourErr
 // its error); the kernel's version replaces it where they differ.
-func kernelEscFix(in *decode.Inst, b []byte, mode decode.Mode, addr uint64, ourErr error) error {
+func (kd *kdecoder) kernelEscFix(in *decode.Inst, b []byte, mode decode.Mode, addr uint64, ourErr error) error {
 	if in.Enc == decode.EncXOP || (ourErr != nil && in.Op == nil) {
 		// The kernel decoder knows no XOP: 8F is Grp1A (POP Ev), ModRM only.
 		if j := firstNonLegacyPrefix(b); j >= 0 {
@@ -126,14 +277,30 @@ func kernelEscFix(in *decode.Inst, b []byte, mode decode.Mode, addr uint64, ourE
 	}
 	switch in.Enc {
 	case decode.EncVEX2, decode.EncVEX3, decode.EncEVEX:
-		if ourErr != nil && in.Op == nil {
+		// A map package decode does not know (EVEX map 4, VEX map 7: Map
+		// stays MapOne) is the kernel's table's to judge.
+		unknownMap := ourErr != nil && in.Map == decode.MapOne && in.OpcodeOff > 0 && in.OpcodeOff < len(b)
+		if ourErr != nil && in.Op == nil && !unknownMap {
 			return ourErr
 		}
-		am := avxMapIndex(in.Map)
-		if am < 0 {
+		e := kd.avxEntry(avxMapNo(in), int(in.VEXpp&3), in.Opcode)
+		if e == 0 {
+			if ourErr != nil {
+				return ourErr
+			}
 			return errKernelVEX
 		}
-		e := kmAVXEntry(am, int(in.VEXpp&3), in.Opcode)
+		if e&kmOpndImm != 0 {
+			iz := uint64(3) // 4 bytes
+			if avxOpndBytes(in, b, mode, e) == 2 {
+				iz = 2
+			}
+			for r := 0; r < 8; r++ {
+				if kmImm(e, r) >= 2 {
+					e = e&^(3<<(kmImmShift+2*r)) | iz<<(kmImmShift+2*r)
+				}
+			}
+		}
 		hasMod := e&kmModRM != 0
 		reg := 0
 		if hasMod {
@@ -190,16 +357,7 @@ func kernelEscFix(in *decode.Inst, b []byte, mode decode.Mode, addr uint64, ourE
 	if m == 0 && op&0xf0 == 0x80 {
 		return ourErr // jcc Jz: operand-size rules as package decode
 	}
-	pid := 0
-	switch last {
-	case 0x66:
-		pid = 1
-	case 0xf3:
-		pid = 2
-	case 0xf2:
-		pid = 3
-	}
-	e := kmEntry(m, pid, op)
+	e := kd.escEntry(m, prefixID(last), op)
 	if e&kmLegacyErr != 0 {
 		return errKernelMustV
 	}
@@ -214,6 +372,39 @@ func kernelEscFix(in *decode.Inst, b []byte, mode decode.Mode, addr uint64, ourE
 		}
 	}
 	return kernelSynth(in, b, mode, addr, []decode.Map{decode.Map0F, decode.Map0F38, decode.Map0F3A}[m], op, opOff, e&kmModRM != 0, e)
+}
+
+// avxOpndBytes is insn->opnd_bytes of a VEX/EVEX instruction as the kernel
+// decoder leaves it: 4, a legacy 66 prefix makes it 2, REX.W 8, then VEX3.W 8
+// or, for EVEX, bit 7 of the fourth prefix byte (insn_get_prefixes tests
+// X86_VEX_W on the last byte it read, EVEX.z), and finally an "(es)" opcode with
+// pp=66 and EVEX.W=0 makes it 2 (insn_get_opcode).
+func avxOpndBytes(in *decode.Inst, b []byte, mode decode.Mode, e uint64) int {
+	n := 4
+	for _, c := range b[:in.EncOff] {
+		switch {
+		case c == 0x66:
+			n = 2
+		case mode == decode.Mode64 && c&0xf8 == 0x48:
+			n = 8
+		}
+	}
+	if mode == decode.Mode64 {
+		switch in.Enc {
+		case decode.EncVEX3:
+			if in.VEXW {
+				n = 8
+			}
+		case decode.EncEVEX:
+			if in.EncBytes[3]&0x80 != 0 {
+				n = 8
+			}
+		}
+	}
+	if e&kmScalable != 0 && in.Enc == decode.EncEVEX && !in.VEXW && in.VEXpp == 1 {
+		n = 2
+	}
+	return n
 }
 
 // kernelSynth rebuilds *in as the kernel decoder sees it: prefixes (any legacy
@@ -282,6 +473,9 @@ func kernelSynth(in *decode.Inst, b []byte, mode decode.Mode, addr uint64, mp de
 	immOff, immLen := pos, 0
 	if e != 0 {
 		immLen = kmImm(e, reg)
+	}
+	if n := kmImmAll(e); n != 0 {
+		immLen = n
 	}
 	pos += immLen
 	if pos > len(b) || pos > 15 {
@@ -430,6 +624,7 @@ func hasPrefix(b []byte, p byte) bool {
 func (k *kinsn) fill() {
 	in := k.in
 	k.vex = in.Enc != decode.EncLegacy
+	k.rex2 = false
 	k.op = [3]byte{}
 	switch {
 	case k.vex:

@@ -7,7 +7,7 @@ import (
 // linuxVersion holds what differs between the modelled 6.x kernels.
 type linuxVersion struct {
 	// canProbeInsn: can_probe also decodes the probed instruction and refuses
-	// INT/UD (6.9); a decode failure there is EILSEQ.
+	// INT/UD (6.9, in 6.12); a decode failure there is EILSEQ.
 	canProbeInsn bool
 }
 
@@ -28,25 +28,52 @@ var linux61 = &Policy{
 	},
 }
 
-var linux69 = &Policy{
-	Name:          "linux-6.9",
-	Title:         "Linux 6.9 kprobes on x86: 6.1 plus can_boost group refinements and INT/UD refusal",
-	Source:        "Linux 6.9 arch/x86/kernel/kprobes/{core,opt}.c (can_boost Grp2/3/4/5 by ModRM.reg, can_probe is_exception_insn, can_optimize skips the indirect-jump test with RETPOLINE/IBT)",
+// linux612 is linux-6.1 plus the rules that changed by Debian's 6.12.117
+// (upstream 6.6-6.10; kernel-evolution.md): can_boost judges Grp2/3/4/5 by
+// ModRM.reg, can_probe refuses INT/UD (is_exception_insn), can_optimize skips
+// the indirect-jump test with MITIGATION_RETPOLINE or IBT, and the decoder knows
+// REX2, EVEX map 4 (APX) and VEX map 7 and a grown opcode map (kdec612).
+var linux612 = &Policy{
+	Name:          "linux-6.12",
+	Title:         "Linux 6.12 kprobes on x86-64 and i386: 6.1 plus can_boost group refinements, INT/UD refusal, REX2/APX decoding",
+	Source:        "Debian linux-source-6.12 (6.12.117): arch/x86/kernel/kprobes/{core,opt}.c (can_boost Grp2/3/4/5 by ModRM.reg, can_probe is_exception_insn, can_optimize without the indirect-jump test under MITIGATION_RETPOLINE/IBT), arch/x86/lib/insn.c (REX2, EVEX map 4)",
 	Modes:         []decode.Mode{decode.Mode64, decode.Mode32},
-	Defaults:      debian61,
+	Defaults:      debian612,
 	MaxInsnSize:   15,
 	CheckBoundary: true,
 	FtraceEntry:   true,
 	Optprobes:     true,
-	canBoost:      canBoost69,
+	canBoost:      canBoost612,
+	dec:           kdec612,
 	indirectRule: func(cfg Config) (bool, bool) {
 		return !cfg.Retpoline && !cfg.IBT, false
 	},
 }
 
+// linux72 is linux-6.12 with Debian 7.2.13's decoder (kdec72): AMD XOP
+// decoded (upstream 6.18) and the INAT_INV64 opcodes 82, 9A, D4, EA one byte
+// long in 64-bit mode (upstream 6.16). The decision code in core.c and opt.c
+// is 6.12's (kernel-evolution.md 2.1-2.4: renames, the CS call fix in the hit
+// path only); boosting cannot be configured on any x86 7.x kernel (PREEMPTION).
+var linux72 = &Policy{
+	Name:          "linux-7.2",
+	Title:         "Linux 7.2 kprobes on x86-64 and i386: linux-6.12 plus XOP decoding and i64 opcodes stopping at the opcode",
+	Source:        "Debian linux-source-7.2 (7.2.13, unstable): arch/x86/kernel/kprobes/{core,opt}.c, arch/x86/lib/insn.c (XOP, INAT_INV64)",
+	Modes:         []decode.Mode{decode.Mode64, decode.Mode32},
+	Defaults:      debian612,
+	MaxInsnSize:   15,
+	CheckBoundary: true,
+	FtraceEntry:   true,
+	Optprobes:     true,
+	canBoost:      canBoost612,
+	dec:           kdec72,
+	indirectRule:  linux612.indirectRule,
+}
+
 func init() {
 	linux61.classify = func(c *cls) { classifyLinux(c, linuxVersion{}) }
-	linux69.classify = func(c *cls) { classifyLinux(c, linuxVersion{canProbeInsn: true}) }
+	linux612.classify = func(c *cls) { classifyLinux(c, linuxVersion{canProbeInsn: true}) }
+	linux72.classify = linux612.classify
 }
 
 // classifyLinux follows register_kprobe() (reached through kprobe_events or perf):
@@ -179,6 +206,9 @@ func classifyLinux(c *cls, v linuxVersion) {
 	d.Len = k.length
 	if k.vex && c.explain {
 		c.step(rDecodeVEX, Note, c.detailf("%v instruction judged by opcode byte 0x%02x", k.in.Enc, k.op[0]))
+	}
+	if k.rex2 && c.explain {
+		c.step(rDecodeREX2, Note, c.detailf("REX2 instruction judged by opcode byte 0x%02x", k.op[0]))
 	}
 	if k.emu > 0 {
 		c.reject(rEmuPrefix, EINVAL, "")
@@ -386,8 +416,8 @@ func canBoost61(c *cls, k *kinsn, a uint64, env *Env) bool {
 	return true
 }
 
-// canBoost69 is 6.9's can_boost(): groups judged by ModRM.reg.
-func canBoost69(c *cls, k *kinsn, a uint64, env *Env) bool {
+// canBoost612 is 6.12's can_boost() (upstream 6.9): groups judged by ModRM.reg.
+func canBoost612(c *cls, k *kinsn, a uint64, env *Env) bool {
 	if !cbCommon(c, k, a, env) {
 		return false
 	}
@@ -420,7 +450,7 @@ func canBoost69(c *cls, k *kinsn, a uint64, env *Env) bool {
 			return false
 		}
 		c.step(rCBGrp5, Pass, "")
-	case notBoostable69[o]:
+	case notBoostable612[o]:
 		c.step(rCB1Byte, Fail, c.detailf("one-byte opcode 0x%02x is on can_boost's not-boostable list", o))
 		return false
 	}
@@ -520,7 +550,7 @@ var notBoostable61 = opSet([2]byte{0x62, 0x62}, [2]byte{0x70, 0x7f}, [2]byte{0x9
 	[2]byte{0xd8, 0xdf}, [2]byte{0xe0, 0xe3}, [2]byte{0xe8, 0xe9}, [2]byte{0xeb, 0xeb},
 	[2]byte{0xf0, 0xf4}, [2]byte{0xf6, 0xf7}, [2]byte{0xfe, 0xfe})
 
-// notBoostable69 is 6.9's list without the groups (handled by ModRM.reg).
-var notBoostable69 = opSet([2]byte{0x62, 0x62}, [2]byte{0x70, 0x7f}, [2]byte{0x9a, 0x9a},
+// notBoostable612 is 6.12's list without the groups (handled by ModRM.reg).
+var notBoostable612 = opSet([2]byte{0x62, 0x62}, [2]byte{0x70, 0x7f}, [2]byte{0x9a, 0x9a},
 	[2]byte{0xcc, 0xce}, [2]byte{0xd6, 0xd6}, [2]byte{0xd8, 0xdf}, [2]byte{0xe0, 0xe3},
 	[2]byte{0xe8, 0xe9}, [2]byte{0xeb, 0xeb}, [2]byte{0xf0, 0xf4})

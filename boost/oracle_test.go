@@ -20,61 +20,61 @@ import (
 	"testing"
 
 	"github.com/kboost/kboost/decode"
+	"github.com/kboost/kboost/internal/kernelref"
 )
-
-const kernelTarball = "/usr/src/linux-source-6.1.tar.xz"
 
 func oracleGate(t *testing.T) {
 	t.Helper()
 	if os.Getenv("KBOOST_ORACLE") != "1" {
-		t.Skip("set KBOOST_ORACLE=1 (needs linux-source-6.1, gcc, binutils)")
+		t.Skip("set KBOOST_ORACLE=1 (needs linux-source-6.1 and -6.12, gcc, binutils)")
 	}
 }
 
 var (
-	ksrcOnce sync.Once
-	ksrcDir  string
-	ksrcErr  error
+	ksrcMu   sync.Mutex
+	ksrcDirs = map[string]string{}
 )
 
-// kernelSource extracts the few files the oracle tests read into a cache
-// directory (once) and returns the linux-source-6.1 root.
-func kernelSource(t *testing.T) string {
+// kernelSource extracts the few files the oracle tests read from Debian's
+// linux-source-V (V "6.1" or "6.12") into a cache directory (once) and returns
+// the tree's root.
+func kernelSource(t *testing.T, v string) string {
 	t.Helper()
-	ksrcOnce.Do(func() {
-		cache, err := os.UserCacheDir()
-		if err != nil {
-			cache = os.TempDir()
-		}
-		dir := filepath.Join(cache, "kboost", "boost-oracle-6.1")
-		root := filepath.Join(dir, "linux-source-6.1")
-		files := []string{
-			"linux-source-6.1/arch/x86/kernel/kprobes/core.c",
-			"linux-source-6.1/arch/x86/kernel/uprobes.c",
-			"linux-source-6.1/arch/x86/tools/gen-insn-attr-x86.awk",
-			"linux-source-6.1/tools/arch/x86/lib",
-			"linux-source-6.1/tools/arch/x86/include",
-			"linux-source-6.1/tools/include",
-		}
-		if _, err := os.Stat(filepath.Join(root, "tools/arch/x86/lib/insn.c")); err == nil {
-			ksrcDir = root
-			return
-		}
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			ksrcErr = err
-			return
-		}
-		out, err := exec.Command("tar", append([]string{"-xJf", kernelTarball, "-C", dir}, files...)...).CombinedOutput()
-		if err != nil {
-			ksrcErr = fmt.Errorf("extracting %s (apt-get install linux-source-6.1): %v: %s", kernelTarball, err, out)
-			return
-		}
-		ksrcDir = root
-	})
-	if ksrcErr != nil {
-		t.Fatal(ksrcErr)
+	ksrcMu.Lock()
+	defer ksrcMu.Unlock()
+	if d, ok := ksrcDirs[v]; ok {
+		return d
 	}
-	return ksrcDir
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		cache = os.TempDir()
+	}
+	top := "linux-source-" + v
+	tarball, err := kernelref.SourceTarball(kernelref.Options{}, v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(cache, "kboost", "boost-oracle-"+v)
+	root := filepath.Join(dir, top)
+	files := []string{
+		top + "/arch/x86/kernel/kprobes/core.c",
+		top + "/arch/x86/kernel/uprobes.c",
+		top + "/arch/x86/tools/gen-insn-attr-x86.awk",
+		top + "/tools/arch/x86/lib",
+		top + "/tools/arch/x86/include",
+		top + "/tools/include",
+	}
+	if _, err := os.Stat(filepath.Join(root, "tools/arch/x86/lib/insn.c")); err != nil {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		out, err := exec.Command("tar", append([]string{"-xJf", tarball, "-C", dir}, files...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("extracting %s (apt-get install %s): %v: %s", tarball, top, err, out)
+		}
+	}
+	ksrcDirs[v] = root
+	return root
 }
 
 // parseW reads a kernel W(row, b0..bf) bitmap named name from src.
@@ -108,7 +108,7 @@ func parseW(t *testing.T, src, name string) bitmap256 {
 // this package with the 6.1 source text.
 func TestOracleKernelTables(t *testing.T) {
 	oracleGate(t)
-	root := kernelSource(t)
+	root := kernelSource(t, "6.1")
 	core, err := os.ReadFile(filepath.Join(root, "arch/x86/kernel/kprobes/core.c"))
 	if err != nil {
 		t.Fatal(err)
@@ -156,11 +156,11 @@ func TestOracleKernelTables(t *testing.T) {
 	}
 }
 
-// kernelDecoder builds the 6.1 instruction decoder (tools/arch/x86/lib/insn.c)
-// as a filter: "<bits> <hex>" in, one line of fields out.
-func kernelDecoder(t *testing.T) string {
+// kernelDecoder builds the instruction decoder (tools/arch/x86/lib/insn.c) of
+// Debian's linux-source-V as a filter: "<bits> <hex>" in, one line of fields out.
+func kernelDecoder(t *testing.T, v string) string {
 	t.Helper()
-	root := kernelSource(t)
+	root := kernelSource(t, v)
 	dir := t.TempDir()
 	tables, err := exec.Command("awk", "-f", filepath.Join(root, "arch/x86/tools/gen-insn-attr-x86.awk"),
 		filepath.Join(root, "tools/arch/x86/lib/x86-opcode-map.txt")).Output()
@@ -209,7 +209,13 @@ int main(void) {
 // bytes. The one class not modelled (VEX after legacy/REX prefixes) is counted.
 func TestOracleKernelDecoder(t *testing.T) {
 	oracleGate(t)
-	bin := kernelDecoder(t)
+	for _, kd := range []*kdecoder{kdec61, kdec612, kdec72} {
+		t.Run(kd.name, func(t *testing.T) { testKernelDecoder(t, kd) })
+	}
+}
+
+func testKernelDecoder(t *testing.T, kd *kdecoder) {
+	bin := kernelDecoder(t, kd.name)
 	type input struct {
 		mode   decode.Mode
 		b      []byte
@@ -246,6 +252,14 @@ func TestOracleKernelDecoder(t *testing.T) {
 				add(m, false, []byte{0x0f, 0x38, byte(o)}, s)
 				add(m, false, []byte{0x0f, 0x3a, byte(o)}, s)
 				add(m, false, []byte{0xc5, 0xf8, byte(o)}, s)
+				// REX2 (map 0 and 1, with W), EVEX map 4 (W=0/1, pp none/66), VEX map 7.
+				add(m, false, []byte{0xd5, 0x00, byte(o)}, s)
+				add(m, false, []byte{0xd5, 0x88, byte(o)}, s)
+				add(m, false, []byte{0x66, 0xd5, 0x08, byte(o)}, s)
+				add(m, false, []byte{0x62, 0xf4, 0x7c, 0x08, byte(o)}, s)
+				add(m, false, []byte{0x62, 0xf4, 0xfd, 0x08, byte(o)}, s)
+				add(m, false, []byte{0x62, 0xf4, 0x7d, 0x08, byte(o)}, s)
+				add(m, false, []byte{0xc4, 0xe7, 0x7b, byte(o)}, s)
 			}
 		}
 		r := rand.New(rand.NewSource(61))
@@ -279,7 +293,7 @@ func TestOracleKernelDecoder(t *testing.T) {
 		fmt.Sscanf(sc.Text(), "%d %d %d %x %x %d %d %d", &ret, &ln, &nb, &o0, &o1, &modrm, &emu, &rip)
 		var k kinsn
 		var kin decode.Inst
-		kerr := kdecode(&k, &kin, x.b, x.mode, 0xffffffff81000000)
+		kerr := kdecode(kd, &k, &kin, x.b, x.mode, 0xffffffff81000000)
 		why := ""
 		switch {
 		case (ret == 0) != (kerr == nil):
@@ -345,64 +359,126 @@ func runKernelDecoder(t *testing.T, bin string, modes []decode.Mode, inputs [][]
 }
 
 // deriveKernelMaps asks the kernel decoder, opcode by opcode, what its tables
-// say (see kmap.go): for legacy escape-map encodings per last-prefix id, and for
-// VEX/EVEX encodings per map and pp; ModRM presence and immediate bytes per
-// ModRM.reg, and whether the encoding decodes at all.
-func deriveKernelMaps(t *testing.T, bin string) (esc, avx []uint64) {
+// say (see kmap.go): for legacy escape-map encodings and for REX2 encodings per
+// last-prefix id, and for VEX/EVEX encodings per map and pp; ModRM presence and
+// immediate bytes per ModRM.reg, and whether the encoding decodes at all.
+func deriveKernelMaps(t *testing.T, bin string) (esc, avx, rex2, xop []uint64, inv64 []bool) {
 	var inputs [][]byte
-	var modes []decode.Mode
 	pfxByte := []byte{0, 0x66, 0xf3, 0xf2}
 	pad := []byte{0, 0, 0, 0, 0, 0, 0, 0, 0, 0}
-	type key struct{ avx, m, pf, op, reg int }
+	// kind: 0 legacy escape, 1 VEX, 2 EVEX, 3 EVEX with W=1 (scalable test), 4 REX2,
+	// 5 VEX and 6 EVEX after a legacy 66 prefix (Iz test).
+	type key struct{ kind, m, pf, op, reg int }
 	var keys []key
-	for m := 0; m < 3; m++ {
-		escb := [][]byte{{0x0f}, {0x0f, 0x38}, {0x0f, 0x3a}}[m]
-		for pf := 0; pf < 4; pf++ {
-			for op := 0; op < 256; op++ {
-				for reg := 0; reg < 8; reg++ {
-					var leg []byte
-					if pf > 0 {
-						leg = append(leg, pfxByte[pf])
-					}
-					leg = append(append(append(leg, escb...), byte(op), byte(0xc0|reg<<3)), pad...)
-					inputs = append(inputs, leg)
+	withPfx := func(pf int, b ...byte) []byte {
+		var out []byte
+		if pf > 0 {
+			out = append(out, pfxByte[pf])
+		}
+		return append(append(out, b...), pad...)
+	}
+	for pf := 0; pf < 4; pf++ {
+		for op := 0; op < 256; op++ {
+			for reg := 0; reg < 8; reg++ {
+				modrm := byte(0xc0 | reg<<3)
+				for m := 0; m < 3; m++ {
+					escb := [][]byte{{0x0f}, {0x0f, 0x38}, {0x0f, 0x3a}}[m]
+					inputs = append(inputs, withPfx(pf, append(append([]byte{}, escb...), byte(op), modrm)...))
 					keys = append(keys, key{0, m, pf, op, reg})
+				}
+				for m := 0; m < 2; m++ {
+					inputs = append(inputs, withPfx(pf, 0xd5, byte(m<<7), byte(op), modrm))
+					keys = append(keys, key{4, m, pf, op, reg})
 				}
 			}
 		}
 	}
-	for am, mm := range []int{1, 2, 3, 5, 6} {
+	for mm := 1; mm <= 7; mm++ {
 		for pp := 0; pp < 4; pp++ {
 			for op := 0; op < 256; op++ {
 				for reg := 0; reg < 8; reg++ {
 					modrm := byte(0xc0 | reg<<3)
 					inputs = append(inputs,
 						append([]byte{0xc4, byte(0xe0 | mm), byte(0x78 | pp), byte(op), modrm}, pad...),
-						append([]byte{0x62, byte(0xf0 | mm), byte(0x7c | pp), 0x08, byte(op), modrm}, pad...))
-					keys = append(keys, key{1, am, pp, op, reg}, key{2, am, pp, op, reg})
+						append([]byte{0x62, byte(0xf0 | mm&7), byte(0x7c | pp), 0x08, byte(op), modrm}, pad...),
+						append([]byte{0x62, byte(0xf0 | mm&7), byte(0xfc | pp), 0x08, byte(op), modrm}, pad...),
+						append([]byte{0x66, 0xc4, byte(0xe0 | mm), byte(0x78 | pp), byte(op), modrm}, pad...),
+						append([]byte{0x66, 0x62, byte(0xf0 | mm&7), byte(0x7c | pp), 0x08, byte(op), modrm}, pad...))
+					keys = append(keys, key{1, mm - 1, pp, op, reg}, key{2, mm - 1, pp, op, reg}, key{3, mm - 1, pp, op, reg},
+						key{5, mm - 1, pp, op, reg}, key{6, mm - 1, pp, op, reg})
 				}
 			}
 		}
 	}
-	for range inputs {
-		modes = append(modes, decode.Mode64)
+	// kind 7: XOP maps 8-A; kind 8: one-byte opcodes in 64-bit and (kind 9) 32-bit mode.
+	for m := 8; m <= 10; m++ {
+		for op := 0; op < 256; op++ {
+			for reg := 0; reg < 8; reg++ {
+				inputs = append(inputs, append([]byte{0x8f, byte(0xe0 | m), 0x78, byte(op), byte(0xc0 | reg<<3)}, pad...))
+				keys = append(keys, key{7, m - 8, 0, op, reg})
+			}
+		}
+	}
+	for op := 0; op < 256; op++ {
+		inputs = append(inputs, append([]byte{byte(op), 0x45, 0x08}, pad...), append([]byte{byte(op), 0x45, 0x08}, pad...))
+		keys = append(keys, key{8, 0, 0, op, 0}, key{9, 0, 0, op, 0})
+	}
+	modes := make([]decode.Mode, len(inputs))
+	for i := range modes {
+		modes[i] = decode.Mode64
+		if keys[i].kind == 9 {
+			modes[i] = decode.Mode32
+		}
 	}
 	lines := runKernelDecoder(t, bin, modes, inputs)
 	esc = make([]uint64, 3*4*256)
-	avx = make([]uint64, 5*4*256)
+	avx = make([]uint64, 7*4*256)
+	rex2 = make([]uint64, 2*4*256)
+	xop = make([]uint64, 3*256)
+	inv64 = make([]bool, 256)
+	len64 := map[int]int{}
 	immCode := map[int]uint64{0: 0, 1: 1, 2: 2, 4: 3}
+	avxImm := map[key]int{} // VEX and EVEX immediates, to compare kinds 3, 5 and 6 with
 	for i, k := range keys {
 		var f [10]int
 		var o0, o1 uint
 		fmt.Sscanf(lines[i], "%d %d %d %x %x %d %d %d %d %d", &f[0], &f[1], &f[2], &o0, &o1, &f[5], &f[6], &f[7], &f[8], &f[9])
 		ok, hasMod, n := f[0] == 0, f[5] >= 0, f[8]+f[9]
+		idx := (k.m*4+k.pf)*256 + k.op
+		if _, small := immCode[n]; k.kind == 4 && !small {
+			if k.reg == 0 {
+				rex2[idx] |= uint64(n) << kmImmAllShift
+			}
+			n = 0
+		}
+		switch k.kind {
+		case 8:
+			if ok {
+				len64[k.op] = f[1]
+			}
+			continue
+		case 9:
+			inv64[k.op] = ok && len64[k.op] == 1 && f[1] > 1
+			continue
+		}
 		c, known := immCode[n]
 		if !known {
 			t.Fatalf("%+v: %d immediate bytes", k, n)
 		}
-		idx := (k.m*4+k.pf)*256 + k.op
-		if k.avx == 0 {
+		switch k.kind {
+		case 7:
+			e := &xop[k.m*256+k.op]
+			if ok {
+				if hasMod {
+					*e |= kmModRM
+				}
+				*e |= c<<(kmImmShift+2*k.reg) | 1<<(kmVEXShift+k.reg)
+			}
+		case 0, 4:
 			e := &esc[idx]
+			if k.kind == 4 {
+				e = &rex2[idx]
+			}
 			if k.reg == 0 {
 				if !ok {
 					*e |= kmLegacyErr
@@ -412,24 +488,37 @@ func deriveKernelMaps(t *testing.T, bin string) (esc, avx []uint64) {
 				}
 			}
 			*e |= c << (kmImmShift + 2*k.reg)
-			continue
-		}
-		e := &avx[idx]
-		if ok {
-			// VEX and EVEX share the table entry: ModRM and immediate agree.
-			if hasMod {
-				*e |= kmModRM
+		case 1, 2:
+			e := &avx[idx]
+			if ok {
+				// VEX and EVEX share the table entry: ModRM and immediate agree.
+				if hasMod {
+					*e |= kmModRM
+				}
+				*e &^= 3 << (kmImmShift + 2*k.reg)
+				*e |= c << (kmImmShift + 2*k.reg)
+				shift := kmVEXShift
+				if k.kind == 2 {
+					shift = kmEVEXShift
+				}
+				avxImm[k] = n
+				*e |= 1 << (shift + k.reg)
 			}
-			*e &^= 3 << (kmImmShift + 2*k.reg)
-			*e |= c << (kmImmShift + 2*k.reg)
-			shift := kmVEXShift
-			if k.avx == 2 {
-				shift = kmEVEXShift
+		case 3, 5, 6:
+			k0 := k
+			k0.kind = map[int]int{3: 2, 5: 1, 6: 2}[k.kind]
+			if base, seen := avxImm[k0]; ok && seen && base != n {
+				if base+n != 6 {
+					t.Fatalf("%+v: the immediate changes from %d to %d bytes", k, base, n)
+				}
+				avx[idx] |= kmOpndImm
+				if k.kind == 3 {
+					avx[idx] |= kmScalable
+				}
 			}
-			*e |= 1 << (shift + k.reg)
 		}
 	}
-	return esc, avx
+	return esc, avx, rex2, xop, inv64
 }
 
 func goTable(b *strings.Builder, name, size string, tab []uint64) {
@@ -445,38 +534,84 @@ func goTable(b *strings.Builder, name, size string, tab []uint64) {
 	b.WriteString("\n}\n")
 }
 
-// TestOracleKernelEscMap checks kmap_table.go against the kernel decoder built
-// from the 6.1 source; with KBOOST_REGEN=1 it rewrites the file.
+// TestOracleKernelEscMap checks kmap_table.go (6.1) and kmap612_table.go
+// (6.12) against the kernel decoders built from those sources; with
+// KBOOST_REGEN=1 it rewrites the files.
 func TestOracleKernelEscMap(t *testing.T) {
 	oracleGate(t)
-	bin := kernelDecoder(t)
-	esc, avx := deriveKernelMaps(t, bin)
-	if os.Getenv("KBOOST_REGEN") == "1" {
-		var b strings.Builder
-		b.WriteString("// Code generated by TestOracleKernelEscMap (KBOOST_ORACLE=1 KBOOST_REGEN=1) from the Linux 6.1\n")
-		b.WriteString("// instruction decoder (tools/arch/x86/lib/insn.c + x86-opcode-map.txt); DO NOT EDIT.\n\n")
-		b.WriteString("package boost\n\n// See kmap.go for the layout.\n\n")
-		goTable(&b, "kernelEscMap", "3 * 4 * 256", esc)
-		b.WriteString("\n")
-		goTable(&b, "kernelAVXMap", "5 * 4 * 256", avx)
-		if err := os.WriteFile("kmap_table.go", []byte(b.String()), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	bad := 0
-	for i, e := range esc {
-		if kernelEscMap[i] != e {
-			bad++
-		}
-	}
-	for i, e := range avx {
-		if kernelAVXMap[i] != e {
-			bad++
-		}
-	}
-	if bad > 0 {
-		t.Errorf("%d stale entries: regenerate with KBOOST_ORACLE=1 KBOOST_REGEN=1 go test -run TestOracleKernelEscMap ./boost", bad)
+	for _, kd := range []*kdecoder{kdec61, kdec612, kdec72} {
+		t.Run(kd.name, func(t *testing.T) {
+			esc, avx, rex2, xop, inv64 := deriveKernelMaps(t, kernelDecoder(t, kd.name))
+			if kd.inv64 == nil {
+				for op, stop := range inv64 {
+					if stop {
+						t.Errorf("the %s decoder stops at opcode %02x in 64-bit mode; kboost's model does not", kd.name, op)
+					}
+				}
+			}
+			suffix, file := "", "kmap_table.go"
+			if kd != kdec61 {
+				suffix = strings.ReplaceAll(kd.name, ".", "")
+				file = "kmap" + suffix + "_table.go"
+			}
+			if os.Getenv("KBOOST_REGEN") == "1" {
+				var b strings.Builder
+				fmt.Fprintf(&b, "// Code generated by TestOracleKernelEscMap (KBOOST_ORACLE=1 KBOOST_REGEN=1) from the Linux %s\n", kd.name)
+				b.WriteString("// instruction decoder (tools/arch/x86/lib/insn.c + x86-opcode-map.txt); DO NOT EDIT.\n\n")
+				b.WriteString("package boost\n\n// See kmap.go for the layout.\n\n")
+				goTable(&b, "kernelEscMap"+suffix, "3 * 4 * 256", esc)
+				b.WriteString("\n")
+				goTable(&b, "kernelAVXMap"+suffix, "7 * 4 * 256", avx)
+				if kd.rex2 != nil {
+					b.WriteString("\n")
+					goTable(&b, "kernelREX2Map"+suffix, "2 * 4 * 256", rex2)
+				}
+				if kd.xop != nil {
+					b.WriteString("\n")
+					goTable(&b, "kernelXOPMap"+suffix, "3 * 256", xop)
+					var ops []string
+					for op, stop := range inv64 {
+						if stop {
+							ops = append(ops, fmt.Sprintf("%#02x: true", op))
+						}
+					}
+					fmt.Fprintf(&b, "\nvar kernelInv64Map%s = [256]bool{%s}\n", suffix, strings.Join(ops, ", "))
+				}
+				if err := os.WriteFile(file, []byte(b.String()), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			bad := 0
+			for i, e := range esc {
+				if kd.esc[i] != e {
+					bad++
+				}
+			}
+			for i, e := range avx {
+				if kd.avx[i] != e {
+					bad++
+				}
+			}
+			for i, e := range rex2 {
+				if kd.rex2 != nil && kd.rex2[i] != e {
+					bad++
+				}
+			}
+			for i, e := range xop {
+				if kd.xop != nil && kd.xop[i] != e {
+					bad++
+				}
+			}
+			for i, e := range inv64 {
+				if kd.inv64 != nil && kd.inv64[i] != e {
+					bad++
+				}
+			}
+			if bad > 0 {
+				t.Errorf("%s: %d stale entries: regenerate with KBOOST_ORACLE=1 KBOOST_REGEN=1 go test -run TestOracleKernelEscMap ./boost", file, bad)
+			}
+		})
 	}
 }
 
@@ -530,30 +665,33 @@ func TestOracleAssembledFunc(t *testing.T) {
 	}
 }
 
-// TestOracleDebianConfig reads Debian's own 6.1 amd64 configuration
-// (linux-config-6.1) with ParseConfig; the expected values are that file's lines.
+// TestOracleDebianConfig reads Debian's own 6.1 and 6.12 amd64 configurations
+// (linux-config-6.1, linux-config-6.12) with ParseConfig; the expected values
+// are those files' lines, and the policies' defaults claim to be them.
 func TestOracleDebianConfig(t *testing.T) {
 	oracleGate(t)
-	const path = "/usr/src/linux-config-6.1/config.amd64_none_amd64.xz"
-	out, err := exec.Command("xz", "-dc", path).Output()
-	if err != nil {
-		t.Fatalf("%s (apt-get install linux-config-6.1): %v", path, err)
-	}
-	text := string(out)
-	cfg, err := ParseConfig(text)
-	if err != nil {
-		t.Fatal(err)
-	}
-	set := func(n string) bool { return strings.Contains(text, "\n"+n+"=y\n") }
-	want := Config{Preemption: set("CONFIG_PREEMPTION"), Retpoline: set("CONFIG_RETPOLINE"),
-		IBT: set("CONFIG_X86_KERNEL_IBT"), Optprobes: set("CONFIG_OPTPROBES"),
-		KprobesOnFtrace: set("CONFIG_KPROBES_ON_FTRACE"), DynamicFtrace: set("CONFIG_DYNAMIC_FTRACE"),
-		KprobeEventsOnNotrace: set("CONFIG_KPROBE_EVENTS_ON_NOTRACE"), SMP: set("CONFIG_SMP")}
-	if cfg != want {
-		t.Errorf("ParseConfig %+v, file says %+v", cfg, want)
-	}
-	// The policy defaults claim to be this configuration.
-	if p, _ := Lookup("linux-6.1"); p.Defaults != cfg {
-		t.Errorf("linux-6.1 defaults %+v differ from Debian's config %+v", p.Defaults, cfg)
+	for _, v := range []string{"6.1", "6.12"} {
+		path := "/usr/src/linux-config-" + v + "/config.amd64_none_amd64.xz"
+		out, err := exec.Command("xz", "-dc", path).Output()
+		if err != nil {
+			t.Fatalf("%s (apt-get install linux-config-%s): %v", path, v, err)
+		}
+		text := string(out)
+		cfg, err := ParseConfig(text)
+		if err != nil {
+			t.Fatal(err)
+		}
+		set := func(n string) bool { return strings.Contains(text, "\n"+n+"=y\n") }
+		want := Config{Preemption: set("CONFIG_PREEMPTION"),
+			Retpoline: set("CONFIG_RETPOLINE") || set("CONFIG_MITIGATION_RETPOLINE"),
+			IBT:       set("CONFIG_X86_KERNEL_IBT"), Optprobes: set("CONFIG_OPTPROBES"),
+			KprobesOnFtrace: set("CONFIG_KPROBES_ON_FTRACE"), DynamicFtrace: set("CONFIG_DYNAMIC_FTRACE"),
+			KprobeEventsOnNotrace: set("CONFIG_KPROBE_EVENTS_ON_NOTRACE"), SMP: set("CONFIG_SMP")}
+		if cfg != want {
+			t.Errorf("%s: ParseConfig %+v, file says %+v", v, cfg, want)
+		}
+		if p, _ := Lookup("linux-" + v); p.Defaults != cfg {
+			t.Errorf("linux-%s defaults %+v differ from Debian's config %+v", v, p.Defaults, cfg)
+		}
 	}
 }

@@ -29,6 +29,12 @@ type Policy struct {
 	Optprobes bool
 
 	classify func(c *cls)
+	// dec is the kernel version's instruction decoder (nil: 6.1's).
+	dec *kdecoder
+	// a64 is the kernel version's arm64 probe decoding (nil: 6.1's).
+	a64 *a64Kernel
+	// user: a uprobes policy (probes in user space).
+	user bool
 	// canBoost is the policy's can_boost(); when c is nil nothing is recorded.
 	canBoost func(c *cls, k *kinsn, addr uint64, env *Env) bool
 	// indirectRule says which can_optimize indirect-jump tests apply.
@@ -78,6 +84,22 @@ func (p *Policy) Supports(m decode.Mode) bool {
 func (p *Policy) DefaultEnv() *Env { return &Env{Config: p.Defaults} }
 
 func (p *Policy) String() string { return p.Name }
+
+// a64k is the policy's arm64 probe decoding.
+func (p *Policy) a64k() *a64Kernel {
+	if p.a64 == nil {
+		return a64K61
+	}
+	return p.a64
+}
+
+// kd is the policy's kernel decoder.
+func (p *Policy) kd() *kdecoder {
+	if p.dec == nil {
+		return kdec61
+	}
+	return p.dec
+}
 
 // probe is what is known about the probed address beyond the instruction.
 type probe struct {
@@ -228,7 +250,7 @@ func (p *Policy) runBytes(s *scratch, d *Decision, b []byte, mode decode.Mode, a
 		p.decide(s, d, env, explain, mode)
 		return
 	}
-	if err := kdecode(&s.k, &s.inst, b, mode, addr); err != nil {
+	if err := kdecode(p.kd(), &s.k, &s.inst, b, mode, addr); err != nil {
 		s.pr.decErr = err
 	} else {
 		s.pr.k = &s.k
@@ -263,7 +285,7 @@ func (p *Policy) run(s *scratch, d *Decision, inst *decode.Inst, env *Env, expla
 	} else if inst.Len > 0 {
 		// Re-derive the kernel view from the raw bytes (i64 opcodes; an emulate
 		// prefix needs the following bytes: use ClassifyBytes).
-		if err := kdecode(&s.k, &s.inst, inst.Bytes(), inst.Mode, inst.Addr); err != nil {
+		if err := kdecode(p.kd(), &s.k, &s.inst, inst.Bytes(), inst.Mode, inst.Addr); err != nil {
 			s.pr.decErr = err
 		} else {
 			s.pr.k = &s.k
@@ -304,5 +326,5 @@ func writeRel32(dst []byte, from, to uint64) {
 }
 
 func init() {
-	policies = []*Policy{linux61, linux69, booster2617, uprobesX86, linux61ARM64, uprobesARM64, boostARM64, linux61ARM, linux61Thumb}
+	policies = []*Policy{linux61, linux612, linux72, booster2617, uprobesX86, linux61ARM64, linux612ARM64, linux72ARM64, uprobesARM64, uprobes612ARM64, uprobes72ARM64, boostARM64, linux61ARM, linux61Thumb}
 }

@@ -43,9 +43,9 @@ func RuleByID(id string) (RuleInfo, bool) {
 }
 
 const (
-	l6x   = "linux-6.1,linux-6.9"
+	l6x   = "linux-6.1,linux-6.12,linux-7.2"
 	l61   = "linux-6.1"
-	l69   = "linux-6.9"
+	l612  = "linux-6.12,linux-7.2"
 	l2617 = "linux-2.6.17-i386"
 	lup   = "uprobes-x86"
 	lall  = "all"
@@ -62,6 +62,8 @@ var (
 	rPolicyMode = newRule("policy.mode", lall, "-", "the policy does not model this instruction set")
 	rDecodeVEX  = newRule("decode.vex_as_onebyte", l6x+","+lup, "arch/x86/lib/insn.c insn_get_opcode()",
 		"VEX/EVEX instruction: the kernel decoder keeps only its opcode byte (opcode.nbytes = 1), so rules keyed on opcode.bytes[0] read it as a one-byte opcode")
+	rDecodeREX2 = newRule("decode.rex2_as_onebyte", l612, "arch/x86/lib/insn.c insn_get_prefixes() / insn_get_opcode()",
+		"REX2 (D5, 64-bit, 6.10+) instruction: the kernel decoder keeps only the opcode byte after it (opcode.nbytes = 1, even for map 1, the 0F map), so rules keyed on opcode.bytes[0] read a 0F-map opcode as a one-byte opcode")
 	rDecodeEmu = newRule("decode.emulate_prefix_len", l6x, "arch/x86/lib/insn.c insn_get_emulate_prefix()",
 		"the kernel decoder folds a Xen/KVM emulate prefix (ud2 + \"xen\"/\"kvm\") into the next instruction's length")
 
@@ -115,9 +117,9 @@ var (
 		"decoding from the symbol start does not land on the address: not an instruction boundary, EILSEQ")
 	rProbeDecode = newRule("can_probe.decode", l6x, coreC+" can_probe()",
 		"an instruction between the symbol start and the address does not decode: EILSEQ")
-	rIntUD = newRule("can_probe.int_ud", l69, coreC+" can_probe() / is_exception_insn()",
+	rIntUD = newRule("can_probe.int_ud", l612, coreC+" can_probe() / is_exception_insn()",
 		"INT3, INT n, INTO, INT1, UD0, UD1, UD2 must not be probed: EILSEQ")
-	rProbeDecodeAt = newRule("can_probe.decode_at", l69, coreC+" can_probe()",
+	rProbeDecodeAt = newRule("can_probe.decode_at", l612, coreC+" can_probe()",
 		"the instruction at the address does not decode: EILSEQ")
 
 	// __copy_instruction
@@ -165,11 +167,11 @@ var (
 	rCB2Byte   = newRule("can_boost.2byte_bitmap", l6x+","+l2617, coreC+" can_boost() twobyte_is_boostable", "two-byte opcode 0F xx: boostable iff xx is set in twobyte_is_boostable (prefixes not examined)")
 	rCB3Byte   = newRule("can_boost.3byte", l6x, coreC+" can_boost()", "three-byte opcode (0F 38 / 0F 3A): not boostable")
 	rCBPrefix  = newRule("can_boost.prefix_cs_addr", l6x+","+l2617, coreC+" can_boost()", "CS override (2E) or address-size (67) prefix: not boostable")
-	rCB1Byte   = newRule("can_boost.1byte_list", l6x, coreC+" can_boost()", "one-byte opcode on the not-boostable list (62 70-7F 9A C0-C1 CC-CE D0-D3 D6 D8-DF E0-E3 E8-E9 EB F0-F4 F6-F7 FE; 6.9 refines the groups)")
-	rCBGrp2    = newRule("can_boost.grp2", l69, coreC+" can_boost()", "Grp2 (C0 C1 D0-D3): not boostable only for /6")
-	rCBGrp3    = newRule("can_boost.grp3", l69, coreC+" can_boost()", "Grp3 (F6 F7): not boostable only for /1")
-	rCBGrp4    = newRule("can_boost.grp4", l69, coreC+" can_boost()", "Grp4 (FE): boostable only for /0 /1")
-	rCBGrp5    = newRule("can_boost.grp5", l6x, coreC+" can_boost()", "Grp5 (FF): 6.1 boostable only for /4; 6.9 for /0 /1 /4")
+	rCB1Byte   = newRule("can_boost.1byte_list", l6x, coreC+" can_boost()", "one-byte opcode on the not-boostable list (62 70-7F 9A C0-C1 CC-CE D0-D3 D6 D8-DF E0-E3 E8-E9 EB F0-F4 F6-F7 FE; 6.12 refines the groups)")
+	rCBGrp2    = newRule("can_boost.grp2", l612, coreC+" can_boost()", "Grp2 (C0 C1 D0-D3): not boostable only for /6")
+	rCBGrp3    = newRule("can_boost.grp3", l612, coreC+" can_boost()", "Grp3 (F6 F7): not boostable only for /1")
+	rCBGrp4    = newRule("can_boost.grp4", l612, coreC+" can_boost()", "Grp4 (FE): boostable only for /0 /1")
+	rCBGrp5    = newRule("can_boost.grp5", l6x, coreC+" can_boost()", "Grp5 (FF): 6.1 boostable only for /4; 6.12 for /0 /1 /4")
 	rCBOK      = newRule("can_boost.ok", l6x, coreC+" can_boost()", "can_boost() returns true")
 
 	// optprobes
@@ -182,7 +184,7 @@ var (
 	rOptSize     = newRule("can_optimize.size", l6x, optC+" can_optimize()", "size - offset < 5: no room for the jmp in the function")
 	rOptExTable  = newRule("can_optimize.extable", l6x, optC+" can_optimize()", "an address in the function has an exception-table entry (fixup code may jump in)")
 	rOptDecode   = newRule("can_optimize.decode", l6x, optC+" can_optimize()", "an instruction of the function does not decode")
-	rOptIndirect = newRule("can_optimize.indirect_jump", l6x, optC+" can_optimize() insn_is_indirect_jump()", "the function has an indirect jump (FF /4, FF /5, EA; a jump table may target the region); 6.9 skips this test with RETPOLINE or IBT")
+	rOptIndirect = newRule("can_optimize.indirect_jump", l6x, optC+" can_optimize() insn_is_indirect_jump()", "the function has an indirect jump (FF /4, FF /5, EA; a jump table may target the region); 6.12 skips this test with RETPOLINE or IBT")
 	rOptThunk    = newRule("can_optimize.thunk_jump", l61, optC+" insn_is_indirect_jump()", "CONFIG_RETPOLINE: a jmp/jcc into __indirect_thunk_start..end counts as an indirect jump")
 	rOptJumpInto = newRule("can_optimize.jump_into", l6x, optC+" insn_jump_into_range()", "a relative jump of the function targets [addr+1, addr+5] (the kernel's end is inclusive)")
 	rOptCopy     = newRule("copy_optimized.insn", l6x, optC+" copy_optimized_instructions()", "an instruction in the 5-byte region cannot be copied (__copy_instruction fails)")

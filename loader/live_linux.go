@@ -75,10 +75,21 @@ func OpenLive(vmlinux, cfgPath string) (*Live, error) {
 		kc.Close()
 		return nil, err
 	}
-	pred, err := NewPredictor(f, cfg, "linux-6.1")
+	// The running kernel's release picks the policy (the nearest older modelled
+	// version when it is not modelled).
+	policy, polNote := "linux-6.1", ""
+	if rel, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil && f.Arch != nil {
+		if p, note := boost.ForKernel(strings.TrimSpace(string(rel)), f.Arch.Mode); p != nil {
+			policy, polNote = p.Name, note
+		}
+	}
+	pred, err := NewPredictor(f, cfg, policy)
 	if err != nil {
 		kc.Close()
 		return nil, err
+	}
+	if polNote != "" {
+		pred.Notes = append(pred.Notes, polNote)
 	}
 	if vmlinux == "" {
 		pred.Env.InferNotrace = true

@@ -478,6 +478,10 @@ func NewFtraceInitPatcher(f *kimage.File) (*Patcher, error) {
 // CountPatchedWords is the number of words an arm64 Patcher rewrites.
 func CountPatchedWords(p *Patcher) int { return len(p.words) }
 
+// ErrNoReturnSites: the kernel has no return thunks to patch (no .return_sites:
+// not a CONFIG_RETHUNK / MITIGATION_RETHUNK kernel).
+var ErrNoReturnSites = errors.New("not a kernel with return thunks, nothing to patch")
+
 // NewReturnPatcher builds a Patcher for f, or explains why it cannot.
 func NewReturnPatcher(f *kimage.File) (*Patcher, error) {
 	sites, ok, err := ReturnSites(f)
@@ -485,7 +489,7 @@ func NewReturnPatcher(f *kimage.File) (*Patcher, error) {
 		return nil, err
 	}
 	if !ok {
-		return nil, fmt.Errorf("%s has no .return_sites section: not a CONFIG_RETHUNK kernel, nothing to patch", f.Path)
+		return nil, fmt.Errorf("%s has no .return_sites section: %w", f.Path, ErrNoReturnSites)
 	}
 	t, ok := f.Symbols.ByName("__x86_return_thunk")
 	if !ok {

@@ -112,7 +112,7 @@ func runAudit(s Streams, o auditOpts, args []string) error {
 			return err
 		}
 	}
-	pol, err := pickPolicy(o.policy, f.Arch)
+	pol, polNote, err := pickFilePolicy(o.policy, f)
 	if err != nil {
 		return err
 	}
@@ -146,6 +146,9 @@ func runAudit(s Streams, o auditOpts, args []string) error {
 		}
 	}()
 	env, notes := audit.Env(f, pol, cfg)
+	if polNote != "" {
+		notes = append([]string{polNote}, notes...)
+	}
 	<-selDone
 	switch o.preempt {
 	case "":
@@ -184,7 +187,9 @@ func runAudit(s Streams, o auditOpts, args []string) error {
 			}
 		}
 	case "ret":
-		if patch, err = audit.NewReturnPatcher(f); err != nil {
+		if patch, err = audit.NewReturnPatcher(f); errors.Is(err, audit.ErrNoReturnSites) {
+			notes = append(notes, "--returns ret: "+err.Error()+" (the option does not apply)")
+		} else if err != nil {
 			return err
 		}
 	default:

@@ -72,7 +72,7 @@ T16 by bits 15..12 and T32 by op1, bits 28..27 of hw1:hw2); each
 cell summarizes the verdicts of the encodings (opcodes/spec/arm64.spec, arm.spec, thumb.spec) with
 words in it, each encoding classified on sample words. --class lists the
 encodings of one class with their verdict and deciding rule.`,
-		Example: "  kboost opcodes\n  kboost opcodes --map 0f --policy linux-6.9\n  kboost opcodes --arch i386 --policy linux-2.6.17-i386 --map one\n  kboost opcodes --arch arm64 --policy boost-arm64\n  kboost opcodes --arch arm64 --class branch\n  kboost opcodes --arch arm",
+		Example: "  kboost opcodes\n  kboost opcodes --map 0f --policy linux-6.12\n  kboost opcodes --arch i386 --policy linux-2.6.17-i386 --map one\n  kboost opcodes --arch arm64 --policy boost-arm64\n  kboost opcodes --arch arm64 --class branch\n  kboost opcodes --arch arm",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			arch, err := decode.LookupArch(archName)

@@ -84,7 +84,7 @@ func TestPictureHTMLWellFormed(t *testing.T) {
 func TestPictureSVGIsXML(t *testing.T) {
 	for _, args := range [][]string{
 		{"opcodes", "--format", "svg"},
-		{"opcodes", "--format", "svg", "--diff", "linux-6.1,linux-6.9", "--map", "0f"},
+		{"opcodes", "--format", "svg", "--diff", "linux-6.1,linux-6.12", "--map", "0f"},
 		{"opcodes", "--arch", "arm64", "--format", "svg"},
 		{"opcodes", "--arch", "thumb", "--format", "svg", "--diff", "linux-6.1-thumb,linux-6.1-thumb"},
 		{"explain", "--format", "svg", "48", "8b", "05", "10", "00", "00", "00"},
@@ -105,7 +105,7 @@ func TestFormatUsage(t *testing.T) {
 	for _, args := range [][]string{
 		{"opcodes", "--format", "png"},
 		{"opcodes", "--format", "svg", "--json"},
-		{"opcodes", "--diff", "linux-6.1,linux-6.9"},
+		{"opcodes", "--diff", "linux-6.1,linux-6.12"},
 		{"opcodes", "--format", "html", "--diff", "linux-6.1"},
 		{"explain", "--format", "pdf", "90"},
 		{"audit", "--format", "svg"},
@@ -169,7 +169,7 @@ func TestServeEscapesHostileNames(t *testing.T) {
 	srv := httptest.NewServer(ex.handler())
 	defer srv.Close()
 	seen := map[string]bool{}
-	queue := []string{"/", "/opcodes?policy=linux-6.9&compare=linux-6.1"}
+	queue := []string{"/", "/opcodes?policy=linux-6.12&compare=linux-6.1"}
 	pages := 0
 	for len(queue) > 0 && pages < 60 {
 		u := queue[0]

@@ -52,8 +52,12 @@ var generatedA64 = []genFile{
 		{file: "arch/arm64/include/asm/uprobes.h", kind: kindLines, name: `^#define\s+UPROBE_SWBP_INSN\s`},
 		{file: a64DecodeH, kind: kindLines, name: `^#define\s+MAX_ATOMIC_CONTEXT_SIZE\s`},
 		{file: a64DecodeH, kind: kindRange, name: "enum probe_insn {", end: "};"},
-		{file: a64InsnH, kind: kindRange, name: "enum aarch64_insn_encoding_class {", end: "};"},
+		// 6.1: the encoding-class table; 6.12 tests the class with a mask (class_branch_sys).
+		{file: a64InsnH, kind: kindRange, name: "enum aarch64_insn_encoding_class {", end: "};", optional: true},
 		{file: a64InsnH, kind: kindRange, name: "enum aarch64_insn_hint_cr_op {", end: "};"},
+		// 7.x keeps the slot in ainsn.xol_insn (the harness reads it through KR_SLOT).
+		{file: "arch/arm64/include/asm/probes.h", kind: kindLines, name: `^\s+kprobe_opcode_t \*xol_insn;`, optional: true,
+			fix: func(string) string { return "#define KR_XOL_IN_AINSN 1\n" }},
 		{file: a64InsnH, kind: kindRange, name: "enum aarch64_insn_special_register {", end: "};"},
 	}},
 	{"ex_a64_types.h", []piece{
@@ -64,12 +68,20 @@ var generatedA64 = []genFile{
 	{"ex_a64_insn.c", []piece{
 		{file: a64InsnH, kind: kindRange, name: "#define\t__AARCH64_INSN_FUNCS(", end: "#undef\t__AARCH64_INSN_FUNCS"},
 		{file: a64InsnH, kind: kindFunc, name: "aarch64_insn_is_adr_adrp"},
-		{file: a64InsnC, kind: kindRange, name: "static const int aarch64_insn_encoding_class[] = {", end: "};"},
-		{file: a64InsnC, kind: kindFunc, name: "aarch64_get_insn_class"},
-		{file: a64InsnC, kind: kindFunc, name: "aarch64_insn_is_steppable_hint"},
-		{file: a64InsnC, kind: kindFunc, name: "aarch64_insn_uses_literal"},
-		{file: a64InsnC, kind: kindFunc, name: "aarch64_insn_is_branch"},
+		// 6.1 defines these in insn.c, 6.12 and later as inline functions in insn.h.
+		{file: a64InsnC, kind: kindRange, name: "static const int aarch64_insn_encoding_class[] = {", end: "};", optional: true},
+		{file: a64InsnC, kind: kindFunc, name: "aarch64_get_insn_class", optional: true},
+		{file: a64InsnC, kind: kindFunc, name: "aarch64_insn_is_steppable_hint", optional: true},
+		{file: a64InsnH, kind: kindFunc, name: "aarch64_insn_is_steppable_hint", optional: true},
+		{file: a64InsnC, kind: kindFunc, name: "aarch64_insn_uses_literal", optional: true},
+		{file: a64InsnH, kind: kindFunc, name: "aarch64_insn_is_branch", optional: true},
+		{file: a64InsnH, kind: kindFunc, name: "aarch64_insn_uses_literal", optional: true},
+		{file: a64InsnC, kind: kindFunc, name: "aarch64_insn_is_branch", optional: true},
 		{file: a64InsnC, kind: kindFunc, name: "aarch64_insn_extract_system_reg"},
+		// 7.x simulates NOP (aarch64_insn_is_nop: the word is aarch64_insn_gen_nop()).
+		{file: a64InsnH, kind: kindFunc, name: "aarch64_insn_gen_hint", optional: true},
+		{file: a64InsnH, kind: kindFunc, name: "aarch64_insn_gen_nop", optional: true},
+		{file: a64InsnH, kind: kindFunc, name: "aarch64_insn_is_nop", optional: true},
 	}},
 	{"ex_a64_decode.c", []piece{
 		{file: a64DecodeC, kind: kindFunc, name: "aarch64_insn_is_steppable"},

@@ -144,7 +144,8 @@ type A64Code uint8
 
 // A64Handlers are the handler names by index in an A64Code.
 var A64Handlers = []string{"-", "simulate_b_cond", "simulate_cbz_cbnz", "simulate_tbz_tbnz", "simulate_adr_adrp",
-	"simulate_b_bl", "simulate_br_blr_ret", "simulate_ldr_literal", "simulate_ldrsw_literal"}
+	"simulate_b_bl", "simulate_br_blr_ret", "simulate_ldr_literal", "simulate_ldrsw_literal",
+	"simulate_br_blr", "simulate_ret", "simulate_nop"}
 
 // Accepted, Decode and Handler unpack the code.
 func (c A64Code) Accepted() bool { return c&0x80 != 0 }

@@ -3,20 +3,31 @@ package kernelref
 import (
 	"bytes"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
 
 const a64Golden = "../../boost/testdata/linux-6.1-arm64.golden"
 
-// TestOracleA64Golden regenerates the arm64 golden table from the kernel source
-// (the kernel's own code, compiled for the host) and checks the committed file
-// against it; KBOOST_UPDATE=1 rewrites the file instead.
+// TestOracleA64Golden regenerates the arm64 golden tables from the kernel
+// sources (the kernel's own code, compiled for the host) and checks the
+// committed files against them; KBOOST_UPDATE=1 rewrites the files instead.
 func TestOracleA64Golden(t *testing.T) {
 	if os.Getenv("KBOOST_ORACLE") == "" {
 		t.Skip("set KBOOST_ORACLE=1 to build the arm64 kernel-code oracle")
 	}
-	o, err := OpenA64(Options{})
+	for _, tc := range []struct{ golden, version string }{
+		{a64Golden, "6.1"},
+		{"../../boost/testdata/linux-6.12-arm64.golden", "6.12"},
+		{"../../boost/testdata/linux-7.2-arm64.golden", "7.2"},
+	} {
+		t.Run(filepath.Base(tc.golden), func(t *testing.T) { a64GoldenUpToDate(t, tc.golden, sourceFor(t, tc.version)) })
+	}
+}
+
+func a64GoldenUpToDate(t *testing.T, a64Golden, tarball string) {
+	o, err := OpenA64(Options{Tarball: tarball})
 	if err != nil {
 		t.Fatal(err)
 	}

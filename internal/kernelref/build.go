@@ -88,7 +88,7 @@ func Prepare(opts Options) (*Build, error) {
 
 // sourceSet names the part of the kernel tarball one oracle needs.
 type sourceSet struct {
-	keyTag  string   // prefix of the cache key ("" for x86, kept for existing caches)
+	keyTag  string   // prefix of the cache key
 	dirTag  string   // prefix of the extraction directory under CacheDir/kernelref
 	members []string // paths below the tree's top directory; a trailing "/" takes a directory
 	anchor  string   // a member whose presence locates the tree
@@ -116,7 +116,8 @@ func prepareSource(opts Options, set sourceSet) (*source, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", opts.Tarball, ErrNoSource)
 	}
-	key := shortHash(fmt.Sprintf("%s%s|%d|%d", set.keyTag, opts.Tarball, st.Size(), st.ModTime().UnixNano()))
+	// The members are part of the key: a tree extracted for a shorter list lacks files.
+	key := shortHash(fmt.Sprintf("%s%s|%d|%d|%s", set.keyTag, opts.Tarball, st.Size(), st.ModTime().UnixNano(), strings.Join(set.members, ",")))
 	root := filepath.Join(opts.CacheDir, "kernelref")
 	srcDir := filepath.Join(root, set.dirTag+key)
 	if err := ensureDir(srcDir, func(tmp string) error { return extractMembers(opts.Tarball, tmp, set.members) }); err != nil {

@@ -21,7 +21,7 @@
 // kprobe does), Decode and DecodeAt (the kernel decoder's view of byte strings)
 // and Uprobe. Cases and WriteTable produce the golden tables
 // boost/testdata/linux-6.1.golden and linux-6.12.golden (from Debian's
-// linux-source-6.12, the nearest source to the linux-6.9 policy), and
+// linux-source-6.12, the source of the linux-6.12 policy), and
 // WriteUprobeTable boost/testdata/uprobes-x86.golden (see Row for the format).
 //
 // HostUprobes asks the running kernel instead: it writes a static probe
@@ -32,8 +32,14 @@
 // run is killed. WriteHostUprobeTable makes boost/testdata/uprobes-x86-host.golden.
 //
 // Regenerate: go run ./scripts/kernelref (linux-6.1), -source
-// /usr/src/linux-source-6.12.tar.xz -o boost/testdata/linux-6.12.golden,
+// /usr/src/linux-source-6.12.tar.xz -o boost/testdata/linux-6.12.golden, the
+// same with the 7.2 tarball SourceTarball fetched (linux-7.2.golden),
 // -uprobes, and -uprobes-host (as root).
+//
+// SourceTarball finds Debian's linux-source-V tarball: the installed package,
+// or for versions no installed suite has (7.2, from unstable) a copy it fetches
+// once into the cache with apt-get under an apt configuration of its own
+// (the system's sources are untouched) and dpkg-deb.
 //
 // Needs: tar and xz (to unpack), awk, gcc, and the linux-source-6.1 and
 // linux-source-6.12 packages; HostUprobes needs root and uprobes.

@@ -51,7 +51,7 @@ func (p piece) cut(src string) (string, error) {
 			}
 		}
 		if len(out) == 0 {
-			return "", fmt.Errorf("no line matches %q", p.name)
+			return "", fmt.Errorf("%q not found: no line matches", p.name)
 		}
 		return strings.Join(out, "\n") + "\n", nil
 	}

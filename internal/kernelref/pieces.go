@@ -17,6 +17,8 @@ var sourceMembers = []string{
 	"arch/x86/lib/inat.c",
 	"arch/x86/lib/x86-opcode-map.txt",
 	"arch/x86/tools/gen-insn-attr-x86.awk",
+	// insn_is_nop (7.x uprobes).
+	"arch/x86/lib/insn-eval.c",
 	// The decision code.
 	"arch/x86/kernel/kprobes/core.c",
 	"arch/x86/kernel/uprobes.c",
@@ -56,6 +58,9 @@ var generated = []genFile{
 			name: `^#define\s+(MAX_UINSN_BYTES|UPROBE_XOL_SLOT_BYTES)\s`},
 		{file: uprobesC, kind: kindRange, name: "#define UPROBE_FIX_IP", end: "#define\tUPROBE_TRAP_NR"},
 		{file: uprobesC, kind: kindLines, name: `^#define\s+(OPCODE[123]|MODRM_REG)\(`},
+		// 7.x: optimized uprobes (the 10-byte NOP) decide at analysis time.
+		{file: uprobesC, kind: kindLines, name: `^#define\s+(LEA_INSN_SIZE|OPT_INSN_SIZE)\s`, optional: true},
+		{file: "arch/x86/include/asm/uprobes.h", kind: kindLines, name: `^\s+ARCH_UPROBE_FLAG_\w+\s*=`, optional: true, fix: asEnum},
 	}},
 	{"ex_types.h", []piece{
 		{file: "arch/x86/include/asm/kprobes.h", kind: kindStruct, name: "arch_specific_insn"},
@@ -80,6 +85,10 @@ var generated = []genFile{
 	}},
 	{"ex_uprobes.c", []piece{
 		{file: uprobesC, kind: kindRange, name: "#define W(", end: "#undef W"},
+		// 7.x: the NOP forms uprobes emulate and optimize.
+		{file: "arch/x86/lib/insn-eval.c", kind: kindFunc, name: "insn_is_nop", optional: true},
+		{file: uprobesC, kind: kindFunc, name: "is_optimizable_nop10", optional: true},
+		{file: uprobesC, kind: kindFunc, name: "can_optimize", nth: 1, optional: true, fix: only64},
 		{file: uprobesC, kind: kindFunc, name: "is_prefix_bad"},
 		{file: uprobesC, kind: kindFunc, name: "uprobe_init_insn"},
 		// The 64-bit riprel_analyze (the first definition); the 32-bit one is empty.
@@ -99,9 +108,17 @@ func longSize(s string) string {
 	return strings.ReplaceAll(s, "sizeof(unsigned long)", "KR_SIZEOF_LONG")
 }
 
-// only64 keeps a CONFIG_X86_64-only function out of the i386 build, where the
-// kernel's version of it is empty.
+// only64 keeps a CONFIG_X86_64-only function (the first definition: the
+// kernel's i386 one follows under #else) out of the i386 build, where the
+// kernel's version is empty (void) or returns false (bool).
 func only64(s string) string {
-	name := s[strings.Index(s, "riprel_analyze(") : strings.Index(s, ")")+1]
-	return "#ifdef CONFIG_X86_64\n" + s + "#else\nstatic void " + name + " {}\n#endif\n"
+	head := s[:strings.Index(s, ")")+1]
+	body := " {}"
+	if strings.Contains(head, "bool ") {
+		body = " { return false; }"
+	}
+	return "#ifdef CONFIG_X86_64\n" + s + "#else\n" + head + body + "\n#endif\n"
 }
+
+// asEnum makes enumerator lines an anonymous enum.
+func asEnum(s string) string { return "enum {\n" + s + "};\n" }

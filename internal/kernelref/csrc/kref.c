@@ -34,6 +34,7 @@
 #define IS_ENABLED(option) KR_IS_ENABLED_##option
 #define KR_IS_ENABLED_CONFIG_PREEMPTION kr_preemption
 #define KR_IS_ENABLED_CONFIG_CFI_CLANG 0 /* Debian builds with gcc: no kCFI (6.x) */
+#define KR_IS_ENABLED_CONFIG_CFI 0       /* the same option, renamed (7.x) */
 
 #ifdef CONFIG_X86_64
 #define KR_SIZEOF_LONG 8
@@ -53,6 +54,17 @@ static int kr_test_bit(unsigned int nr, const volatile void *addr)
 }
 #undef test_bit
 #define test_bit(nr, addr) kr_test_bit((nr), (addr))
+
+static void kr_set_bit(unsigned int nr, volatile void *addr)
+{
+	((volatile unsigned char *)addr)[nr / 8] |= 1 << (nr % 8);
+}
+#undef set_bit
+#define set_bit(nr, addr) kr_set_bit((nr), (addr))
+#ifndef PAGE_SIZE
+#define PAGE_SIZE 4096UL
+#define PAGE_MASK (~(PAGE_SIZE - 1))
+#endif
 
 typedef u8 kprobe_opcode_t;
 typedef u8 uprobe_opcode_t;

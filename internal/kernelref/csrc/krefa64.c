@@ -55,6 +55,16 @@ typedef __le32 uprobe_opcode_t;
 #include "ex_a64_defines.h"
 #include "ex_a64_types.h"
 
+/* The slot pointer and the resume address: api.insn/api.restore up to 6.x,
+ * ainsn.xol_insn/xol_restore in 7.x (ex_a64_defines.h says which). */
+#ifdef KR_XOL_IN_AINSN
+#define KR_SLOT(kp) ((kp).ainsn.xol_insn)
+#define KR_RESTORE(kp) ((kp).ainsn.xol_restore)
+#else
+#define KR_SLOT(kp) ((kp).ainsn.api.insn)
+#define KR_RESTORE(kp) ((kp).ainsn.api.restore)
+#endif
+
 /* The simulation handlers: only their identity matters. */
 #define SIM(name) \
 	void name(u32 opcode, long addr, struct pt_regs *regs) { (void)opcode; (void)addr; (void)regs; abort(); }
@@ -66,14 +76,19 @@ SIM(simulate_cbz_cbnz)
 SIM(simulate_tbz_tbnz)
 SIM(simulate_ldr_literal)
 SIM(simulate_ldrsw_literal)
+SIM(simulate_br_blr) /* 7.x: RET has its own handler */
+SIM(simulate_ret)
+SIM(simulate_nop)    /* 7.x */
 
 static probes_handler_t *const handlers[] = {
 	NULL, simulate_b_cond, simulate_cbz_cbnz, simulate_tbz_tbnz, simulate_adr_adrp,
 	simulate_b_bl, simulate_br_blr_ret, simulate_ldr_literal, simulate_ldrsw_literal,
+	simulate_br_blr, simulate_ret, simulate_nop,
 };
 static const char *const handler_names[] = {
 	"-", "simulate_b_cond", "simulate_cbz_cbnz", "simulate_tbz_tbnz", "simulate_adr_adrp",
 	"simulate_b_bl", "simulate_br_blr_ret", "simulate_ldr_literal", "simulate_ldrsw_literal",
+	"simulate_br_blr", "simulate_ret", "simulate_nop",
 };
 
 static int handler_index(probes_handler_t *h)
@@ -159,11 +174,11 @@ static void kprobe_query(char *line)
 	kp.addr = (kprobe_opcode_t *)((char *)&text[p] + mis);
 	int ret = arch_prepare_kprobe(&kp);
 	struct arch_probe_insn *api = &kp.ainsn.api;
-	const char *dec = ret ? "rejected" : api->insn ? "slot" : "simulate";
+	const char *dec = ret ? "rejected" : KR_SLOT(kp) ? "slot" : "simulate";
 	printf("%d %s %s", ret, dec, ret ? "-" : handler_names[handler_index(api->handler)]);
-	if (!ret && api->insn)
-		printf(" %08x %08x %lx\n", api->insn[0], api->insn[1],
-		       api->restore - (unsigned long)kp.addr);
+	if (!ret && KR_SLOT(kp))
+		printf(" %08x %08x %lx\n", KR_SLOT(kp)[0], KR_SLOT(kp)[1],
+		       KR_RESTORE(kp) - (unsigned long)kp.addr);
 	else
 		printf(" - - -\n");
 }
@@ -237,10 +252,10 @@ static void answer(u32 w, unsigned char out[2])
 	text[0] = w;
 	kp.addr = &text[0];
 	int ret = arch_prepare_kprobe(&kp);
-	int dec = ret ? 0 : kp.ainsn.api.insn ? 2 : 1;
+	int dec = ret ? 0 : KR_SLOT(kp) ? 2 : 1;
 	out[0] = (ret == 0) << 7 | dec << 4 | (ret ? 0 : handler_index(kp.ainsn.api.handler));
-	if (!ret && kp.ainsn.api.insn &&
-	    (kp.ainsn.api.insn[0] != w || kp.ainsn.api.insn[1] != BRK64_OPCODE_KPROBES_SS))
+	if (!ret && KR_SLOT(kp) &&
+	    (KR_SLOT(kp)[0] != w || KR_SLOT(kp)[1] != BRK64_OPCODE_KPROBES_SS))
 		out[0] |= 0x0F; /* an unexpected slot image */
 	struct arch_uprobe au;
 	ret = uprobe_prepare(w, 0x400000, &au);
