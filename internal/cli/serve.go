@@ -57,7 +57,13 @@ maps. It serves loopback only: --listen takes a loopback address
 			if err != nil {
 				return fmt.Errorf("serve: %w (is the port in use? --listen 127.0.0.1:0 picks a free one)", err)
 			}
-			return ex.serve(ctx, ln, s.Out)
+			if err := ex.serve(ctx, ln, s.Out); err != nil {
+				return err
+			}
+			if ctx.Err() != nil {
+				return interrupted("serve")
+			}
+			return nil
 		},
 	}
 	fl := cmd.Flags()

@@ -293,8 +293,8 @@ func TestServeSIGINT(t *testing.T) {
 	}
 	select {
 	case code := <-done:
-		if code != 0 {
-			t.Errorf("exit %d after SIGINT: %s", code, errb.String())
+		if code != ExitInterrupted {
+			t.Errorf("exit %d after SIGINT, want 130: %s", code, errb.String())
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("serve did not stop within 10 s of SIGINT")

@@ -380,6 +380,9 @@ ref_ctr_offset).`,
 			}
 			err = uprobe.Watch(ctx, probes, opt)
 			readback()
+			if err == nil && ctx.Err() != nil { // Ctrl-C ends a watch: the probes are gone
+				return interrupted("uprobe watch")
+			}
 			return err
 		},
 	}
@@ -388,7 +391,7 @@ ref_ctr_offset).`,
 	}
 	watch.Flags().BoolVar(&useTracefs, "tracefs", false, "use tracefs uprobe_events instead of the perf PMU (leaks if killed: kboost uprobe sweep)")
 	watch.Flags().IntVar(&pid, "pid", 0, "probe only this process (perf PMU); 0: every process mapping the file")
-	watch.Flags().DurationVar(&interval, "interval", time.Second, "time between hit-count lines")
+	durationVar(watch.Flags(), &interval, "interval", time.Second, 10*time.Millisecond, time.Hour, false, "time between hit-count lines (10ms to 1h)")
 	var scale float64
 	var runs int
 	bench := &cobra.Command{

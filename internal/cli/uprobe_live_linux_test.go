@@ -5,6 +5,7 @@ package cli
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -109,8 +110,11 @@ func TestLiveUprobeWatchSignals(t *testing.T) {
 		if strings.Contains(string(ev), uprobe.UprobeGroup) {
 			t.Errorf("%s: uprobe_events still has %q", name, ev)
 		}
-		if c.sig == syscall.SIGINT && (werr != nil || !strings.Contains(wout.String(), "=1000")) {
-			t.Errorf("%s: watch ended %v, output %q: want exit 0 with 1000 hits counted", name, werr, wout.String())
+		if c.sig == syscall.SIGINT {
+			var ee *exec.ExitError
+			if !errors.As(werr, &ee) || ee.ExitCode() != ExitInterrupted || !strings.Contains(wout.String(), "=1000") {
+				t.Errorf("%s: watch ended %v, output %q: want exit 130 with 1000 hits counted", name, werr, wout.String())
+			}
 		}
 		in.Close()
 		tg.Wait()
