@@ -24,7 +24,7 @@ logs=${FUZZ_LOG:-$work/logs}
 mkdir -p "$logs"
 # The logs are kept when a target failed (or FUZZ_LOG names their place).
 failed=0
-trap 'if [ "$failed" = 0 ] && [ -z "${FUZZ_LOG:-}" ]; then rm -rf "$work"; else rm -rf "$work/bin" "$work/cache"; fi' EXIT
+trap 'if [ "$failed" != 0 ] && [ -z "${FUZZ_LOG:-}" ]; then rm -rf "$work/bin" "$work/cache"; else rm -rf "$work"; fi' EXIT
 
 # Targets as "dir name", from the test files git knows (or all, outside git).
 files=$(git ls-files '*_test.go' 2>/dev/null || find . -name '*_test.go' -not -path '*/testdata/*')
