@@ -343,6 +343,12 @@ func FuzzClassifyA32(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte, addr uint64) {
 		for _, env := range []*Env{nil, {SlotAddr: addr ^ 0x1000000, Config: Config{PostHandler: addr&1 != 0}}} {
 			d := linux61ARM.ClassifyBytesEnv(b, decode.ModeA32, addr, env)
+			if d.Optimizable && d.OptLen != 4 {
+				t.Fatalf("% x: optimizable over %d bytes, an A32 optprobe replaces one word", b, d.OptLen)
+			}
+			wf := d
+			wf.Optimizable = false // checkDecision's optprobe lengths are x86's
+			checkDecision(t, "linux-6.1-arm", &wf)
 			if d.Verdict == SingleStep && d.SlotLen != 8 {
 				t.Fatalf("% x: slot of %d bytes", b, d.SlotLen)
 			}
@@ -356,6 +362,7 @@ func FuzzClassifyT32(f *testing.F) {
 	f.Add([]byte{0x2d, 0xe9, 0xf0, 0x4f}, uint64(a32TestAddr+1))
 	f.Fuzz(func(t *testing.T, b []byte, addr uint64) {
 		d := linux61Thumb.ClassifyBytes(b, decode.ModeT32, addr)
+		checkDecision(t, "linux-6.1-thumb", &d)
 		if d.Verdict == SingleStep && d.SlotLen != 6 {
 			t.Fatalf("% x: slot of %d bytes", b, d.SlotLen)
 		}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/kboost/kboost/decode"
@@ -389,12 +390,23 @@ func TestA64AddrRefsMatchesXArch(t *testing.T) {
 
 // The fuzz targets: no input makes the arm64 readers panic.
 
+// synSymtab is the synthetic Image's symbol table, built once: SetSymbols
+// only reads it (a shift makes a new table), and building the Image for
+// every fuzz input cost most of each execution.
+var synSymtab = sync.OnceValue(func() *SymTab {
+	st, err := ParseSymbolMap(strings.NewReader(strings.Join(newSynImage().syms, "\n")))
+	if err != nil {
+		panic(err)
+	}
+	return st
+})
+
 func fuzzTables(t *testing.T, b []byte) {
 	f, err := OpenBytes(b)
 	if err != nil || f.Arch == nil {
 		return
 	}
-	f.SetSymbols(newSynImage().symtab(t, 0))
+	f.SetSymbols(synSymtab())
 	tabs, err := KernelTables(f)
 	if err == nil {
 		for _, x := range tabs.All() {

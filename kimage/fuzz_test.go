@@ -115,10 +115,18 @@ func FuzzOpenBytes(f *testing.F) {
 func FuzzParsePoint(f *testing.F) {
 	f.Add("vfs_read+0x10")
 	f.Add("0xffffffff81000000")
+	f.Add("deadbeef+0") // a symbol that printed as "deadbeef", an address
 	f.Fuzz(func(t *testing.T, s string) {
 		p, err := ParsePoint(s)
-		if err == nil && !p.IsAddr && p.Sym == "" {
+		if err != nil {
+			return
+		}
+		if !p.IsAddr && p.Sym == "" {
 			t.Fatalf("ParsePoint(%q) = empty point without error", s)
+		}
+		// A point prints as text that names it again.
+		if q, err := ParsePoint(p.String()); err != nil || q != p {
+			t.Fatalf("ParsePoint(%q) = %+v, printed %q parses to %+v (%v)", s, p, p.String(), q, err)
 		}
 	})
 }

@@ -503,9 +503,10 @@ func (p Point) String() string {
 	if p.IsAddr {
 		return fmt.Sprintf("%#x", p.Addr)
 	}
-	if p.Off == 0 {
+	if p.Off == 0 && !(len(p.Sym) >= 8 && len(p.Sym) <= 16 && isHex(p.Sym)) {
 		return p.Sym
 	}
+	// A name ParsePoint would read as an address keeps its "+0".
 	return fmt.Sprintf("%s+%#x", p.Sym, p.Off)
 }
 

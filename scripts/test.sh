@@ -26,3 +26,5 @@ if [ "$(id -u)" = 0 ]; then export KBOOST_ROOT=1; fi
 # -v so that the oracle tests' agreement tables and counts (t.Log) reach the log;
 # the full output, RUN lines included, is kept in /tmp/kboost-test.log.
 go test -v -timeout 85m ./... 2>&1 | tee /tmp/kboost-test.log | grep -v -E '^=== (RUN|PAUSE|CONT|NAME)'
+echo "== fuzz (every Go fuzz target for 1s: a smoke run; the campaigns are in the README)"
+scripts/fuzz.sh 1s

@@ -312,6 +312,8 @@ func finish(op *Op) error {
 	if op.Operands != "" {
 		for _, o := range strings.Split(op.Operands, ",") {
 			switch o {
+			case "":
+				return fmt.Errorf("empty operand in %q", op.Operands)
 			case "Ib", "Jb":
 				imm = append(imm, "b")
 			case "Iw":
