@@ -3,7 +3,6 @@
 package cli
 
 import (
-	"bufio"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -11,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kboost/kboost/internal/campaign"
 	"github.com/kboost/kboost/kernelsim"
 )
 
@@ -115,22 +115,20 @@ func TestOracleFuzzThumb(t *testing.T) {
 	if sum.Checks < sum.Cases {
 		t.Errorf("only %d checks for %d cases", sum.Checks, sum.Cases)
 	}
-	f, err := os.Open(findings)
+	// the findings file: the campaign's header, findings, checkpoints
+	st, err := campaign.Load(findings)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, 1<<20)
+	if st.Header.Arch != "thumb" || st.Header.Cases != sum.Cases {
+		t.Errorf("findings file header %+v, want thumb and %d cases", st.Header, sum.Cases)
+	}
 	kinds := map[string]int{}
-	for sc.Scan() {
-		var fd kernelsim.Finding
-		if err := json.Unmarshal(sc.Bytes(), &fd); err != nil {
-			t.Fatalf("findings line %q: %v", sc.Text(), err)
-		}
+	for i := range st.Findings {
+		fd := &st.Findings[i]
 		kinds[fd.Kind]++
 		if fd.Kind == "policy-divergence" && (fd.Reproducer == nil || fd.Reproducer.Bytes == "" || !strings.Contains(fd.Note, "kboost sim --arch thumb")) {
-			t.Errorf("finding %s without a reproducer: %s", fd.Key, sc.Text())
+			t.Errorf("finding %s without a reproducer: %+v", fd.Key, fd)
 		}
 		t.Logf("%s %s (%s) %s: %s; %s", fd.Kind, fd.Bytes, fd.Asm, fd.Trials, fd.Key, fd.Note)
 	}
