@@ -343,9 +343,10 @@ func checkCLI(t *testing.T, rep *guest.CLIReport) {
 		t.Errorf("probe sweep: exit %d, %q", r.Exit, r.Stdout)
 	}
 	clean(&runs[8])
-	// 9: watch, then SIGINT: listed while watching, hits counted, nothing left.
+	// 9: watch, then SIGINT: listed while watching, hits counted, nothing
+	// left, and the interrupted exit status (130).
 	w := &runs[9]
-	if w.Exit != 0 || !strings.Contains(w.Stdout, "via perf") || len(w.ListDuring) != 1 {
+	if w.Exit != 130 || !strings.Contains(w.Stdout, "via perf") || len(w.ListDuring) != 1 {
 		t.Errorf("probe watch: exit %d, %d listed while watching, %q", w.Exit, len(w.ListDuring), w.Stdout)
 	}
 	hits := 0
