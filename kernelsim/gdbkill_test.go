@@ -92,6 +92,12 @@ func killHelperRounds(t *testing.T, rounds int, helper, envVar, tagPrefix string
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
+		// A failed check must not leave the helper fuzzing on its own
+		// (and its sandboxes with it).
+		t.Cleanup(func() {
+			cmd.Process.Kill()
+			cmd.Wait()
+		})
 		sc := bufio.NewScanner(out)
 		ready := false
 		for sc.Scan() {
