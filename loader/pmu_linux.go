@@ -45,27 +45,61 @@ type PerfEvents struct {
 }
 
 // OpenPerfEvents opens attr (disabled, then enabled once all are open) for
-// process pid on every online CPU, or with pid >= 0 for that process on any
-// CPU. keep is held alive across the calls (config1 may point into it).
+// every process on every online CPU (pid < 0), or for every thread of process
+// pid on any CPU. A counter opened for a pid follows only that thread, and a
+// multi-threaded target (a Go program, whose goroutines move between threads)
+// would hit the probe on threads it does not see: so each thread gets its own
+// counter, inherited by the threads it creates later. keep is held alive
+// across the calls (config1 may point into it).
 func OpenPerfEvents(attr *unix.PerfEventAttr, pid int, keep any) (*PerfEvents, error) {
 	attr.Size = uint32(unsafe.Sizeof(*attr))
 	attr.Bits |= unix.PerfBitDisabled
-	cpus := []int{-1}
-	if pid < 0 {
-		var err error
-		if cpus, err = onlineCPUs(); err != nil {
-			return nil, err
-		}
-	}
 	ev := &PerfEvents{}
-	for _, cpu := range cpus {
-		fd, err := unix.PerfEventOpen(attr, pid, cpu, -1, unix.PERF_FLAG_FD_CLOEXEC)
+	open := func(tid, cpu int) error {
+		fd, err := unix.PerfEventOpen(attr, tid, cpu, -1, unix.PERF_FLAG_FD_CLOEXEC)
 		runtime.KeepAlive(keep)
 		if err != nil {
-			ev.Close()
-			return nil, &KernelError{Op: "perf_event_open", Errno: err}
+			return &KernelError{Op: "perf_event_open", Errno: err}
 		}
 		ev.fds = append(ev.fds, fd)
+		return nil
+	}
+	if pid < 0 {
+		cpus, err := onlineCPUs()
+		if err != nil {
+			return nil, err
+		}
+		for _, cpu := range cpus {
+			if err := open(-1, cpu); err != nil {
+				ev.Close()
+				return nil, err
+			}
+		}
+	} else {
+		attr.Bits |= unix.PerfBitInherit
+		// A thread that existed when the task list was read but created
+		// another before its counter opened: read the list again until no
+		// thread is new.
+		seen := map[int]bool{}
+		for {
+			added := false
+			for _, tid := range threads(pid) {
+				if seen[tid] {
+					continue
+				}
+				seen[tid], added = true, true
+				if err := open(tid, -1); err != nil {
+					if len(seen) > 1 && errors.Is(err, unix.ESRCH) {
+						continue // that thread has exited meanwhile
+					}
+					ev.Close()
+					return nil, err
+				}
+			}
+			if !added {
+				break
+			}
+		}
 	}
 	for _, fd := range ev.fds {
 		if err := unix.IoctlSetInt(fd, unix.PERF_EVENT_IOC_ENABLE, 0); err != nil {
@@ -74,6 +108,25 @@ func OpenPerfEvents(attr *unix.PerfEventAttr, pid int, keep any) (*PerfEvents, e
 		}
 	}
 	return ev, nil
+}
+
+// threads lists the thread ids of process pid (the pid itself when the task
+// list cannot be read, so the kernel's own error names the problem).
+func threads(pid int) []int {
+	ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil {
+		return []int{pid}
+	}
+	var tids []int
+	for _, e := range ents {
+		if tid, err := strconv.Atoi(e.Name()); err == nil {
+			tids = append(tids, tid)
+		}
+	}
+	if len(tids) == 0 {
+		return []int{pid}
+	}
+	return tids
 }
 
 // Count sums the counters.
