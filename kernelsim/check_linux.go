@@ -3,14 +3,11 @@
 package kernelsim
 
 import (
-	"bytes"
 	"encoding/binary"
-	"fmt"
 	"math/rand/v2"
-	"os"
-	"strconv"
-	"strings"
 	"time"
+
+	"github.com/kboost/kboost/internal/procstat"
 
 	"github.com/kboost/kboost/boost"
 	"golang.org/x/sys/unix"
@@ -170,34 +167,12 @@ func cpuTime(pid int) time.Duration {
 
 // procState is the state letter of pid in /proc (R, S, D, ...), 0 if unknown.
 func procState(pid int) byte {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 || i+2 >= len(b) {
-		return 0
-	}
-	return b[i+2]
+	st, _ := procstat.Read(pid)
+	return st.State
 }
 
 // procCPU reads the user+system time of pid from /proc (clock ticks of 10 ms).
 func procCPU(pid int) time.Duration {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return 0
-	}
-	f := strings.Fields(s[i+1:])
-	if len(f) < 13 {
-		return 0
-	}
-	// fields after the command: state(0) ... utime(11) stime(12)
-	u, _ := strconv.ParseInt(f[11], 10, 64)
-	st, _ := strconv.ParseInt(f[12], 10, 64)
-	return time.Duration(u+st) * 10 * time.Millisecond
+	st, _ := procstat.Read(pid)
+	return st.CPU
 }

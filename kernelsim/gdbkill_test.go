@@ -8,11 +8,12 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/kboost/kboost/internal/procstat"
 )
 
 // TestHelperGDBFuzzLoop is not a test: TestNoStrayEmulator runs it in a
@@ -47,21 +48,11 @@ func TestHelperGDBFuzzLoop(t *testing.T) {
 // taggedProcs lists live (non-zombie) processes whose command line holds tag.
 func taggedProcs(tag string) []string {
 	var found []string
-	ents, _ := filepath.Glob("/proc/[0-9]*/cmdline")
-	for _, e := range ents {
-		b, err := os.ReadFile(e)
-		if err != nil || !strings.Contains(string(b), tag) {
-			continue
+	for _, p := range procstat.All() {
+		args, _ := procstat.Cmdline(p.Pid)
+		if line := strings.Join(args, " "); !p.Zombie() && strings.Contains(line, tag) {
+			found = append(found, fmt.Sprintf("%d: %s", p.Pid, line))
 		}
-		st, err := os.ReadFile(filepath.Join(filepath.Dir(e), "stat"))
-		if err != nil {
-			continue
-		}
-		s := string(st)
-		if i := strings.LastIndexByte(s, ')'); i >= 0 && i+2 < len(s) && s[i+2] == 'Z' {
-			continue
-		}
-		found = append(found, filepath.Base(filepath.Dir(e))+": "+strings.ReplaceAll(string(b), "\x00", " "))
 	}
 	return found
 }

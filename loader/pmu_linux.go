@@ -12,6 +12,8 @@ import (
 	"strings"
 	"unsafe"
 
+	"github.com/kboost/kboost/internal/procstat"
+
 	"golang.org/x/sys/unix"
 )
 
@@ -113,20 +115,10 @@ func OpenPerfEvents(attr *unix.PerfEventAttr, pid int, keep any) (*PerfEvents, e
 // threads lists the thread ids of process pid (the pid itself when the task
 // list cannot be read, so the kernel's own error names the problem).
 func threads(pid int) []int {
-	ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
-	if err != nil {
-		return []int{pid}
+	if tids, err := procstat.Threads(pid); err == nil && len(tids) > 0 {
+		return tids
 	}
-	var tids []int
-	for _, e := range ents {
-		if tid, err := strconv.Atoi(e.Name()); err == nil {
-			tids = append(tids, tid)
-		}
-	}
-	if len(tids) == 0 {
-		return []int{pid}
-	}
-	return tids
+	return []int{pid}
 }
 
 // Count sums the counters.

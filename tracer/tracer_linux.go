@@ -7,12 +7,13 @@ import (
 	"fmt"
 	"os"
 	"runtime"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"unsafe"
+
+	"github.com/kboost/kboost/internal/procstat"
 
 	"github.com/kboost/kboost/internal/ptregs"
 	"golang.org/x/sys/unix"
@@ -239,57 +240,10 @@ func (t *Tracer) attach() error {
 	return nil
 }
 
-func tasks(pid int) ([]int, error) {
-	ents, err := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/task")
-	if err != nil {
-		return nil, err
-	}
-	var tids []int
-	for _, e := range ents {
-		if n, err := strconv.Atoi(e.Name()); err == nil {
-			tids = append(tids, n)
-		}
-	}
-	return tids, nil
-}
+func tasks(pid int) ([]int, error) { return procstat.Threads(pid) }
 
 // descendants lists the processes below pid, from /proc/*/stat.
-func descendants(pid int) []int {
-	ents, _ := os.ReadDir("/proc")
-	kids := map[int][]int{}
-	for _, e := range ents {
-		p, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		s := string(b)
-		i := strings.LastIndexByte(s, ')')
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(s[i+1:])
-		if len(f) < 2 {
-			continue
-		}
-		pp, _ := strconv.Atoi(f[1])
-		kids[pp] = append(kids[pp], p)
-	}
-	var out []int
-	var walk func(int)
-	walk = func(p int) {
-		for _, k := range kids[p] {
-			out = append(out, k)
-			walk(k)
-		}
-	}
-	walk(pid)
-	sort.Ints(out)
-	return out
-}
+func descendants(pid int) []int { return procstat.Descendants(pid) }
 
 func (t *Tracer) addThread(tid, pid int, hidden bool) *thread {
 	th := &thread{tid: tid, pid: pid, hidden: hidden || !t.armed}

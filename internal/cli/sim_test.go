@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/kboost/kboost/internal/procstat"
 )
 
 // TestSimCommand runs `kboost sim` on instructions whose outcome the CPU
@@ -87,21 +89,11 @@ func TestHelperFuzzCommand(t *testing.T) {
 
 func sandboxProcs(tag string) []string {
 	var found []string
-	ents, _ := filepath.Glob("/proc/[0-9]*/cmdline")
-	for _, e := range ents {
-		b, err := os.ReadFile(e)
-		if err != nil || !strings.Contains(string(b), tag) || strings.Contains(string(b), "-test.run") {
-			continue
+	for _, p := range procstat.All() {
+		args, _ := procstat.Cmdline(p.Pid)
+		if line := strings.Join(args, " "); !p.Zombie() && strings.Contains(line, tag) && !strings.Contains(line, "-test.run") {
+			found = append(found, fmt.Sprintf("/proc/%d", p.Pid))
 		}
-		st, err := os.ReadFile(filepath.Join(filepath.Dir(e), "stat"))
-		if err != nil {
-			continue
-		}
-		s := string(st)
-		if i := strings.LastIndexByte(s, ')'); i >= 0 && i+2 < len(s) && s[i+2] == 'Z' {
-			continue
-		}
-		found = append(found, filepath.Dir(e))
 	}
 	return found
 }

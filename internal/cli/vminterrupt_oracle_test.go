@@ -7,11 +7,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/kboost/kboost/internal/procstat"
 )
 
 // TestOracleVMVerifyInterrupted: SIGINT while `vm verify` has its guest
@@ -52,10 +53,8 @@ func TestOracleVMVerifyInterrupted(t *testing.T) {
 	if code := cmd.ProcessState.ExitCode(); code != ExitInterrupted || !strings.Contains(errb.String(), "interrupted") {
 		t.Errorf("exit %d (want %d); stderr:\n%s", code, ExitInterrupted, errb.String())
 	}
-	if _, err := os.Stat("/proc/" + strconv.Itoa(qemu)); err == nil {
-		if st, _ := os.ReadFile("/proc/" + strconv.Itoa(qemu) + "/stat"); !bytes.Contains(st, []byte(") Z")) {
-			t.Errorf("QEMU (pid %d) still running after vm verify exited", qemu)
-		}
+	if st, err := procstat.Read(qemu); err == nil && !st.Zombie() {
+		t.Errorf("QEMU (pid %d) still running after vm verify exited", qemu)
 	}
 	if initrd != "" {
 		if _, err := os.Stat(initrd); err == nil {
@@ -68,36 +67,17 @@ func TestOracleVMVerifyInterrupted(t *testing.T) {
 // childQEMU finds a qemu-system process whose parent is pid and returns its
 // pid and the -initrd file it was given.
 func childQEMU(pid int) (int, string) {
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		p, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		st, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		// pid (comm) state ppid ...
-		i := bytes.LastIndexByte(st, ')')
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(string(st[i+1:]))
-		if len(f) < 2 || f[1] != strconv.Itoa(pid) {
-			continue
-		}
-		cl, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		args := strings.Split(string(cl), "\x00")
-		if len(args) == 0 || !strings.Contains(filepath.Base(args[0]), "qemu-system") {
+	for _, p := range procstat.All() {
+		args, _ := procstat.Cmdline(p.Pid)
+		if p.PPid != pid || len(args) == 0 || !strings.Contains(filepath.Base(args[0]), "qemu-system") {
 			continue
 		}
 		for j, a := range args {
 			if a == "-initrd" && j+1 < len(args) {
-				return p, args[j+1]
+				return p.Pid, args[j+1]
 			}
 		}
-		return p, ""
+		return p.Pid, ""
 	}
 	return 0, ""
 }
