@@ -16,6 +16,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/kboost/kboost/internal/procstat"
 	"golang.org/x/sys/unix"
 )
 
@@ -164,7 +165,8 @@ func emuProcCPU(pid int) time.Duration {
 	if pid <= 0 {
 		return 0
 	}
-	return procCPU(pid)
+	st, _ := procstat.Read(pid)
+	return st.CPU
 }
 
 func (g *GDB) setupErr(f string, args ...any) error {
