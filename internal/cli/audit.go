@@ -24,6 +24,7 @@ import (
 	"github.com/kboost/kboost/internal/demo"
 	"github.com/kboost/kboost/internal/memhint"
 	"github.com/kboost/kboost/internal/recordio"
+	"github.com/kboost/kboost/internal/shard"
 	"github.com/kboost/kboost/kimage"
 	"github.com/spf13/cobra"
 )
@@ -94,110 +95,16 @@ func runAudit(s Streams, o auditOpts, args []string) error {
 	if err != nil {
 		return err
 	}
-	var f *kimage.File
-	if len(args) == 0 {
-		f, err = kimage.OpenBytes(demo.ELF)
-		if err == nil {
-			f.Path = demo.Name
-		}
-	} else {
-		f, err = openImage(args[0], o.symsPath)
+	file := ""
+	if len(args) > 0 {
+		file = args[0]
 	}
+	as, err := prepareAudit(o, file, o.policy, sh)
 	if err != nil {
 		return err
 	}
-	defer f.Close()
-	if len(args) == 0 && o.symsPath != "" {
-		if f.Symbols, err = kimage.LoadSymbols(o.symsPath); err != nil {
-			return err
-		}
-	}
-	pol, polNote, err := pickFilePolicy(o.policy, f)
-	if err != nil {
-		return err
-	}
-	var cfg *kimage.KConfig
-	if o.configPath != "" {
-		if cfg, err = kimage.LoadKConfig(o.configPath); err != nil {
-			return err
-		}
-	}
-	for _, sel := range o.funcs {
-		if !strings.ContainsAny(sel, "*?[") {
-			if _, err := kimage.ParsePoint(sel); err != nil {
-				return usagef("--func %q: %v", sel, err)
-			}
-		} else if _, err := path.Match(sel, ""); err != nil {
-			return usagef("--func %q: bad glob (%v)", sel, err)
-		}
-	}
-	// Choosing the functions, reading the code and building the site tables are
-	// independent: do them at the same time.
-	var (
-		reqs    []audit.Request
-		selErr  error
-		selDone = make(chan struct{})
-	)
-	go func() {
-		defer close(selDone)
-		if reqs, selErr = audit.Select(f, o.funcs); selErr == nil {
-			reqs = audit.InShard(reqs, sh)
-			prefetchCode(f, reqs)
-		}
-	}()
-	env, notes := audit.Env(f, pol, cfg)
-	if polNote != "" {
-		notes = append([]string{polNote}, notes...)
-	}
-	<-selDone
-	switch o.preempt {
-	case "":
-	case "y", "yes", "true":
-		env.Config.Preemption = true
-	case "n", "no", "false":
-		env.Config.Preemption = false
-	default:
-		return usagef("--preemption %q: want y or n", o.preempt)
-	}
-	env.Config.PostHandler = o.post
-	if selErr != nil {
-		// a selector that names nothing in the file is the caller's mistake
-		if len(o.funcs) > 0 && (errors.Is(selErr, kimage.ErrNoSymbol) || errors.Is(selErr, audit.ErrNoFunctions)) {
-			return &UsageError{Msg: selErr.Error() + " (names come from the file's symbols or --symbols; globs such as 'vfs_*' match several)"}
-		}
-		return selErr
-	}
-	var patch *audit.Patcher
-	switch o.returns {
-	case "thunk":
-		if _, ok := f.Section(".return_sites"); ok {
-			notes = append(notes, "return thunks kept as in the file (--returns thunk); on a CPU without retbleed/SRSO mitigation the kernel patches them to ret at boot: --returns ret")
-		}
-		// Kernels whose ftrace records sit after an entry NOP that
-		// ftrace_init_nop rewrites at boot (arm64): audit the booted bytes.
-		if p, err := audit.NewFtraceInitPatcher(f); err == nil {
-			patch = p
-			notes = append(notes, fmt.Sprintf("boot patching: the first patchable-entry NOP of the %d functions with an ftrace record is `mov x9, x30`, as ftrace_init_nop writes it", audit.CountPatchedWords(p)))
-			if n, err := p.SetCPUCaps(f, o.cpuCaps); err == nil {
-				notes = append(notes, n)
-			} else if !strings.EqualFold(strings.TrimSpace(o.cpuCaps), "none") {
-				return err
-			} else {
-				notes = append(notes, "CPU alternatives not applied (bytes as in the file): "+err.Error())
-			}
-		}
-	case "ret":
-		if patch, err = audit.NewReturnPatcher(f); errors.Is(err, audit.ErrNoReturnSites) {
-			notes = append(notes, "--returns ret: "+err.Error()+" (the option does not apply)")
-		} else if err != nil {
-			return err
-		}
-	default:
-		return usagef("--returns %q: want thunk or ret", o.returns)
-	}
-	if !strings.EqualFold(strings.TrimSpace(o.cpuCaps), "none") && audit.CountAlternatives(patch) == 0 {
-		return usagef("--cpu-caps: %s has no arm64 CPU alternatives to apply (an arm64 Image with --symbols kallsyms, and --returns thunk)", f.Path)
-	}
+	defer as.f.Close()
+	f, pol, env, notes, reqs, patch := as.f, as.pol, as.env, as.notes, as.reqs, as.patch
 	w := recordio.NewWriter(s.Out, 1<<16)
 	defer w.Flush()
 	var rep *auditReport
@@ -326,6 +233,132 @@ func runAudit(s Streams, o auditOpts, args []string) error {
 		return interrupted(fmt.Sprintf("audit: %d of %d functions audited", done.Load(), len(reqs)))
 	}
 	return w.Flush()
+}
+
+// auditSetup is a file made ready to audit: its policy (with the note on
+// how it was chosen), environment, boot-time patcher and the functions.
+type auditSetup struct {
+	f     *kimage.File
+	pol   *boost.Policy
+	env   *boost.Env
+	notes []string
+	reqs  []audit.Request
+	patch *audit.Patcher
+}
+
+// prepareAudit opens file (the embedded demo when empty) and sets it up for
+// an audit under policy (chosen by the kernel's version when empty) with
+// o's configuration, functions and patching. The caller closes f.
+func prepareAudit(o auditOpts, file, policy string, sh shard.Shard) (_ *auditSetup, err error) {
+	var f *kimage.File
+	if file == "" {
+		f, err = kimage.OpenBytes(demo.ELF)
+		if err == nil {
+			f.Path = demo.Name
+		}
+	} else {
+		f, err = openImage(file, o.symsPath)
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			f.Close()
+		}
+	}()
+	if file == "" && o.symsPath != "" {
+		if f.Symbols, err = kimage.LoadSymbols(o.symsPath); err != nil {
+			return nil, err
+		}
+	}
+	pol, polNote, err := pickFilePolicy(policy, f)
+	if err != nil {
+		return nil, err
+	}
+	var cfg *kimage.KConfig
+	if o.configPath != "" {
+		if cfg, err = kimage.LoadKConfig(o.configPath); err != nil {
+			return nil, err
+		}
+	}
+	for _, sel := range o.funcs {
+		if !strings.ContainsAny(sel, "*?[") {
+			if _, err := kimage.ParsePoint(sel); err != nil {
+				return nil, usagef("--func %q: %v", sel, err)
+			}
+		} else if _, err := path.Match(sel, ""); err != nil {
+			return nil, usagef("--func %q: bad glob (%v)", sel, err)
+		}
+	}
+	// Choosing the functions, reading the code and building the site tables are
+	// independent: do them at the same time.
+	var (
+		reqs    []audit.Request
+		selErr  error
+		selDone = make(chan struct{})
+	)
+	go func() {
+		defer close(selDone)
+		if reqs, selErr = audit.Select(f, o.funcs); selErr == nil {
+			reqs = audit.InShard(reqs, sh)
+			prefetchCode(f, reqs)
+		}
+	}()
+	env, notes := audit.Env(f, pol, cfg)
+	if polNote != "" {
+		notes = append([]string{polNote}, notes...)
+	}
+	<-selDone
+	switch o.preempt {
+	case "":
+	case "y", "yes", "true":
+		env.Config.Preemption = true
+	case "n", "no", "false":
+		env.Config.Preemption = false
+	default:
+		return nil, usagef("--preemption %q: want y or n", o.preempt)
+	}
+	env.Config.PostHandler = o.post
+	if selErr != nil {
+		// a selector that names nothing in the file is the caller's mistake
+		if len(o.funcs) > 0 && (errors.Is(selErr, kimage.ErrNoSymbol) || errors.Is(selErr, audit.ErrNoFunctions)) {
+			return nil, &UsageError{Msg: selErr.Error() + " (names come from the file's symbols or --symbols; globs such as 'vfs_*' match several)"}
+		}
+		return nil, selErr
+	}
+	var patch *audit.Patcher
+	switch o.returns {
+	case "thunk":
+		if _, ok := f.Section(".return_sites"); ok {
+			notes = append(notes, "return thunks kept as in the file (--returns thunk); on a CPU without retbleed/SRSO mitigation the kernel patches them to ret at boot: --returns ret")
+		}
+		// Kernels whose ftrace records sit after an entry NOP that
+		// ftrace_init_nop rewrites at boot (arm64): audit the booted bytes.
+		if p, err := audit.NewFtraceInitPatcher(f); err == nil {
+			patch = p
+			notes = append(notes, fmt.Sprintf("boot patching: the first patchable-entry NOP of the %d functions with an ftrace record is `mov x9, x30`, as ftrace_init_nop writes it", audit.CountPatchedWords(p)))
+			if n, err := p.SetCPUCaps(f, o.cpuCaps); err == nil {
+				notes = append(notes, n)
+			} else if !strings.EqualFold(strings.TrimSpace(o.cpuCaps), "none") {
+				return nil, err
+			} else {
+				notes = append(notes, "CPU alternatives not applied (bytes as in the file): "+err.Error())
+			}
+		}
+	case "ret":
+		if patch, err = audit.NewReturnPatcher(f); errors.Is(err, audit.ErrNoReturnSites) {
+			notes = append(notes, "--returns ret: "+err.Error()+" (the option does not apply)")
+		} else if err != nil {
+			return nil, err
+		}
+	default:
+		return nil, usagef("--returns %q: want thunk or ret", o.returns)
+	}
+	if !strings.EqualFold(strings.TrimSpace(o.cpuCaps), "none") && audit.CountAlternatives(patch) == 0 {
+		return nil, usagef("--cpu-caps: %s has no arm64 CPU alternatives to apply (an arm64 Image with --symbols kallsyms, and --returns thunk)", f.Path)
+	}
+	return &auditSetup{f: f, pol: pol, env: env, notes: notes, reqs: reqs, patch: patch}, nil
 }
 
 // prefetchCode reads the sections holding the requested functions (kimage

@@ -71,6 +71,7 @@ out of line, boosted (slot + jump back) or jump-optimized — and why, rule by r
 	root.AddCommand(
 		newDecodeCmd(s),
 		newAuditCmd(s),
+		newDiffCmd(s),
 		newOpcodesCmd(s),
 		newExplainCmd(s),
 		newPoliciesCmd(s),
