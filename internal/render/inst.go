@@ -79,10 +79,15 @@ type ExplainPage struct {
 // Link is a hyperlink.
 type Link struct{ Text, Href string }
 
-// RegRow is one register in place and after the simulated hit.
+// RegRow is one register before and after each run: in place (the
+// instruction where it is) and out of line (the simulated hit).
 type RegRow struct {
-	Name, InPlace, Hit string
-	Differs            bool
+	Name                string
+	Before, InPlace     string // in place: at entry, at the end
+	HitBefore, Hit      string // the hit: at entry (the slot, or the handler's set-up), at the end
+	Differs             bool   // the end states differ: the hit diverged here
+	EntryDiffers        bool   // the hit starts with another value (the PC: the slot)
+	Changed, HitChanged bool   // the run changed the register
 }
 
 // Trial is one register state.
