@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -246,7 +247,7 @@ func (ex *explorer) index(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	query := r.URL.Query().Get("q")
-	p := &render.IndexPage{Title: "kboost explorer: " + ex.f.Path, File: ex.f.Path, Arch: ex.arch.Name, Policy: pol.Name, Policies: ex.policies, Query: query,
+	p := &render.IndexPage{Title: "kboost explorer: " + filepath.Base(ex.f.Path), File: ex.f.Path, Arch: ex.arch.Name, Policy: pol.Name, Policies: ex.policies, Query: query,
 		Links: []render.Link{{Text: "opcode map (" + pol.Name + ")", Href: "/opcodes?" + q("policy", pol.Name)}}}
 	lq := strings.ToLower(query)
 	for _, fn := range ex.funcs {

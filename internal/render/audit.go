@@ -3,6 +3,7 @@ package render
 import (
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"sort"
 	"strings"
 	"unicode/utf8"
@@ -191,7 +192,7 @@ type AuditPage struct {
 }
 
 func (b *ReportBuilder) page(sum *AuditSummary) (*AuditPage, []byte, error) {
-	p := &AuditPage{Title: "kboost audit: " + b.File, File: b.File, Arch: b.Arch, Policy: b.Policy, Config: b.Config,
+	p := &AuditPage{Title: "kboost audit: " + filepath.Base(b.File), File: b.File, Arch: b.Arch, Policy: b.Policy, Config: b.Config,
 		Notes: b.Notes, Summary: *sum, AsmDrop: b.asmDrop, Styles: Styles}
 	var hs []Heat
 	for name, a := range b.prefixes {
