@@ -11,6 +11,7 @@ import (
 	"github.com/kboost/kboost/decode"
 	"github.com/kboost/kboost/internal/render"
 	"github.com/kboost/kboost/kernelsim"
+	"github.com/kboost/kboost/kimage"
 	"github.com/spf13/pflag"
 )
 
@@ -586,13 +587,32 @@ type auditReport struct {
 	asm bool
 }
 
-func newAuditReport(file, arch, policy, config string, notes []string, nfuncs int) *auditReport {
+func newAuditReport(f *kimage.File, policy, config string, notes []string, nfuncs int) *auditReport {
 	r := &auditReport{asm: nfuncs <= 4000}
-	r.b = render.ReportBuilder{File: file, Arch: arch, Policy: policy, Config: config, Notes: notes, AsmLimit: 1 << 20, RuleDesc: ruleText}
+	r.b = render.ReportBuilder{File: f.Path, Arch: f.Arch.Name, Policy: policy, Config: config, Notes: notes, AsmLimit: 1 << 20, RuleDesc: ruleText}
+	groupBySource(&r.b, f)
 	if !r.asm {
 		r.b.Notes = append(r.b.Notes, fmt.Sprintf("%d functions: the listings hold no disassembly", nfuncs))
 	}
 	return r
+}
+
+// groupBySource makes the report's subsystems the functions' source
+// directories where the file has DWARF line tables (Go binaries, -g builds);
+// else they stay symbol prefixes (Debian's kernels), and the page says why.
+func groupBySource(b *render.ReportBuilder, f *kimage.File) {
+	sd, err := f.SourceDirs()
+	if err != nil {
+		b.GroupBy = "symbol prefix"
+		b.GroupNote = "By symbol prefix: " + err.Error() + "."
+		return
+	}
+	b.GroupBy = "source directory, from the DWARF line tables"
+	b.GroupNote = fmt.Sprintf("By the directory of the source file the DWARF line table gives for each function's first instruction (as addr2line says; relative to the build directory where the file records it; %d directories). Functions the tables do not cover are under %s.", sd.Len(), render.NoGroup)
+	b.Group = func(addr uint64) (string, bool) {
+		_, rel, ok := sd.Lookup(addr)
+		return rel, ok
+	}
 }
 
 // record encodes a function (entries nil: one requested point).
