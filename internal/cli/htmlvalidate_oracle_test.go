@@ -163,6 +163,10 @@ func TestHTMLValidate(t *testing.T) {
 				ex, err = openExplorer(nil, "", "")
 				if err == nil {
 					servePages(t, ex, "", "uprobes-x86", pages)
+					// an optimizable site (main+9): the optprobe's detour buffer
+					pages["serve-insn-optprobe"] = explorerGet(t, ex, "/insn?addr=0x401000&off=9")
+					pages["serve-sim-optprobe"] = explorerGet(t, ex, "/sim?addr=0x401000&off=9")
+					parseXML(t, pages["serve-insn-optprobe"])
 				}
 			default:
 				deb, ks := debianARM64(t)
