@@ -100,7 +100,7 @@ func detourPicture(arch *decode.Arch, pol *boost.Policy, env *boost.Env, t *load
 			k += c.Len
 		}
 		img = append(img, jump(buf+uint64(len(img)), addr+uint64(len(orig)))...)
-		d.TemplateNote = "This file does not hold the kernel's optprobe template (no optprobe_template_entry symbol): its bytes come first in the buffer; the copies are drawn at the buffer's address instead."
+		d.TemplateNote = "This file does not hold the kernel's optprobe template (no optprobe_template_entry symbol): its bytes come first in the buffer; the copies and the jump back are shown by their offset after it, encoded as if they started at the buffer's address."
 	} else {
 		d.TemplateLen = tlen
 		d.TemplateNote = fmt.Sprintf("The template is the kernel's own, %d bytes from optprobe_template_entry (%#x) in this file; the mov $op,%%rdi immediate (the struct optimized_kprobe) is the kernel's heap address, shown as ..; the NOP3 at +%d becomes clac on SMAP CPUs.", tlen, t.Entry, t.Clac)
@@ -138,7 +138,7 @@ func detourPicture(arch *decode.Arch, pol *boost.Policy, env *boost.Env, t *load
 			kind = "jmp"
 			line.Note = "jmp back to addr+OptLen = " + d.Resume
 		default:
-			line.Note = fmt.Sprintf("copy of %s+%d", d.Addr, off-tlen)
+			line.Note = fmt.Sprintf("copy of the instruction at %s+%d", d.Addr, off-tlen)
 			if err == nil && in.RIPRel {
 				line.Note += ", RIP-relative displacement rebased"
 			}
