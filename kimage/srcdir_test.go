@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 
@@ -16,18 +15,18 @@ import (
 )
 
 // addr2lineDirs asks an addr2line for the source file of each address and
-// returns its directory ("" when it has no line for it). goTool: Go's own
+// returns its directory ("" when it has no line for it). goPcln: Go's own
 // (go tool addr2line reads the pclntab, not DWARF; binutils 2.40 misreads Go
 // 1.25's DWARF 5 line tables), else binutils'.
-func addr2lineDirs(t *testing.T, file string, addrs []uint64, goTool bool) []string {
+func addr2lineDirs(t *testing.T, file string, addrs []uint64, goPcln bool) []string {
 	t.Helper()
 	var in bytes.Buffer
 	for _, a := range addrs {
 		fmt.Fprintf(&in, "%#x\n", a)
 	}
 	cmd := exec.Command("addr2line", "-e", file)
-	if goTool {
-		cmd = exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "tool", "addr2line", file)
+	if goPcln {
+		cmd = exec.Command(goTool(t), "tool", "addr2line", file)
 	}
 	cmd.Stdin = &in
 	out, err := cmd.Output()
@@ -37,7 +36,7 @@ func addr2lineDirs(t *testing.T, file string, addrs []uint64, goTool bool) []str
 	var dirs []string
 	sc := bufio.NewScanner(bytes.NewReader(out))
 	for sc.Scan() {
-		if goTool && !sc.Scan() { // first the function's name
+		if goPcln && !sc.Scan() { // first the function's name
 			break
 		}
 		i := strings.LastIndexByte(sc.Text(), ':')
@@ -56,9 +55,19 @@ func addr2lineDirs(t *testing.T, file string, addrs []uint64, goTool bool) []str
 	return dirs
 }
 
+// goTool is the go command on PATH.
+func goTool(t *testing.T) string {
+	t.Helper()
+	p, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("go is not on PATH: %v", err)
+	}
+	return p
+}
+
 // checkSourceDirs compares SourceDirs with addr2line at function
 // entries of the file (up to limit), evenly spread; it returns how many had a directory.
-func checkSourceDirs(t *testing.T, path string, limit int, goTool bool) (int, *SourceDirs) {
+func checkSourceDirs(t *testing.T, path string, limit int, goPcln bool) (int, *SourceDirs) {
 	t.Helper()
 	f, err := Open(path)
 	if err != nil {
@@ -80,14 +89,14 @@ func checkSourceDirs(t *testing.T, path string, limit int, goTool bool) (int, *S
 	for i := 0; i < len(all); i += step {
 		addrs = append(addrs, all[i])
 	}
-	want := addr2lineDirs(t, path, addrs, goTool)
+	want := addr2lineDirs(t, path, addrs, goPcln)
 	found := 0
 	for i, a := range addrs {
 		got, _, ok := sd.Lookup(a)
 		if !ok {
 			got = ""
 		}
-		if goTool && want[i] == "" {
+		if goPcln && want[i] == "" {
 			continue // a wrapper: the pclntab names no file, DWARF may give "."
 		}
 		if got != want[i] {
@@ -157,7 +166,7 @@ func TestSourceDirsOracle(t *testing.T) {
 			t.Fatal(err)
 		}
 		exe := filepath.Join(dir, "hello")
-		cmd := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", exe, "main.go")
+		cmd := exec.Command(goTool(t), "build", "-o", exe, "main.go")
 		cmd.Dir = dir
 		cmd.Env = append(os.Environ(), "GO111MODULE=off", "GOFLAGS=")
 		if out, err := cmd.CombinedOutput(); err != nil {

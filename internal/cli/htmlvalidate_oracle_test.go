@@ -142,13 +142,12 @@ func servePages(t *testing.T, ex *explorer, fn, policy2 string, pages map[string
 func TestHTMLValidate(t *testing.T) {
 	dir := validatorDir(t)
 	for _, tc := range pictureCases {
-		if tc.arch == "thumb" {
-			continue // Thumb files need EM_ARM support in kimage (not yet)
-		}
 		t.Run(tc.arch, func(t *testing.T) {
 			pages := map[string]string{}
 			pages["opcodes"] = mustRun(t, "opcodes", "--arch", tc.arch, "--format", "html")
-			pages["opcodes-diff"] = mustRun(t, "opcodes", "--arch", tc.arch, "--format", "html", "--diff", tc.diff)
+			if tc.diff != "" {
+				pages["opcodes-diff"] = mustRun(t, "opcodes", "--arch", tc.arch, "--format", "html", "--diff", tc.diff)
+			}
 			pages["explain"] = mustRun(t, append([]string{"explain", "--arch", tc.arch, "--format", "html"}, tc.insn...)...)
 			sargs := append([]string{"sim", "--arch", tc.arch, "--trials", "2", "--format", "html"}, tc.insn...)
 			if tc.arch != "x86-64" {
@@ -158,6 +157,11 @@ func TestHTMLValidate(t *testing.T) {
 			var ex *explorer
 			var err error
 			switch tc.arch {
+			case "thumb":
+				// a Thumb file's audit and explorer need EM_ARM support in
+				// kimage (not yet): the command pages alone
+				validatePages(t, dir, pages)
+				return
 			case "x86-64":
 				pages["audit"] = mustRun(t, "audit", "--format", "html")
 				ex, err = openExplorer(nil, "", "")
