@@ -146,6 +146,14 @@ func TestExplorerDetour(t *testing.T) {
 		if checked < 5 {
 			t.Errorf("%d optimizable sites checked", checked)
 		}
+		// in Chromium: no console error, the way in and the way back drawn
+		b := startBrowser(t)
+		srv := httptest.NewServer(ex.handler())
+		defer srv.Close()
+		loadURL(t, b, srv.URL+"/insn?addr=0x401000&off=9")
+		if n := evalJS[[]int](t, b, `[document.querySelectorAll("svg path.todetour").length, document.querySelectorAll("svg path.jumpback").length, document.querySelectorAll("ol.optsteps li").length]`); n[0] != 1 || n[1] < 1 || n[2] != 7 {
+			t.Errorf("optprobe page in the browser: %v arrows in, jump-back arrows, steps", n)
+		}
 	})
 	t.Run("debian-amd64", func(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
