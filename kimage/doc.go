@@ -64,6 +64,11 @@
 // between 6.1 stable releases); Apply patches bytes as __apply_alternatives
 // does, branch and ADRP fix-ups included. See arm64alt.go.
 //
+// SourceDirs reads an ELF file's DWARF line tables (compressed sections
+// too) and maps an address to the directory of its source file, as addr2line
+// does without -i; a file without them (Debian's vmlinux, stripped binaries)
+// gives ErrNoLineTables. See srcdir.go.
+//
 // KernelTables reads, for x86-64 and i386 kernels with the Linux 6.1 layouts,
 // the exception table, BUG/WARN sites, jump-label and static-call sites,
 // alternatives, the NOKPROBE_SYMBOL blacklist and the text ranges that kprobes

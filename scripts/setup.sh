@@ -13,6 +13,10 @@ if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
 # <sys/sdt.h> (USDT sites of the uprobe corpus), strace (the monitor's oracle),
 # chromium (the pictures tested in a real browser, headless).
 pkgs=(binutils binutils-aarch64-linux-gnu binutils-arm-linux-gnueabi gcc make bc bison flex libelf-dev libssl-dev xz-utils zstd cpio linux-source-6.1 linux-source-6.12 linux-config-6.1 linux-config-6.12 qemu-system-x86 qemu-system-arm qemu-user-static file time systemtap-sdt-dev strace chromium)
+# node and npm run the HTML validator of the page tests (html-validate, pinned
+# in internal/render/testdata/validator; it wants node >= 18.19, as Debian 12
+# has). A node from elsewhere (nodesource bundles npm) is used as it is.
+if ! command -v npm >/dev/null 2>&1; then pkgs+=(nodejs npm); fi
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
@@ -48,3 +52,12 @@ if ! command -v go >/dev/null 2>&1; then
   else echo "setup: Go is not installed (need Go >= 1.24 on PATH)" >&2; exit 1; fi
 fi
 go mod download
+
+# The HTML validator, exactly as package-lock.json pins it (npm ci), unless
+# that version is installed already.
+val=internal/render/testdata/validator
+want=$(sed -n 's/.*"html-validate": "\([0-9.]*\)".*/\1/p' "$val/package.json")
+have=$(sed -n 's/^  "version": "\([0-9.]*\)".*/\1/p' "$val/node_modules/html-validate/package.json" 2>/dev/null || true)
+if [ "$have" != "$want" ]; then
+  (cd "$val" && npm ci --no-audit --no-fund --loglevel=error)
+fi

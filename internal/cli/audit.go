@@ -109,7 +109,7 @@ func runAudit(s Streams, o auditOpts, args []string) error {
 	defer w.Flush()
 	var rep *auditReport
 	if o.format == "html" {
-		rep = newAuditReport(f.Path, f.Arch.Name, pol.Name, strings.Join(env.Config.Flags(), " "), notes, len(reqs))
+		rep = newAuditReport(f, pol.Name, strings.Join(env.Config.Flags(), " "), notes, len(reqs))
 	}
 	if !o.jsonOut && rep == nil {
 		fmt.Fprintf(w, "# %s: %s, policy %s, config: %s\n", f.Path, f.Arch.Name, pol.Name, strings.Join(env.Config.Flags(), " "))

@@ -40,6 +40,7 @@ var docPictures = []struct {
 	{name: "audit-demo", args: []string{"audit", "--format", "html"}, frag: "#f3"},
 	{name: "serve-listing", serve: "/func?addr=0x401070&policy=linux-6.1&compare=uprobes-x86"},
 	{name: "serve-insn", serve: "/insn?addr=0x401070&off=26&policy=linux-6.1"},
+	{name: "serve-optprobe", serve: "/insn?addr=0x401000&off=9&policy=linux-6.1", frag: "#optprobe"},
 }
 
 func docPicturesDir() string { return filepath.Join("..", "..", "docs", "pictures") }

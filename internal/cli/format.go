@@ -10,6 +10,8 @@ import (
 	"github.com/kboost/kboost/boost"
 	"github.com/kboost/kboost/decode"
 	"github.com/kboost/kboost/internal/render"
+	"github.com/kboost/kboost/kernelsim"
+	"github.com/kboost/kboost/kimage"
 	"github.com/spf13/pflag"
 )
 
@@ -537,18 +539,19 @@ func simPicture(rep *simReport) *render.SimPage {
 		for _, f := range t.Diverged {
 			diff[f] = true
 		}
-		add := func(n, x, y string) {
-			tr.Rows = append(tr.Rows, render.RegRow{Name: n, InPlace: x, Hit: y, Differs: diff[n]})
+		add := func(n, b0, x, b1, y string) {
+			tr.Rows = append(tr.Rows, render.RegRow{Name: n, Before: b0, InPlace: x, HitBefore: b1, Hit: y, Differs: diff[n],
+				EntryDiffers: b0 != b1, Changed: b0 != "" && b0 != x, HitChanged: b1 != "" && b1 != y})
 		}
-		add("outcome", t.InPlace.Outcome, t.Sim.Outcome)
+		add("outcome", "", t.InPlace.Outcome, "", t.Sim.Outcome)
 		if t.InPlace.Fault != "" || t.Sim.Fault != "" {
-			add("fault", t.InPlace.Fault, t.Sim.Fault)
+			add("fault", "", t.InPlace.Fault, "", t.Sim.Fault)
 		}
-		add("pc", t.InPlace.PC, t.Sim.PC)
-		for _, n := range t.regNames {
-			add(n, t.InPlace.Regs[n], t.Sim.Regs[n])
+		add("pc", hexAddr(t.refIn.PC), t.InPlace.PC, hexAddr(t.hitIn.PC), t.Sim.PC)
+		for i, n := range t.regNames {
+			add(n, hexAddr(t.refIn.GPR[i]), t.InPlace.Regs[n], hexAddr(t.hitIn.GPR[i]), t.Sim.Regs[n])
 		}
-		add("flags", t.InPlace.Flags, t.Sim.Flags)
+		add("flags", hexAddr(t.refIn.Flags), t.InPlace.Flags, hexAddr(t.hitIn.Flags), t.Sim.Flags)
 		for _, f := range t.Diverged {
 			if strings.HasPrefix(f, "stack") || strings.HasPrefix(f, "scratch") || strings.HasPrefix(f, "fault") {
 				tr.Extra = append(tr.Extra, f+" differs"+memWords(f, &t.ref, &t.hit))
@@ -557,6 +560,17 @@ func simPicture(rep *simReport) *render.SimPage {
 		p.Trials = append(p.Trials, tr)
 	}
 	return p
+}
+
+// entryRegs is the register state a case starts with, its PC the case's
+// entry (Case.Regs.PC is not used by the backends).
+func entryRegs(a *kernelsim.Arch, c *kernelsim.Case) kernelsim.Regs {
+	r := c.Regs
+	r.PC = c.CodeAddr(a.Layout)
+	if c.EntrySlot {
+		r.PC = c.SlotAddr(a.Layout)
+	}
+	return r
 }
 
 func writeSimPicture(out io.Writer, rep *simReport, format string) error {
@@ -573,13 +587,32 @@ type auditReport struct {
 	asm bool
 }
 
-func newAuditReport(file, arch, policy, config string, notes []string, nfuncs int) *auditReport {
+func newAuditReport(f *kimage.File, policy, config string, notes []string, nfuncs int) *auditReport {
 	r := &auditReport{asm: nfuncs <= 4000}
-	r.b = render.ReportBuilder{File: file, Arch: arch, Policy: policy, Config: config, Notes: notes, AsmLimit: 1 << 20, RuleDesc: ruleText}
+	r.b = render.ReportBuilder{File: f.Path, Arch: f.Arch.Name, Policy: policy, Config: config, Notes: notes, AsmLimit: 1 << 20, RuleDesc: ruleText}
+	groupBySource(&r.b, f)
 	if !r.asm {
 		r.b.Notes = append(r.b.Notes, fmt.Sprintf("%d functions: the listings hold no disassembly", nfuncs))
 	}
 	return r
+}
+
+// groupBySource makes the report's subsystems the functions' source
+// directories where the file has DWARF line tables (Go binaries, -g builds);
+// else they stay symbol prefixes (Debian's kernels), and the page says why.
+func groupBySource(b *render.ReportBuilder, f *kimage.File) {
+	sd, err := f.SourceDirs()
+	if err != nil {
+		b.GroupBy = "symbol prefix"
+		b.GroupNote = "By symbol prefix: " + err.Error() + "."
+		return
+	}
+	b.GroupBy = "source directory, from the DWARF line tables"
+	b.GroupNote = fmt.Sprintf("By the directory of the source file the DWARF line table gives for each function's first instruction (as addr2line says; relative to the build directory where the file records it; %d directories). Functions the tables do not cover are under %s.", sd.Len(), render.NoGroup)
+	b.Group = func(addr uint64) (string, bool) {
+		_, rel, ok := sd.Lookup(addr)
+		return rel, ok
+	}
 }
 
 // record encodes a function (entries nil: one requested point).

@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -25,6 +26,7 @@ import (
 	"github.com/kboost/kboost/internal/render"
 	"github.com/kboost/kboost/kernelsim"
 	"github.com/kboost/kboost/kimage"
+	"github.com/kboost/kboost/loader"
 	"github.com/spf13/cobra"
 )
 
@@ -101,6 +103,8 @@ type explorer struct {
 	mu       sync.Mutex
 	envs     map[string]*boost.Env
 	simMu    sync.Mutex // one simulation at a time: each starts a sandbox
+	tmplOnce sync.Once
+	tmpl     *loader.OptTemplate // the kernel's optprobe template, when the file has it
 }
 
 func openExplorer(args []string, symsPath, policy string) (*explorer, error) {
@@ -246,7 +250,7 @@ func (ex *explorer) index(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	query := r.URL.Query().Get("q")
-	p := &render.IndexPage{Title: "kboost explorer: " + ex.f.Path, File: ex.f.Path, Arch: ex.arch.Name, Policy: pol.Name, Policies: ex.policies, Query: query,
+	p := &render.IndexPage{Title: "kboost explorer: " + filepath.Base(ex.f.Path), File: ex.f.Path, Arch: ex.arch.Name, Policy: pol.Name, Policies: ex.policies, Query: query,
 		Links: []render.Link{{Text: "opcode map (" + pol.Name + ")", Href: "/opcodes?" + q("policy", pol.Name)}}}
 	lq := strings.ToLower(query)
 	for _, fn := range ex.funcs {
@@ -378,8 +382,9 @@ func (ex *explorer) funcPage(w http.ResponseWriter, r *http.Request) {
 	bw.Flush()
 }
 
-// insnAt finds the boundary at off of the function at addr.
-func (ex *explorer) insnAt(r *http.Request, pol *boost.Policy) (name string, faddr uint64, e *listEntry, err error) {
+// insnAt finds the boundary at off of the function at addr; rest is the
+// listing from it on.
+func (ex *explorer) insnAt(r *http.Request, pol *boost.Policy) (name string, faddr uint64, rest []listEntry, err error) {
 	addr := r.URL.Query().Get("addr")
 	off, perr := strconv.ParseUint(r.URL.Query().Get("off"), 10, 64)
 	if perr != nil {
@@ -393,30 +398,49 @@ func (ex *explorer) insnAt(r *http.Request, pol *boost.Policy) (name string, fad
 	if i == len(es) || es[i].off != off {
 		return "", 0, nil, fmt.Errorf("%s+%#x is not an instruction boundary", name, off)
 	}
-	return name, faddr, &es[i], nil
+	return name, faddr, es[i:], nil
+}
+
+// detour draws the optprobe of an optimizable boundary (rest[0]), from the
+// audit's OptLen and the bytes of the instructions it covers; nil otherwise.
+func (ex *explorer) detour(pol *boost.Policy, env *boost.Env, faddr uint64, rest []listEntry) *render.Detour {
+	d := &rest[0].decision
+	if !d.Optimizable || d.OptLen < 5 {
+		return nil
+	}
+	var orig []byte
+	for i := 0; i < len(rest) && len(orig) < d.OptLen; i++ {
+		orig = append(orig, rest[i].raw...)
+	}
+	if len(orig) != d.OptLen {
+		return nil
+	}
+	ex.tmplOnce.Do(func() { ex.tmpl = optTemplate(ex.f) })
+	return detourPicture(ex.arch, pol, env, ex.tmpl, faddr+rest[0].off, orig, ex.slotAddr()+0x1000)
 }
 
 // insnRequest reads the policy and the instruction of an /insn or /sim
 // request; ok is false when it answered with an error page.
-func (ex *explorer) insnRequest(w http.ResponseWriter, r *http.Request) (pol *boost.Policy, name string, faddr uint64, e *listEntry, ok bool) {
+func (ex *explorer) insnRequest(w http.ResponseWriter, r *http.Request) (pol *boost.Policy, name string, faddr uint64, rest []listEntry, ok bool) {
 	pol, err := ex.pol(r, "policy")
 	if err != nil {
 		ex.fail(w, http.StatusBadRequest, err)
 		return nil, "", 0, nil, false
 	}
-	name, faddr, e, err = ex.insnAt(r, pol)
+	name, faddr, rest, err = ex.insnAt(r, pol)
 	if err != nil {
 		ex.fail(w, http.StatusNotFound, err)
 		return nil, "", 0, nil, false
 	}
-	return pol, name, faddr, e, true
+	return pol, name, faddr, rest, true
 }
 
 func (ex *explorer) insnPage(w http.ResponseWriter, r *http.Request) {
-	pol, name, faddr, e, ok := ex.insnRequest(w, r)
+	pol, name, faddr, rest, ok := ex.insnRequest(w, r)
 	if !ok {
 		return
 	}
+	e := &rest[0]
 	at := faddr + e.off
 	var in decode.Inst
 	derr := decode.DecodeInto(&in, e.raw, ex.arch.Mode, at)
@@ -440,6 +464,7 @@ func (ex *explorer) insnPage(w http.ResponseWriter, r *http.Request) {
 			p.Rules = append(p.Rules, render.Rule{ID: rs.Rule, Outcome: "audit", Text: rs.Text})
 		}
 	}
+	p.Detour = ex.detour(pol, env, faddr, rest)
 	back := "/func?" + q("addr", fmt.Sprintf("%#x", faddr), "policy", pol.Name)
 	p.Links = []render.Link{{Text: "back to " + name, Href: back},
 		{Text: "simulate this hit", Href: "/sim?" + q("addr", fmt.Sprintf("%#x", faddr), "off", strconv.FormatUint(e.off, 10), "policy", pol.Name)}}
@@ -458,10 +483,11 @@ func containsRule(steps []boost.Step, id string) bool {
 }
 
 func (ex *explorer) simPage(w http.ResponseWriter, r *http.Request) {
-	pol, name, faddr, e, ok := ex.insnRequest(w, r)
+	pol, name, faddr, rest, ok := ex.insnRequest(w, r)
 	if !ok {
 		return
 	}
+	e := &rest[0]
 	ex.simMu.Lock()
 	defer ex.simMu.Unlock()
 	rep, err := ex.simulate(pol, e.raw, faddr+e.off)
@@ -471,6 +497,11 @@ func (ex *explorer) simPage(w http.ResponseWriter, r *http.Request) {
 	}
 	p := simPicture(rep)
 	p.Title = fmt.Sprintf("%s+%#x: simulated hit", name, e.off)
+	env := pol.DefaultEnv()
+	env.Mode, env.SlotAddr = ex.arch.Mode, ex.slotAddr()
+	if p.Detour = ex.detour(pol, env, faddr, rest); p.Detour != nil {
+		p.HitSteps = append(p.HitSteps, fmt.Sprintf("(the steps above are the int3 hit, which is what is simulated.) Once the kprobe optimizer has replaced the int3 with a jmp, a hit takes the detour buffer instead: jmp %s, the template saves the registers and calls the handler, the %d copied bytes run there, and a jmp returns to %s (see \"Optimized probe\" above)", p.Detour.Buffer, p.Detour.OptLen, p.Detour.Resume))
+	}
 	p.Links = []render.Link{{Text: "back to " + name, Href: "/func?" + q("addr", fmt.Sprintf("%#x", faddr), "policy", pol.Name)}}
 	bw := bufio.NewWriter(w)
 	render.SimHTML(bw, p)

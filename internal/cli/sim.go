@@ -237,6 +237,9 @@ type simTrial struct {
 	Sim      simState `json:"simulated_hit"`
 	regNames []string
 	ref, hit kernelsim.Result
+	// the registers each run starts with, PC its entry (the HTML page's
+	// "before" columns)
+	refIn, hitIn kernelsim.Regs
 }
 
 type simReport struct {

@@ -182,7 +182,8 @@ func (r *simRun) add(hit, state int, hitPath string, h *kernelsim.HitCheck) {
 	}
 	if keep {
 		r.rep.Trials = append(r.rep.Trials, simTrial{Hit: hit, State: state, HitPath: hitPath, Verdict: h.Diff.Verdict.String(), Diverged: h.Diff.Fields,
-			InPlace: stateOf(r.a, &h.RefR), Sim: stateOf(r.a, &h.HitR), regNames: r.a.RegNames, ref: h.RefR, hit: h.HitR})
+			InPlace: stateOf(r.a, &h.RefR), Sim: stateOf(r.a, &h.HitR), regNames: r.a.RegNames, ref: h.RefR, hit: h.HitR,
+			refIn: entryRegs(r.a, &h.Ref), hitIn: entryRegs(r.a, &h.Hit)})
 	}
 }
 

@@ -3,6 +3,7 @@ package render
 import (
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"sort"
 	"strings"
 	"unicode/utf8"
@@ -35,9 +36,10 @@ type AuditSummary struct {
 	Verdicts, Errnos, Rules                    []Count
 }
 
-// Heat is one subsystem (symbol prefix) of the heat map.
+// Heat is one subsystem (source directory or symbol prefix) of the heat map.
 type Heat struct {
 	Name       string
+	Group      int // index in the page data's groups (-1: by symbol prefix)
 	Funcs      int
 	Boundaries int
 	Cost       float64
@@ -55,6 +57,14 @@ type ReportBuilder struct {
 	// MB; its report keeps lengths, verdicts and rules).
 	AsmLimit int
 	RuleDesc func(id string) string
+	// Group, when set, is the subsystem of a function by its address (its
+	// source directory); ok false: the file does not say. Without it the
+	// subsystem is the symbol prefix. GroupBy names the choice on the page,
+	// GroupNote says why.
+	Group     func(addr uint64) (name string, ok bool)
+	GroupBy   string
+	GroupNote string
+	fgroup    []int // per function, its group's index (with Group)
 
 	ruleIdx  map[string]int
 	rules    []string
@@ -65,6 +75,7 @@ type ReportBuilder struct {
 }
 
 type prefixAcc struct {
+	idx      int
 	funcs, n int
 	count    map[byte]int
 	cost     float64
@@ -122,10 +133,20 @@ func (b *ReportBuilder) Add(f *FuncRec) {
 	}
 	b.funcs = append(b.funcs, rec)
 	p := Prefix(f.Name)
+	if b.Group != nil {
+		var ok bool
+		if p, ok = b.Group(f.Addr); !ok {
+			p = NoGroup
+		}
+		p = Clean(p)
+	}
 	a := b.prefixes[p]
 	if a == nil {
-		a = &prefixAcc{count: map[byte]int{}}
+		a = &prefixAcc{idx: len(b.prefixes), count: map[byte]int{}}
 		b.prefixes[p] = a
+	}
+	if b.Group != nil {
+		b.fgroup = append(b.fgroup, a.idx)
 	}
 	a.funcs++
 	for i := 0; i < len(f.Letters); i++ {
@@ -135,6 +156,10 @@ func (b *ReportBuilder) Add(f *FuncRec) {
 		a.n++
 	}
 }
+
+// NoGroup is the subsystem of the functions the file's line tables do not
+// cover (assembly, code built without -g).
+const NoGroup = "(no line table)"
 
 // Prefix is the subsystem a symbol belongs to: its first word (leading
 // underscores and dots dropped, up to the next '_' or '.').
@@ -188,17 +213,23 @@ type AuditPage struct {
 	Styles   []Style
 	Data     any // template.JS of the function table
 	Scale    []Heat
+	// GroupBy is what a subsystem is ("source directory (DWARF line
+	// tables)", "symbol prefix"), GroupNote why.
+	GroupBy, GroupNote string
 }
 
 func (b *ReportBuilder) page(sum *AuditSummary) (*AuditPage, []byte, error) {
-	p := &AuditPage{Title: "kboost audit: " + b.File, File: b.File, Arch: b.Arch, Policy: b.Policy, Config: b.Config,
+	p := &AuditPage{Title: "kboost audit: " + filepath.Base(b.File), File: b.File, Arch: b.Arch, Policy: b.Policy, Config: b.Config,
 		Notes: b.Notes, Summary: *sum, AsmDrop: b.asmDrop, Styles: Styles}
 	var hs []Heat
 	for name, a := range b.prefixes {
 		if a.n == 0 {
 			continue
 		}
-		h := Heat{Name: name, Funcs: a.funcs, Boundaries: a.n, Cost: a.cost / float64(a.n)}
+		h := Heat{Name: name, Group: -1, Funcs: a.funcs, Boundaries: a.n, Cost: a.cost / float64(a.n)}
+		if b.Group != nil {
+			h.Group = a.idx
+		}
 		h.Fill, h.Ink = costColour(h.Cost)
 		var sh []string
 		for _, s := range Styles {
@@ -240,7 +271,19 @@ func (b *ReportBuilder) page(sum *AuditSummary) (*AuditPage, []byte, error) {
 	for _, s := range Styles {
 		fills[s.Letter] = s.Class
 	}
-	data, err := json.Marshal(map[string]any{"rules": b.rules, "descs": descs, "funcs": b.funcs, "cost": cost,
-		"fills": fills, "stops": costStops, "alpha": ruleAlpha})
+	d := map[string]any{"rules": b.rules, "descs": descs, "funcs": b.funcs, "cost": cost,
+		"fills": fills, "stops": costStops, "alpha": ruleAlpha}
+	p.GroupBy, p.GroupNote = b.GroupBy, b.GroupNote
+	if p.GroupBy == "" {
+		p.GroupBy = "symbol prefix"
+	}
+	if b.Group != nil {
+		groups := make([]string, len(b.prefixes))
+		for name, a := range b.prefixes {
+			groups[a.idx] = name
+		}
+		d["groups"], d["fgroup"] = groups, b.fgroup
+	}
+	data, err := json.Marshal(d)
 	return p, data, err
 }

@@ -71,7 +71,7 @@ func instDrawing(in *Inst) *drawing {
 	return d
 }
 
-var slotFill = map[string]string{"copy": "#E8E8E8", "fixup": "#FFE08A", "jmp": "#009E73", "int3": "#E69F00", "ret": "#E69F00", "tail": "#FFFFFF", "code": "#E8E8E8"}
+var slotFill = map[string]string{"call": "#D4C4F0", "tmpl": "#D4C4F0", "copy": "#E8E8E8", "fixup": "#FFE08A", "jmp": "#009E73", "int3": "#E69F00", "ret": "#E69F00", "tail": "#FFFFFF", "code": "#E8E8E8"}
 
 // slotDrawing draws the probed code (with the breakpoint over its first byte)
 // above the slot, and the way back as an arrow from the slot's jump (or trap)
@@ -163,4 +163,70 @@ func slotDrawing(s *Slot) *drawing {
 	d.W = max(x0+len(s.Bytes)*byteW, rx+220, tx+8+7*24) + 10
 	d.H = ys + byteH + 40
 	return d
+}
+
+// detourDrawing draws the site with the jmp written over its first 5 bytes
+// above the detour buffer (the template as one box, then the copied bytes and
+// the jump back), with the way in and the way back as arrows.
+func detourDrawing(d *Detour) *drawing {
+	g := &drawing{Title: "optprobe detour buffer"}
+	x0 := 180
+	yc, ys := 40, 130
+	g.Texts = append(g.Texts,
+		label{X: 4, Y: yc + 17, Text: "code " + d.Addr, Size: 11},
+		label{X: 4, Y: ys + 17, Text: "buffer " + d.Buffer, Size: 11})
+	for i, h := range d.Orig {
+		b := box{X: x0 + i*byteW, Y: yc, W: byteW, H: byteH, Fill: slotFill["code"], Stroke: "#555", StrokeW: 0.7, Text: h, Ink: "#000", Class: "code", Title: "original byte, no longer executed"}
+		if i < len(d.Patched) {
+			b.Fill, b.Text, b.Class, b.Title = slotFill["jmp"], d.Patched[i], "patched", "jmp to the detour buffer (was "+h+")"
+		} else {
+			b.Dash = true
+		}
+		g.Boxes = append(g.Boxes, b)
+	}
+	g.Boxes = append(g.Boxes, box{X: x0 + 1, Y: yc + byteH + 2, W: len(d.Patched)*byteW - 2, H: 3, Fill: "#333"})
+	g.Texts = append(g.Texts, label{X: x0 + len(d.Patched)*byteW/2, Y: yc - 8, Text: "jmp to the buffer", Anchor: "middle", Size: 11})
+	rx := x0 + len(d.Orig)*byteW + 20
+	g.Boxes = append(g.Boxes, box{X: rx, Y: yc, W: 240, H: byteH, Fill: "#FFFFFF", Stroke: "#333", StrokeW: 1, Dash: true, Text: "addr+OptLen " + d.Resume, Ink: "#000", Class: "resume"})
+	tw := 5 * byteW
+	tt := "template"
+	if d.TemplateLen > 0 {
+		tt = fmt.Sprintf("template, %d bytes", d.TemplateLen)
+	}
+	g.Boxes = append(g.Boxes, box{X: x0, Y: ys, W: tw, H: byteH, Fill: "#D4C4F0", Stroke: "#333", StrokeW: 1, Text: tt, Ink: "#000", Class: "template",
+		Title: "save the registers (pt_regs), mov $op,%rdi, call optimized_callback (the pre_handler), restore the registers"})
+	g.Texts = append(g.Texts, label{X: x0 + tw/2, Y: ys + byteH + 17, Text: "save regs, call handler, restore", Anchor: "middle", Size: 11})
+	xb := x0 + tw
+	jx := -1
+	for i, b := range d.Copy {
+		t := "copied instruction byte"
+		switch b.Kind {
+		case "fixup":
+			t = "rebased displacement"
+		case "jmp":
+			t = "jump back to " + d.Resume
+			if jx < 0 {
+				jx = xb + i*byteW
+			}
+		}
+		sw := 0.7
+		if b.Kind == "fixup" {
+			sw = 2
+		}
+		g.Boxes = append(g.Boxes, box{X: xb + i*byteW, Y: ys, W: byteW, H: byteH, Fill: slotFill[b.Kind], Stroke: "#333", StrokeW: sw, Text: b.Hex, Ink: "#000", Title: t, Class: "dbyte " + b.Kind, Data: b.Kind})
+	}
+	nc := len(d.Copy) - 5
+	if nc > 0 {
+		g.Boxes = append(g.Boxes, box{X: xb + 1, Y: ys + byteH + 2, W: nc*byteW - 2, H: 3, Fill: "#333"})
+		g.Texts = append(g.Texts, label{X: xb + nc*byteW/2, Y: ys + byteH + 30, Text: "copied instructions", Anchor: "middle", Size: 11})
+	}
+	g.Arrows = append(g.Arrows, arrow{D: fmt.Sprintf("M%d %d C %d %d, %d %d, %d %d", x0+byteW/2, yc+byteH, x0-30, yc+byteH+30, x0-30, ys-30, x0+4, ys-2), Title: "jmp to the detour buffer " + d.Buffer, Class: "todetour"})
+	tx := rx + 120
+	if jx >= 0 {
+		g.Arrows = append(g.Arrows, arrow{D: fmt.Sprintf("M%d %d C %d %d, %d %d, %d %d", jx+byteW, ys, jx+byteW+10, ys-40, tx, yc+byteH+40, tx, yc+byteH+3), Title: "jump back to addr+OptLen " + d.Resume, Class: "jumpback"})
+		g.Texts = append(g.Texts, label{X: tx + 8, Y: (ys+yc+byteH)/2 + 4, Text: "jmp to addr+OptLen", Size: 11, Bold: true})
+	}
+	g.W = max(xb+len(d.Copy)*byteW, rx+240, tx+8+7*20) + 10
+	g.H = ys + byteH + 40
+	return g
 }

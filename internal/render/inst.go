@@ -73,16 +73,37 @@ type ExplainPage struct {
 	Verdict  string // class
 	Errno    string
 	Slot     *Slot
-	Links    []Link // explorer: simulate, back
+	Detour   *Detour // an optimizable site's optprobe (explorer), else nil
+	Links    []Link  // explorer: simulate, back
+}
+
+// Detour is an optimized probe: the jmp written over the site's first bytes,
+// the detour buffer (the kernel's template: saved registers, the handler
+// call; the copied instructions; the jump back) and its hit step by step.
+type Detour struct {
+	Addr, Buffer, Resume string
+	OptLen               int
+	Patched              []string   // the jmp at Addr (hex)
+	Orig                 []string   // the OptLen original bytes (hex)
+	TemplateLen          int        // 0: the file does not hold the template
+	TemplateNote         string     // where the template comes from
+	Copy                 []SlotByte // after the template: copies (copy, fixup) and the jmp back (jmp)
+	Lines                []SlotLine // the buffer's instructions, template included
+	Steps                []string
 }
 
 // Link is a hyperlink.
 type Link struct{ Text, Href string }
 
-// RegRow is one register in place and after the simulated hit.
+// RegRow is one register before and after each run: in place (the
+// instruction where it is) and out of line (the simulated hit).
 type RegRow struct {
-	Name, InPlace, Hit string
-	Differs            bool
+	Name                string
+	Before, InPlace     string // in place: at entry, at the end
+	HitBefore, Hit      string // the hit: at entry (the slot, or the handler's set-up), at the end
+	Differs             bool   // the end states differ: the hit diverged here
+	EntryDiffers        bool   // the hit starts with another value (the PC: the slot)
+	Changed, HitChanged bool   // the run changed the register
 }
 
 // Trial is one register state.

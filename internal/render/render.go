@@ -37,7 +37,8 @@ func init() {
 		"drawInst": func(in Inst) (template.HTML, error) {
 			return execHTML("draw", instDrawing(&in))
 		},
-		"drawSlot": func(s *Slot) (template.HTML, error) { return execHTML("draw", slotDrawing(s)) },
+		"drawSlot":   func(s *Slot) (template.HTML, error) { return execHTML("draw", slotDrawing(s)) },
+		"drawDetour": func(d *Detour) (template.HTML, error) { return execHTML("draw", detourDrawing(d)) },
 	}).ParseFS(tmplFS, "tmpl/*.tmpl"))
 }
 
