@@ -66,7 +66,7 @@ Without FILE kboost audits its embedded demo program (kernel-style code).`,
 	fl := cmd.Flags()
 	fl.StringArrayVar(&o.funcs, "func", nil, "function NAME, glob (\"vfs_*\"), NAME+OFF or hex address; repeatable")
 	fl.StringVar(&o.symsPath, "symbols", "", "System.map or /proc/kallsyms-format file (for a stripped FILE)")
-	fl.StringVar(&o.policy, "policy", "", "kernel policy (see 'kboost policies'); default linux-6.1")
+	fl.StringVar(&o.policy, "policy", "", policyUsage)
 	fl.StringVar(&o.configPath, "config", "", "kernel .config or config.gz (default: the one in FILE, else the policy's defaults)")
 	fl.BoolVar(&o.jsonOut, "json", false, "one JSON object per instruction boundary")
 	fl.BoolVar(&o.summary, "summary", false, "only counts per verdict and per rule")
@@ -346,9 +346,14 @@ func prefetchCode(f *kimage.File, reqs []audit.Request) {
 	}
 }
 
+// pickPolicy finds --policy NAME for code of arch; "" is the arch's default
+// (boost.DefaultPolicy).
 func pickPolicy(name string, arch *decode.Arch) (*boost.Policy, error) {
 	if name == "" {
-		name = "linux-6.1"
+		if p := boost.DefaultPolicy(arch); p != nil {
+			return p, nil
+		}
+		return nil, usagef("no policy models %s code (see 'kboost policies')", arch.Name)
 	}
 	pol, err := boost.Lookup(name)
 	if err != nil {

@@ -231,11 +231,6 @@ func runOpcodesPicture(out io.Writer, arch *decode.Arch, policy, diff, mapName, 
 			return usagef("--diff %q: want two policies, P1,P2 (see 'kboost policies')", diff)
 		}
 	} else {
-		if policy == "" {
-			if l := armGridLayouts[arch.Mode]; l != nil {
-				policy = armGridPolicy[arch.Mode]
-			}
-		}
 		names = []string{policy}
 	}
 	var pols []*boost.Policy

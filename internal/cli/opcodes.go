@@ -183,7 +183,7 @@ encodings of one class with their verdict and deciding rule.`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&archName, "arch", "x86-64", "x86-64, i386, arm64, arm or thumb")
-	fl.StringVar(&policy, "policy", "", "kernel policy (default linux-6.1; arm64: linux-6.1-arm64, arm: linux-6.1-arm, thumb: linux-6.1-thumb)")
+	fl.StringVar(&policy, "policy", "", policyUsage)
 	fl.StringVar(&className, "class", "", "arm64, arm, thumb: list the encodings of one class (branch, exception, system, loadstore, dpimm, dpreg, fpsimd, sve, sme)")
 	fl.StringVar(&mapName, "map", "", "only this map: one, 0f, 0f38, 0f3a")
 	fl.BoolVar(&jsonOut, "json", false, "machine-readable output")
@@ -200,15 +200,8 @@ var armGridLayouts = map[decode.Mode]*boost.ArmGridLayout{
 	decode.ModeT32: boost.ThumbGridLayout,
 }
 
-var armGridPolicy = map[decode.Mode]string{
-	decode.ModeA64: "linux-6.1-arm64", decode.ModeA32: "linux-6.1-arm", decode.ModeT32: "linux-6.1-thumb",
-}
-
 // runOpcodesArm draws an ARM encoding space (--arch arm64, arm, thumb).
 func runOpcodesArm(s Streams, arch *decode.Arch, l *boost.ArmGridLayout, policy, className string, jsonOut bool) error {
-	if policy == "" {
-		policy = armGridPolicy[arch.Mode]
-	}
 	pol, err := pickPolicy(policy, arch)
 	if err != nil {
 		return err

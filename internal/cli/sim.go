@@ -17,7 +17,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/kboost/kboost/boost"
 	"github.com/kboost/kboost/decode"
 	"github.com/kboost/kboost/kernelsim"
 	"github.com/spf13/cobra"
@@ -30,7 +29,7 @@ func newSimCmd(s Streams) *cobra.Command {
 		itCond, execName                              string
 		trials, show                                  int
 		seed                                          uint64
-		jsonOut, color, preempt                       bool
+		jsonOut, color, preempt, words                bool
 		sets                                          []string
 	)
 	cmd := &cobra.Command{
@@ -80,28 +79,23 @@ far (exit status 130). A REFUTED verdict exits with status 1.`,
   kboost sim --arch thumb --it eq 88 18`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			mode, err := decode.ParseMode(archName)
+			arch, err := decode.LookupArch(archName)
 			if err != nil {
 				return usagef("--arch: %v", err)
 			}
+			mode := arch.Mode
 			if err := checkFormat(format, jsonOut, "text", "svg", "html"); err != nil {
 				return err
 			}
 			ac := armCmds[mode]
-			if ac != nil && !cmd.Flags().Changed("policy") {
-				policyName = ac.policy
-			}
 			if itCond != "" && mode != decode.ModeT32 {
 				return usagef("--it is for --arch thumb")
 			}
-			pol, err := boost.Lookup(policyName)
+			pol, err := pickPolicy(policyName, arch)
 			if err != nil {
-				return usagef("--policy: %v (see 'kboost policies')", err)
+				return err
 			}
-			if !pol.Supports(mode) {
-				return usagef("policy %s does not model %s: use --arch %s", pol.Name, archName, pol.Modes[0])
-			}
-			code, err := parseHexArgs(args)
+			code, err := hexArgs(arch, args, words, false)
 			if err != nil {
 				return err
 			}
@@ -164,6 +158,9 @@ far (exit status 130). A REFUTED verdict exits with status 1.`,
 				}
 				simf = ac.sim
 			}
+			if _, derr := arch.DecodeOne(code, addr); inputErr(arch, derr) != nil {
+				return inputErr(arch, derr)
+			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			sa := &simArgs{ctx: ctx, code: code, mode: mode, pol: pol, env: env, addr: addr, slot: slot, force: fp, trials: trials, show: show, seed: seed, set: set, it: itCond,
@@ -195,7 +192,7 @@ far (exit status 130). A REFUTED verdict exits with status 1.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&archName, "arch", "x86-64", "instruction set: x86-64, i386, arm64, arm or thumb (the ARM ones run under qemu-aarch64-static / qemu-arm-static)")
-	f.StringVar(&policyName, "policy", "linux-6.1", "kernel policy (see 'kboost policies'; default linux-6.1-arm64, linux-6.1-arm, linux-6.1-thumb for those)")
+	f.StringVar(&policyName, "policy", "", policyUsage)
 	f.StringVar(&addrStr, "addr", "0xffffffff81000000", "probe address (i386: default 0xc1000000, arm64: 0xffff800008010000, arm and thumb: 0xc0100000)")
 	f.StringVar(&slotStr, "slot", "0xffffffffa0000000", "slot address, in the module area (i386: default 0xf8000000, arm64: 0xffff800000800000, arm and thumb: 0xbf000000)")
 	f.StringVar(&itCond, "it", "", "thumb: run the instruction as the last of a one-instruction IT block with this condition (eq, ne, ...)")
@@ -205,6 +202,7 @@ far (exit status 130). A REFUTED verdict exits with status 1.`,
 	countVar(f, &show, "show", "", 8, 0, 1000, "states printed in full (and at most as many more that diverge)")
 	f.Uint64Var(&seed, "seed", 1, "random seed for the register states")
 	f.BoolVar(&jsonOut, "json", false, "print the report as JSON")
+	addWordsFlag(f, &words)
 	f.StringArrayVar(&sets, "set", nil, "set a register in every state, REG=HEX (repeatable; e.g. --set rcx=1 --set flags=0x40)")
 	f.BoolVar(&preempt, "preemption", false, "model a CONFIG_PREEMPTION kernel (Debian's): nothing is boosted")
 	addFormatFlag(f, &format, "text, svg (fields, slot, jump back) or html (also the hit step by step and the registers)")
