@@ -53,7 +53,7 @@ func schemaCheck(t *testing.T, schemaPath string, obj []byte) {
 	}
 }
 
-// Sites as audit --json writes them match schema/site.schema.json: a plain
+// Sites as audit --json writes them match schemas/uprobe-site.json: a plain
 // site, a hazard site and a mid-instruction refusal.
 func TestSiteSchema(t *testing.T) {
 	k, _ := Lookup("uprobes-6.18-host")
@@ -67,6 +67,6 @@ func TestSiteSchema(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		schemaCheck(t, "schema/site.schema.json", b)
+		schemaCheck(t, "../schemas/uprobe-site.json", b)
 	}
 }

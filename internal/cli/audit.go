@@ -241,6 +241,14 @@ func runAudit(s Streams, o auditOpts, args []string) error {
 				if rep != nil {
 					return rep.errRecord(nil, res.Req.Symbol, res.Err), nil
 				}
+				if o.jsonOut && !o.summary {
+					b := appendRecordHead(nil, f.Arch.Mode, pol)
+					b = append(b, `,"func":`...)
+					b = strconv.AppendQuote(b, res.Req.Symbol)
+					b = append(b, `,"error":`...)
+					b = strconv.AppendQuote(b, res.Err.Error())
+					return append(b, "}\n"...), nil
+				}
 				if !o.summary {
 					return []byte(fmt.Sprintf("# error: %v\n", res.Err)), nil
 				}
@@ -308,6 +316,7 @@ func runAudit(s Streams, o auditOpts, args []string) error {
 	}
 	if o.summary || rep != nil {
 		total := newSummary()
+		total.arch, total.policy = f.Arch.Name, pol.Name
 		for _, x := range sums {
 			total.merge(x)
 		}
@@ -414,7 +423,8 @@ func appendRecord(buf []byte, a *boost.FuncAudit, off uint64, e *boost.Entry, d 
 		details = append(details, r.Text)
 	}
 	if jsonOut {
-		buf = append(buf, `{"addr":"0x`...)
+		buf = appendRecordHead(buf, a.Mode, a.Policy)
+		buf = append(buf, `,"addr":"0x`...)
 		buf = strconv.AppendUint(buf, addr, 16)
 		buf = append(buf, `","func":`...)
 		buf = strconv.AppendQuote(buf, a.Func.Name)
@@ -428,9 +438,13 @@ func appendRecord(buf []byte, a *boost.FuncAudit, off uint64, e *boost.Entry, d 
 		buf = strconv.AppendQuote(buf, text)
 		buf = append(buf, `,"verdict":"`...)
 		buf = append(buf, d.Verdict.String()...)
-		buf = append(buf, `","errno":"`...)
-		buf = append(buf, errno...)
-		buf = append(buf, `","reasons":`...)
+		buf = append(buf, '"')
+		if errno != "" {
+			buf = append(buf, `,"errno":"`...)
+			buf = append(buf, errno...)
+			buf = append(buf, '"')
+		}
+		buf = append(buf, `,"reasons":`...)
 		buf = appendJSONStrings(buf, ruleIDs(d.Reasons))
 		buf = append(buf, `,"details":`...)
 		buf = appendJSONStrings(buf, details)
@@ -458,6 +472,25 @@ func appendRecord(buf []byte, a *boost.FuncAudit, off uint64, e *boost.Entry, d 
 		}
 	}
 	return fmt.Appendf(buf, "  +%-5s %-30s %-34s %-18s %s\n", "0x"+strconv.FormatUint(off, 16), string(appendHexBytes(nil, raw)), text, v, why)
+}
+
+// appendRecordHead opens an audit JSON record: its arch and policy.
+func appendRecordHead(buf []byte, m decode.Mode, pol *boost.Policy) []byte {
+	buf = append(buf, `{"arch":"`...)
+	buf = append(buf, archName(m)...)
+	buf = append(buf, `","policy":"`...)
+	buf = append(buf, pol.Name...)
+	return append(buf, '"')
+}
+
+// archName is the CLI's name of the arch of mode m.
+func archName(m decode.Mode) string {
+	for _, a := range decode.Arches {
+		if a.Mode == m {
+			return a.Name
+		}
+	}
+	return m.String()
 }
 
 func formatFunc(buf []byte, a *boost.FuncAudit, fm *decode.Formatter, jsonOut bool) []byte {
@@ -493,6 +526,7 @@ func formatPoint(buf []byte, a *boost.FuncAudit, off uint64, e *boost.Entry, d *
 
 // summary counts verdicts and rules over an audit.
 type summary struct {
+	arch, policy                       string
 	funcs, points, optimizable, errors int
 	verdicts                           map[string]int
 	errnos                             map[string]int
@@ -593,7 +627,7 @@ func sortedKeys(m map[string]int) []string {
 func (s *summary) write(w io.Writer, jsonOut bool, elapsed time.Duration, notes []string) {
 	if jsonOut {
 		var b []byte
-		b = fmt.Appendf(b, `{"functions":%d,"boundaries":%d,"optimizable":%d,"errors":%d,"seconds":%.3f`, s.funcs, s.points, s.optimizable, s.errors, elapsed.Seconds())
+		b = fmt.Appendf(b, `{"arch":%q,"policy":%q,"functions":%d,"boundaries":%d,"optimizable":%d,"errors":%d,"seconds":%.3f`, s.arch, s.policy, s.funcs, s.points, s.optimizable, s.errors, elapsed.Seconds())
 		for _, part := range []struct {
 			name string
 			m    map[string]int

@@ -236,17 +236,15 @@ func TestBrowserPictures(t *testing.T) {
 			// explain
 			args := append([]string{"explain", "--arch", tc.arch, "--words"}, tc.insn...)
 			var ex struct {
-				Steps    []json.RawMessage `json:"steps"`
-				Decision struct {
-					Verdict string `json:"verdict"`
-				} `json:"decision"`
+				Steps   []json.RawMessage `json:"steps"`
+				Verdict string            `json:"verdict"`
 			}
 			if err := json.Unmarshal([]byte(mustRun(t, append(args, "--json")...)), &ex); err != nil {
 				t.Fatal(err)
 			}
 			loadPage(t, b, "explain.html", mustRun(t, append(args, "--format", "html")...))
-			if v := evalJS[string](t, b, `document.querySelector("#verdict [data-verdict]").dataset.verdict`); v != ex.Decision.Verdict {
-				t.Errorf("explain page verdict %q, JSON %q", v, ex.Decision.Verdict)
+			if v := evalJS[string](t, b, `document.querySelector("#verdict [data-verdict]").dataset.verdict`); v != ex.Verdict {
+				t.Errorf("explain page verdict %q, JSON %q", v, ex.Verdict)
 			}
 			if n := evalJS[int](t, b, `document.querySelectorAll("table.rules tr").length - 1`); n != len(ex.Steps) {
 				t.Errorf("explain page: %d rules, JSON %d steps", n, len(ex.Steps))
@@ -256,7 +254,7 @@ func TestBrowserPictures(t *testing.T) {
 			sargs := append([]string{"sim", "--arch", tc.arch, "--trials", "2", "--words"}, tc.insn...)
 			var sim struct {
 				Conclusion string            `json:"conclusion"`
-				Trials     []json.RawMessage `json:"trials"`
+				Trials     []json.RawMessage `json:"shown_states"`
 				JumpBack   string            `json:"jump_back"`
 			}
 			if err := json.Unmarshal([]byte(mustRun(t, append(sargs, "--json")...)), &sim); err != nil {

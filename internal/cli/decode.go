@@ -71,7 +71,7 @@ sweep that restarts at each symbol.`,
 				return err
 			}
 			fm := decode.NewFormatter(0)
-			var lw lineWriter
+			lw := lineWriter{arch: arch.Name}
 			var last error
 			decode.Sweep(arch.Mode, code, addr, nil, func(inst *decode.Inst, derr error) bool {
 				lw.inst(w, inst, derr, fm, jsonOut, "")
@@ -198,7 +198,7 @@ func decodeFile(w io.Writer, f *kimage.File, jsonOut bool, errw io.Writer) error
 		go func() {
 			fm := decode.NewFormatter(0)
 			var inst decode.Inst
-			var lw lineWriter
+			lw := lineWriter{arch: f.Arch.Name}
 			for c := range todo {
 				buf := make([]byte, 0, len(c.offs)*128)
 				for _, off := range c.offs {
@@ -277,7 +277,10 @@ func decodeFile(w io.Writer, f *kimage.File, jsonOut bool, errw io.Writer) error
 }
 
 // lineWriter renders one instruction as a text or JSON line.
-type lineWriter struct{ scratch []byte }
+type lineWriter struct {
+	arch    string // the records' arch
+	scratch []byte
+}
 
 func (lw *lineWriter) inst(w io.Writer, inst *decode.Inst, derr error, fm *decode.Formatter, jsonOut bool, _ string) {
 	lw.scratch = lw.appendInst(lw.scratch[:0], inst, derr, fm, jsonOut)
@@ -335,7 +338,9 @@ func (lw *lineWriter) appendInst(buf []byte, inst *decode.Inst, derr error, fm *
 	}
 	raw := inst.Raw[:n]
 	if jsonOut {
-		buf = append(buf, `{"addr":"0x`...)
+		buf = append(buf, `{"arch":"`...)
+		buf = append(buf, lw.arch...)
+		buf = append(buf, `","addr":"0x`...)
 		buf = appendHex(buf, inst.Addr)
 		buf = append(buf, `","len":`...)
 		buf = strconv.AppendInt(buf, int64(inst.Len), 10)

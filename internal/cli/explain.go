@@ -9,6 +9,7 @@ import (
 
 	"github.com/kboost/kboost/boost"
 	"github.com/kboost/kboost/decode"
+	"github.com/kboost/kboost/internal/jsonv"
 	"github.com/spf13/cobra"
 )
 
@@ -81,23 +82,9 @@ func newExplainCmd(s Streams) *cobra.Command {
 			w := bufio.NewWriter(s.Out)
 			defer w.Flush()
 			if jsonOut {
-				out := struct {
-					Bytes    string         `json:"bytes"`
-					Len      int            `json:"len"`
-					Asm      string         `json:"asm"`
-					Error    string         `json:"error,omitempty"`
-					Fields   map[string]any `json:"fields"`
-					Steps    []boost.Step   `json:"steps"`
-					Decision boost.Decision `json:"decision"`
-					Slot     string         `json:"slot"`
-				}{Bytes: string(appendHexBytes(nil, inst.Bytes())), Len: inst.Len, Asm: asmOf(&inst, derr),
-					Fields: instFields(&inst), Steps: steps, Decision: d, Slot: string(appendHexBytes(nil, d.SlotBytes()))}
-				if derr != nil {
-					out.Error = derr.Error()
-				}
 				enc := json.NewEncoder(w)
 				enc.SetIndent("", "  ")
-				return enc.Encode(out)
+				return enc.Encode(explainJSON(arch, pol, env, &inst, derr, steps, &d))
 			}
 			fmt.Fprintf(w, "%s   %s   (%s, policy %s, config: %s)\n\n", appendHexBytes(nil, inst.Bytes()), asmOf(&inst, derr), arch.Name, pol.Name, strings.Join(env.Config.Flags(), " "))
 			if derr != nil {
@@ -133,6 +120,56 @@ func newExplainCmd(s Streams) *cobra.Command {
 	fl.BoolVar(&jsonOut, "json", false, "machine-readable output")
 	addFormatFlag(fl, &format, "text, svg (fields over bytes, the slot) or html (also the rules in the kernel's order)")
 	return cmd
+}
+
+// explainRecord is `kboost explain --json` (schemas/explain.json).
+type explainRecord struct {
+	Arch     string         `json:"arch"`
+	Policy   string         `json:"policy"`
+	Config   []string       `json:"config"`
+	Addr     jsonv.Addr     `json:"addr"`
+	Bytes    jsonv.Bytes    `json:"bytes"`
+	Len      int            `json:"len"`
+	Asm      string         `json:"asm"`
+	Error    string         `json:"error,omitempty"`
+	Fields   map[string]any `json:"fields"`
+	Steps    []explainStep  `json:"steps"`
+	Verdict  string         `json:"verdict"`
+	Errno    string         `json:"errno,omitempty"`
+	Reasons  []string       `json:"reasons"`
+	Details  []string       `json:"details"`
+	CanBoost bool           `json:"can_boost"`
+	Emulated bool           `json:"emulated"`
+	SlotAddr *jsonv.Addr    `json:"slot_addr,omitempty"`
+	Slot     jsonv.Bytes    `json:"slot,omitempty"`
+	SlotLen  int            `json:"slot_len"`
+}
+
+// explainStep is one rule tried: its id (reason), outcome and text (detail).
+type explainStep struct {
+	Reason  string `json:"reason"`
+	Outcome string `json:"outcome"`
+	Detail  string `json:"detail"`
+}
+
+func explainJSON(arch *decode.Arch, pol *boost.Policy, env *boost.Env, inst *decode.Inst, derr error, steps []boost.Step, d *boost.Decision) *explainRecord {
+	r := &explainRecord{Arch: arch.Name, Policy: pol.Name, Config: env.Config.Flags(), Addr: jsonv.Addr(inst.Addr), Bytes: inst.Bytes(), Len: inst.Len,
+		Asm: asmOf(inst, derr), Fields: instFields(inst), Verdict: d.Verdict.String(), Reasons: d.ReasonIDs(), Details: reasonTexts(d),
+		CanBoost: d.CanBoost, Emulated: d.Emulated, Slot: d.SlotBytes(), SlotLen: d.SlotLen, Steps: []explainStep{}}
+	if derr != nil {
+		r.Error = derr.Error()
+	}
+	if d.Verdict == boost.Reject {
+		r.Errno = d.Errno.String()
+	}
+	if len(r.Slot) > 0 {
+		a := jsonv.Addr(env.SlotAddr)
+		r.SlotAddr = &a
+	}
+	for _, st := range steps {
+		r.Steps = append(r.Steps, explainStep{Reason: st.Rule, Outcome: st.Outcome.String(), Detail: st.Text})
+	}
+	return r
 }
 
 func asmOf(inst *decode.Inst, derr error) string {
@@ -209,6 +246,42 @@ func instFields(i *decode.Inst) map[string]any {
 	return m
 }
 
+// policiesRecord is `kboost policies --json` (schemas/policies.json).
+type policiesRecord struct {
+	Policies []policyJSON `json:"policies"`
+	Rules    []ruleJSON   `json:"rules"`
+}
+
+type policyJSON struct {
+	Name     string   `json:"name"`
+	Title    string   `json:"title"`
+	Source   string   `json:"source"`
+	Arches   []string `json:"arches"`   // as --arch spells them, the default first
+	Defaults []string `json:"defaults"` // the configuration assumed (CONFIG_ names without the prefix)
+}
+
+type ruleJSON struct {
+	ID       string   `json:"id"`
+	Desc     string   `json:"desc"`
+	Where    string   `json:"where"`
+	Policies []string `json:"policies"`
+}
+
+func policiesJSON() *policiesRecord {
+	out := &policiesRecord{Policies: []policyJSON{}, Rules: []ruleJSON{}}
+	for _, p := range boost.Policies() {
+		pj := policyJSON{Name: p.Name, Title: p.Title, Source: p.Source, Arches: []string{}, Defaults: append([]string{}, p.Defaults.Flags()...)}
+		for _, m := range p.Modes {
+			pj.Arches = append(pj.Arches, archName(m))
+		}
+		out.Policies = append(out.Policies, pj)
+	}
+	for _, r := range boost.Rules() {
+		out.Rules = append(out.Rules, ruleJSON{ID: r.ID, Desc: r.Desc, Where: r.Where, Policies: strings.Split(r.Policies, ",")})
+	}
+	return out
+}
+
 func newPoliciesCmd(s Streams) *cobra.Command {
 	var jsonOut, rules bool
 	cmd := &cobra.Command{
@@ -219,22 +292,9 @@ func newPoliciesCmd(s Streams) *cobra.Command {
 			w := bufio.NewWriter(s.Out)
 			defer w.Flush()
 			if jsonOut {
-				type pol struct {
-					Name, Title, Source string
-					Modes               []string
-					Defaults            []string
-				}
-				var ps []pol
-				for _, p := range boost.Policies() {
-					var modes []string
-					for _, m := range p.Modes {
-						modes = append(modes, m.String())
-					}
-					ps = append(ps, pol{p.Name, p.Title, p.Source, modes, p.Defaults.Flags()})
-				}
 				enc := json.NewEncoder(w)
 				enc.SetIndent("", "  ")
-				return enc.Encode(map[string]any{"policies": ps, "rules": boost.Rules()})
+				return enc.Encode(policiesJSON())
 			}
 			for _, p := range boost.Policies() {
 				fmt.Fprintf(w, "%-20s %s\n%-20s source: %s; defaults: %s\n", p.Name, p.Title, "", p.Source, strings.Join(p.Defaults.Flags(), " "))

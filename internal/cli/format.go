@@ -2,13 +2,13 @@ package cli
 
 import (
 	"bufio"
-	"encoding/hex"
 	"fmt"
 	"io"
 	"strings"
 
 	"github.com/kboost/kboost/boost"
 	"github.com/kboost/kboost/decode"
+	"github.com/kboost/kboost/internal/jsonv"
 	"github.com/kboost/kboost/internal/render"
 	"github.com/spf13/pflag"
 )
@@ -40,6 +40,15 @@ func ruleText(id string) string {
 		return r.Desc
 	}
 	return ""
+}
+
+// reasonTexts is the texts of d's reasons, in order (a record's details).
+func reasonTexts(d *boost.Decision) []string {
+	t := make([]string, len(d.Reasons))
+	for i, r := range d.Reasons {
+		t[i] = r.Text
+	}
+	return t
 }
 
 func verdictClass(d *boost.Decision) string { return d.Verdict.String() }
@@ -496,7 +505,7 @@ func hitSteps(arch, path, addr, slot, resume string) []string {
 func simPicture(rep *simReport) *render.SimPage {
 	p := &render.SimPage{Path: rep.Path, Forced: rep.Forced, Sandbox: rep.Sandbox, Lazy: rep.Lazy, Conclusion: rep.Conclusion}
 	mode, _ := decode.ParseMode(rep.Arch)
-	code, _ := hex.DecodeString(rep.Bytes)
+	code, _ := jsonv.ParseHex(rep.Bytes)
 	addr, _ := parseAddr(rep.Addr)
 	slotAddr, _ := parseAddr(rep.SlotAddr)
 	var in decode.Inst
@@ -507,14 +516,14 @@ func simPicture(rep *simReport) *render.SimPage {
 	e.Inst = instPicture(&in, derr)
 	e.FieldTab = fieldList(&in)
 	e.Verdict, e.Errno = rep.Verdict, rep.Errno
-	for _, r := range rep.Rules {
+	for _, r := range rep.Reasons {
 		e.Rules = append(e.Rules, render.Rule{ID: r, Outcome: "reason", Text: ruleText(r)})
 	}
 	switch {
 	case rep.RangeError != "":
 		e.Slot = &render.Slot{Refused: rep.RangeError}
 	case rep.SlotHex != "":
-		slot, _ := hex.DecodeString(rep.SlotHex)
+		slot, _ := jsonv.ParseHex(rep.SlotHex)
 		notes := map[int]string{}
 		for _, l := range rep.Slot {
 			notes[l.Off] = l.Note

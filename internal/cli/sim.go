@@ -2,7 +2,6 @@ package cli
 
 import (
 	"encoding/binary"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,6 +17,7 @@ import (
 	"time"
 
 	"github.com/kboost/kboost/decode"
+	"github.com/kboost/kboost/internal/jsonv"
 	"github.com/kboost/kboost/kernelsim"
 	"github.com/spf13/cobra"
 )
@@ -68,7 +68,7 @@ in batches of 256, so memory stays bounded whatever N. The report shows the
 first --show states (default 8) in full, then up to --show more states that
 diverge, and counts every state: how many matched, diverged (with the
 registers and memory words that differed, and how often), were not
-verifiable or inconclusive; --json reports the same (trials: the states
+verifiable or inconclusive; --json reports the same (shown_states: the states
 shown; states: the counts). Runs longer than a few seconds print their
 progress on stderr. Ctrl-C stops the run and reports the states checked so
 far (exit status 130). A REFUTED verdict exits with status 1.`,
@@ -169,6 +169,7 @@ far (exit status 130). A REFUTED verdict exits with status 1.`,
 			if err != nil {
 				return err
 			}
+			rep.ConfigFlags = env.Config.Flags()
 			if format != "text" {
 				return writeSimPicture(s.Out, rep, format)
 			}
@@ -240,14 +241,16 @@ type simTrial struct {
 type simReport struct {
 	Arch        string        `json:"arch"`
 	Policy      string        `json:"policy"`
-	Config      string        `json:"config"`
+	Config      string        `json:"-"`      // for the text and the pictures
+	ConfigFlags []string      `json:"config"` // as explain's
 	Bytes       string        `json:"bytes"`
 	Asm         string        `json:"asm"`
 	Addr        string        `json:"addr"`
 	SlotAddr    string        `json:"slot_addr"`
 	Verdict     string        `json:"verdict"`
 	Errno       string        `json:"errno,omitempty"`
-	Rules       []string      `json:"rules"`
+	Reasons     []string      `json:"reasons"`
+	Details     []string      `json:"details"`
 	Path        string        `json:"path"`
 	Forced      bool          `json:"forced,omitempty"`
 	Slot        []simSlotLine `json:"slot,omitempty"`
@@ -257,7 +260,7 @@ type simReport struct {
 	Problems    []string      `json:"layout_problems,omitempty"`
 	RangeError  string        `json:"slot_refused,omitempty"`
 	Sandbox     string        `json:"sandbox"`
-	Trials      []simTrial    `json:"trials"` // the states shown in full
+	Trials      []simTrial    `json:"shown_states"` // the states shown in full (--show)
 	States      *simStates    `json:"states,omitempty"`
 	Lazy        []string      `json:"lazy_boost,omitempty"`
 	Conclusion  string        `json:"conclusion"`
@@ -286,11 +289,11 @@ func simulate(s *simArgs) (*simReport, error) {
 		return nil, err
 	}
 	in := m.Inst
-	rep.Bytes = hex.EncodeToString(in.Bytes())
+	rep.Bytes = jsonv.Hex(in.Bytes())
 	rep.Asm = decode.Format(&in, nil)
 	rep.Verdict = m.Decision.Verdict.String()
 	rep.Errno = m.Decision.Errno.String()
-	rep.Rules = m.Decision.ReasonIDs()
+	rep.Reasons, rep.Details = m.Decision.ReasonIDs(), reasonTexts(&m.Decision)
 	path := m.Path
 	if force != kernelsim.PathNone {
 		path, rep.Forced = force, true
@@ -313,12 +316,12 @@ func simulate(s *simArgs) (*simReport, error) {
 	}
 	rep.Problems = m.Problems
 	if slot != nil {
-		rep.SlotHex = hex.EncodeToString(slot)
+		rep.SlotHex = jsonv.Hex(slot)
 		for off := 0; off < len(slot); {
 			var si decode.Inst
 			err := decode.DecodeInto(&si, slot[off:], mode, slotAddr+uint64(off))
 			l := max(si.Len, 1)
-			line := simSlotLine{Off: off, Bytes: hex.EncodeToString(slot[off : off+l]), Asm: "(bad)"}
+			line := simSlotLine{Off: off, Bytes: jsonv.Hex(slot[off : off+l]), Asm: "(bad)"}
 			if err == nil {
 				line.Asm = decode.Format(&si, nil)
 			}
@@ -429,12 +432,12 @@ func printSim(w io.Writer, r *simReport, color bool) {
 		}
 		return s
 	}
-	fmt.Fprintf(w, "probe    %s: %s   %s\n", r.Addr, spaced(r.Bytes), r.Asm)
+	fmt.Fprintf(w, "probe    %s: %s   %s\n", r.Addr, r.Bytes, r.Asm)
 	fmt.Fprintf(w, "policy   %s (%s): %s", r.Policy, r.Config, r.Verdict)
 	if r.Errno != "" {
 		fmt.Fprintf(w, " %s", r.Errno)
 	}
-	fmt.Fprintf(w, " [%s]\n", strings.Join(r.Rules, ", "))
+	fmt.Fprintf(w, " [%s]\n", strings.Join(r.Reasons, ", "))
 	if r.Forced {
 		fmt.Fprintf(w, "forced   hit path %s\n", r.Path)
 	}
@@ -442,9 +445,9 @@ func printSim(w io.Writer, r *simReport, color bool) {
 	case r.RangeError != "":
 		fmt.Fprintf(w, "slot     refused: %s\n", r.RangeError)
 	case len(r.Slot) > 0:
-		fmt.Fprintf(w, "slot     %s (%d bytes, MAX_INSN_SIZE %d):\n", r.SlotAddr, len(r.SlotHex)/2, r.MaxInsnSize)
+		fmt.Fprintf(w, "slot     %s (%d bytes, MAX_INSN_SIZE %d):\n", r.SlotAddr, (len(r.SlotHex)+1)/3, r.MaxInsnSize)
 		for _, l := range r.Slot {
-			fmt.Fprintf(w, "  +%-2d  %-24s %-36s", l.Off, spaced(l.Bytes), l.Asm)
+			fmt.Fprintf(w, "  +%-2d  %-24s %-36s", l.Off, l.Bytes, l.Asm)
 			if l.Note != "" {
 				fmt.Fprintf(w, " ; %s", l.Note)
 			}
@@ -575,17 +578,6 @@ func (p *simProgress) finish() {
 		fmt.Fprint(p.w, "\r\033[K")
 		p.wroteOnTerm = false
 	}
-}
-
-func spaced(h string) string {
-	var sb strings.Builder
-	for i := 0; i+1 < len(h); i += 2 {
-		if i > 0 {
-			sb.WriteByte(' ')
-		}
-		sb.WriteString(h[i : i+2])
-	}
-	return sb.String()
 }
 
 // memWords shows the 8-byte word named by a "stack+0xNN" or "scratch+0xNN"

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -21,8 +22,8 @@ func TestSimThumbBadInput(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"sim", "--arch", "thumb", "01"}, "a Thumb instruction is 2 bytes"},
-		{[]string{"sim", "--arch", "thumb", "01", "eb"}, "a Thumb instruction is 2 bytes"},
+		{[]string{"sim", "--arch", "thumb", "01"}, "a Thumb instruction is 2 or 4 bytes"},
+		{[]string{"sim", "--arch", "thumb", "01", "eb"}, "a 32-bit Thumb instruction needs a second halfword"},
 		{[]string{"sim", "--arch", "thumb", "--it", "eq", "10", "b1"}, "cannot be the last instruction of an IT block"},
 		{[]string{"sim", "--arch", "thumb", "--it", "xx", "88", "18"}, "--it \"xx\""},
 		{[]string{"sim", "--arch", "arm", "--it", "eq", "02", "00", "81", "e0"}, "--it is for --arch thumb"},
@@ -130,7 +131,7 @@ func TestOracleFuzzThumb(t *testing.T) {
 		if fd.Kind == "policy-divergence" && (fd.Reproducer == nil || fd.Reproducer.Bytes == "" || !strings.Contains(fd.Note, "kboost sim --arch thumb")) {
 			t.Errorf("finding %s without a reproducer: %+v", fd.Key, fd)
 		}
-		t.Logf("%s %s (%s) %s: %s; %s", fd.Kind, fd.Bytes, fd.Asm, fd.Trials, fd.Key, fd.Note)
+		t.Logf("%s %s (%s) %s: %s; %s", fd.Kind, fd.Bytes, fd.Asm, strconv.Itoa(fd.DivergedTrials)+"/"+strconv.Itoa(fd.Trials)+" diverged", fd.Key, fd.Note)
 	}
 	if kinds["slot-model"] != 0 {
 		t.Errorf("%d slot-model findings", kinds["slot-model"])
