@@ -35,7 +35,7 @@ type auditOpts struct {
 	configPath string
 	jsonOut    bool
 	summary    bool
-	preempt    string
+	preempt    ynFlag
 	post       bool
 	returns    string
 	cpuCaps    string
@@ -70,11 +70,11 @@ Without FILE kboost audits its embedded demo program (kernel-style code).`,
 	fl.StringVar(&o.configPath, "config", "", "kernel .config or config.gz (default: the one in FILE, else the policy's defaults)")
 	fl.BoolVar(&o.jsonOut, "json", false, "one JSON object per instruction boundary")
 	fl.BoolVar(&o.summary, "summary", false, "only counts per verdict and per rule")
-	fl.StringVar(&o.preempt, "preemption", "", "override CONFIG_PREEMPTION: y or n")
+	ynVar(fl, &o.preempt, "preemption", preemptionUsage)
 	fl.BoolVar(&o.post, "post-handler", false, "the probe has a post_handler (never boosted nor optimized)")
 	fl.StringVar(&o.returns, "returns", "thunk", "return thunks at run time: 'thunk' (bytes as in the file: the CPU needs the\nretbleed/SRSO return thunk) or 'ret' (apply_returns() patched each\n`jmp __x86_return_thunk` to `ret; int3`: CPUs without that mitigation)")
 	fl.StringVar(&o.shard, "shard", "", "audit only part K of N (K/N, counting from 0): the functions whose name hashes to K;\nthe N outputs together are the whole audit (see 'kboost merge')")
-	addFormatFlag(fl, &o.format, "text or html (one self-contained report: counts, heat maps, searchable functions, listings)")
+	addFormatFlag(fl, &o.format, "text or html (one self-contained report: counts, heat maps, searchable functions, listings)", "text", "html")
 	fl.StringVar(&o.cpuCaps, "cpu-caps", "none", "arm64 Image: the cpucaps (arch/arm64/tools/cpucaps names, comma-separated, e.g.\nWORKAROUND_DEVICE_LOAD_ACQUIRE,HAS_LSE_ATOMICS) whose CPU alternatives the kernel\napplied at boot; 'none' applies only ALWAYS_BOOT/ALWAYS_SYSTEM, which every CPU has")
 	return cmd
 }
@@ -150,15 +150,7 @@ func runAudit(s Streams, o auditOpts, args []string) error {
 		notes = append([]string{polNote}, notes...)
 	}
 	<-selDone
-	switch o.preempt {
-	case "":
-	case "y", "yes", "true":
-		env.Config.Preemption = true
-	case "n", "no", "false":
-		env.Config.Preemption = false
-	default:
-		return usagef("--preemption %q: want y or n", o.preempt)
-	}
+	o.preempt.apply(&env.Config.Preemption)
 	env.Config.PostHandler = o.post
 	if selErr != nil {
 		// a selector that names nothing in the file is the caller's mistake

@@ -57,6 +57,9 @@ sweep that restarts at each symbol.`,
 					return err
 				}
 				defer f.Close()
+				if cmd.Flags().Changed("arch") && f.Arch != arch {
+					return usagef("--arch %s, but %s holds %s code (leave out --arch for a file)", arch.Name, args[0], f.Arch.Name)
+				}
 				if err := decodeFile(w, f, jsonOut, s.Err); err != nil {
 					return err
 				}
@@ -108,6 +111,12 @@ func parseAddr(s string) (uint64, error) {
 
 // openImage opens FILE with kimage and attaches --symbols when given.
 func openImage(path, symsPath string) (*kimage.File, error) {
+	// the caller's mistakes, named before kimage reads anything
+	if st, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		return nil, usagef("%s: no such file", path)
+	} else if err == nil && st.IsDir() {
+		return nil, usagef("%s is a directory: give a file", path)
+	}
 	// The symbol map (kallsyms: ~4 MB of text) parses while the image is read.
 	type symResult struct {
 		st  *kimage.SymTab

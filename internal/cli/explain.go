@@ -14,7 +14,8 @@ import (
 )
 
 func newExplainCmd(s Streams) *cobra.Command {
-	var archName, policy, addrStr, slotStr, preempt, format string
+	var archName, policy, addrStr, slotStr, format string
+	var preempt ynFlag
 	var jsonOut, post, words bool
 	cmd := &cobra.Command{
 		Use:   "explain HEX",
@@ -61,15 +62,7 @@ func newExplainCmd(s Streams) *cobra.Command {
 					return err
 				}
 			}
-			switch preempt {
-			case "":
-			case "y":
-				env.Config.Preemption = true
-			case "n":
-				env.Config.Preemption = false
-			default:
-				return usagef("--preemption %q: want y or n", preempt)
-			}
+			preempt.apply(&env.Config.Preemption)
 			env.Config.PostHandler = post
 			inst, derr := arch.DecodeOne(code, addr)
 			if err := inputErr(arch, derr); err != nil {
@@ -114,11 +107,11 @@ func newExplainCmd(s Streams) *cobra.Command {
 	fl.StringVar(&policy, "policy", "", policyUsage)
 	fl.StringVar(&addrStr, "addr", "0xffffffff81000000", "address of the instruction (arm64 default 0xffff800008010000, arm/thumb 0xc0100000)")
 	fl.StringVar(&slotStr, "slot", "", "address of the kprobe slot (for RIP-relative rebasing)")
-	fl.StringVar(&preempt, "preemption", "", "override CONFIG_PREEMPTION: y or n")
+	ynVar(fl, &preempt, "preemption", preemptionUsage)
 	addWordsFlag(fl, &words)
 	fl.BoolVar(&post, "post-handler", false, "the probe has a post_handler")
 	fl.BoolVar(&jsonOut, "json", false, "machine-readable output")
-	addFormatFlag(fl, &format, "text, svg (fields over bytes, the slot) or html (also the rules in the kernel's order)")
+	addFormatFlag(fl, &format, "text, svg (fields over bytes, the slot) or html (also the rules in the kernel's order)", "text", "svg", "html")
 	return cmd
 }
 

@@ -16,8 +16,9 @@ import (
 // The --format flag of opcodes, explain, sim and audit: pictures drawn by
 // internal/render from the data the command computed.
 
-func addFormatFlag(fl *pflag.FlagSet, p *string, kinds string) {
-	fl.StringVar(p, "format", "text", "output format: "+kinds)
+func addFormatFlag(fl *pflag.FlagSet, p *string, usage string, kinds ...string) {
+	fl.StringVar(p, "format", "text", "output format: "+usage)
+	setValues(fl, "format", kinds...)
 }
 
 // checkFormat validates --format against the kinds the command draws and

@@ -35,6 +35,8 @@ func hexArgs(arch *decode.Arch, args []string, words, fileOK bool) ([]byte, erro
 			return nil, usagef("%s is a directory: give a file or hex bytes", args[0])
 		case serr == nil && !fileOK:
 			return nil, usagef("%s: this command takes hex bytes, not a file (%v)", args[0], err)
+		case fileOK && errors.Is(serr, os.ErrNotExist) && strings.Contains(args[0], "/"):
+			return nil, usagef("%s: no such file", args[0])
 		case fileOK && errors.Is(serr, os.ErrNotExist):
 			return nil, usagef("%s: no such file, and not hex bytes either (%v)", args[0], err)
 		case fileOK && serr != nil:

@@ -187,7 +187,7 @@ encodings of one class with their verdict and deciding rule.`,
 	fl.StringVar(&className, "class", "", "arm64, arm, thumb: list the encodings of one class (branch, exception, system, loadstore, dpimm, dpreg, fpsimd, sve, sme)")
 	fl.StringVar(&mapName, "map", "", "only this map: one, 0f, 0f38, 0f3a")
 	fl.BoolVar(&jsonOut, "json", false, "machine-readable output")
-	addFormatFlag(fl, &format, "text, svg (the grids) or html (a page with the grids and their tables)")
+	addFormatFlag(fl, &format, "text, svg (the grids) or html (a page with the grids and their tables)", "text", "svg", "html")
 	fl.StringVar(&diff, "diff", "", "with --format svg|html: compare two policies, P1,P2 (each cell split; a thick border marks a different verdict)")
 	return cmd
 }

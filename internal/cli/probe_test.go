@@ -54,7 +54,7 @@ func TestOracleVMVerifyJSON(t *testing.T) {
 	if os.Getenv("KBOOST_ORACLE") != "1" {
 		t.Skip("set KBOOST_ORACLE=1 to boot the Debian kernel under QEMU")
 	}
-	stdout, stderr, code := run(t, "vm", "verify", "--kernel", "debian", "--funcs", "vfs_read,ksys_read", "--json")
+	stdout, stderr, code := run(t, "vm", "verify", "--kernel", "debian", "--func", "vfs_read", "--func", "ksys_read", "--json")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}

@@ -29,14 +29,15 @@ func newSimCmd(s Streams) *cobra.Command {
 		itCond, execName                              string
 		trials, show                                  int
 		seed                                          uint64
-		jsonOut, color, preempt, words                bool
+		jsonOut, color, words                         bool
+		preempt                                       ynFlag
 		sets                                          []string
 	)
 	cmd := &cobra.Command{
 		Use:   "sim HEX",
 		Short: "Build the kprobe slot for an instruction and check the hit on the CPU",
 		Long: `Model a kprobe on one instruction the way the policy's kernel does it (with
-CONFIG_PREEMPTION off, so boosting is possible; --preemption models Debian's
+CONFIG_PREEMPTION off, so boosting is possible; --preemption y models Debian's
 kernels, which never boost): the slot bytes with their
 disassembly (the copy with its RIP-relative displacement rebased, then jmp back to
 addr+len or int3), where the jump back goes, and a check of the layout. Then run
@@ -45,7 +46,7 @@ slot + int3 with the IP fixup, or the kernel's emulation) from several random
 register states, show both final states side by side with the differing
 registers marked, and say whether the verdict is confirmed or refuted.
 
---force boost|single-step|emulate simulates another hit path than the policy's
+--path boost|single-step|emulate simulates another hit path than the policy's
 ("what if this were boosted?"). The linux-2.6.17-i386 policy replays the lazy
 booster: the first hit single-steps and writes the jmp, later hits run direct.
 
@@ -54,7 +55,7 @@ linux-6.1-arm64, the default there, and boost-arm64) and runs it under
 qemu-aarch64-static through its gdb stub. --arch arm (policy linux-6.1-arm)
 takes an A32 word in memory order and runs it under qemu-arm-static: the
 kernel's slot (the renamed instruction, mov pc, lr) called with its emulate_*
-handler's register set-up and write-back, or its simulation; --force boost
+handler's register set-up and write-back, or its simulation; --path boost
 runs the word verbatim from a slot with no PC fix-up. --arch thumb (policy
 linux-6.1-thumb) takes a Thumb instruction as 'kboost decode --arch thumb' does
 (2 bytes, or 4 when the first halfword is 0xe800 or above, little-endian
@@ -73,7 +74,7 @@ shown; states: the counts). Runs longer than a few seconds print their
 progress on stderr. Ctrl-C stops the run and reports the states checked so
 far (exit status 130). A REFUTED verdict exits with status 1.`,
 		Example: `  kboost sim 48 8b 05 10 00 00 00
-  kboost sim --force boost e8 00 00 00 00
+  kboost sim --path boost e8 00 00 00 00
   kboost sim --arch i386 --policy linux-2.6.17-i386 89 c8
   kboost sim --arch arm64 --policy boost-arm64 20 00 02 8b
   kboost sim --arch thumb --it eq 88 18`,
@@ -128,10 +129,10 @@ far (exit status 130). A REFUTED verdict exits with status 1.`,
 			case "emulate":
 				fp = kernelsim.PathEmulate
 			default:
-				return usagef("--force %q: want boost, single-step or emulate", force)
+				return usagef("--path %q: want boost, single-step or emulate", force)
 			}
 			env := kernelsim.SimEnv(pol)
-			if preempt {
+			if preempt.set && preempt.v {
 				env = pol.DefaultEnv()
 				env.Config.Preemption = true
 			}
@@ -198,15 +199,15 @@ far (exit status 130). A REFUTED verdict exits with status 1.`,
 	f.StringVar(&slotStr, "slot", "0xffffffffa0000000", "slot address, in the module area (i386: default 0xf8000000, arm64: 0xffff800000800000, arm and thumb: 0xbf000000)")
 	f.StringVar(&itCond, "it", "", "thumb: run the instruction as the last of a one-instruction IT block with this condition (eq, ne, ...)")
 	addExecFlag(cmd, &execName)
-	f.StringVar(&force, "force", "", "simulate this hit path instead of the policy's: boost, single-step, emulate")
+	f.StringVar(&force, "path", "", "simulate this hit path instead of the policy's: boost, single-step, emulate")
 	countVar(f, &trials, "trials", "", 4, 1, 1e9, "random register states, streamed in batches (1 to 1e9; e.g. 1e6)")
 	countVar(f, &show, "show", "", 8, 0, 1000, "states printed in full (and at most as many more that diverge)")
 	f.Uint64Var(&seed, "seed", 1, "random seed for the register states")
 	f.BoolVar(&jsonOut, "json", false, "print the report as JSON")
 	addWordsFlag(f, &words)
 	f.StringArrayVar(&sets, "set", nil, "set a register in every state, REG=HEX (repeatable; e.g. --set rcx=1 --set flags=0x40)")
-	f.BoolVar(&preempt, "preemption", false, "model a CONFIG_PREEMPTION kernel (Debian's): nothing is boosted")
-	addFormatFlag(f, &format, "text, svg (fields, slot, jump back) or html (also the hit step by step and the registers)")
+	ynVar(f, &preempt, "preemption", "CONFIG_PREEMPTION of the modelled kernel, y or n (default n, so boosting is possible; y models Debian's kernels: nothing is boosted)")
+	addFormatFlag(f, &format, "text, svg (fields, slot, jump back) or html (also the hit step by step and the registers)", "text", "svg", "html")
 	f.BoolVar(&color, "color", false, "highlight with ANSI colours even when stdout is not a terminal")
 	return cmd
 }
@@ -396,7 +397,7 @@ func simulate(s *simArgs) (*simReport, error) {
 			rep.Lazy = append(rep.Lazy, fmt.Sprintf("hit %d: %v, boostable %v -> %v, jmp back at slot+%d", hit, h.Path, h.Before, h.After, h.JmpAt))
 		}
 	case path == kernelsim.PathNone:
-		rep.Conclusion = fmt.Sprintf("refused (%s): no hit to simulate; try --force boost", m.Decision.Errno)
+		rep.Conclusion = fmt.Sprintf("refused (%s): no hit to simulate; try --path boost", m.Decision.Errno)
 		return rep, nil
 	case rep.RangeError != "":
 		rep.Conclusion = "refused: the RIP-relative operand is out of reach of the slot"

@@ -21,7 +21,7 @@ const (
 // simulateARM32 is simulate for A32 (linux-6.1-arm) and Thumb
 // (linux-6.1-thumb): the policy's slot ([renamed insn, mov pc, lr] or
 // [insn, bx lr]) or simulation, then the instruction run in place and
-// through the kernel's hit under qemu-arm (kernelsim.GDB). --force boost
+// through the kernel's hit under qemu-arm (kernelsim.GDB). --path boost
 // runs it verbatim from a slot followed by a jump to addr+len (no PC
 // fix-up). Thumb: --addr's alignment is kept (bit 1), and --it COND runs
 // the instruction as the last of a one-instruction IT block.
@@ -95,7 +95,7 @@ func simulateARM32(s *simArgs) (*simReport, error) {
 	case kernelsim.PathSingleStep:
 		slot = d.SlotBytes()
 		if slot == nil {
-			return nil, usagef("--force single-step: the policy writes no slot for %s (it is simulated or refused)", jsonv.Hex(code))
+			return nil, usagef("--path single-step: the policy writes no slot for %s (it is simulated or refused)", jsonv.Hex(code))
 		}
 		rep.Problems = p.VerifySlot(slot)
 	case kernelsim.PathBoost:
@@ -106,7 +106,7 @@ func simulateARM32(s *simArgs) (*simReport, error) {
 		rep.SlotHex = jsonv.Hex(slot)
 	}
 	if path == kernelsim.PathNone {
-		rep.Conclusion = fmt.Sprintf("refused (%s): no hit to simulate; try --force boost", d.Errno)
+		rep.Conclusion = fmt.Sprintf("refused (%s): no hit to simulate; try --path boost", d.Errno)
 		return rep, nil
 	}
 	g, err := kernelsim.NewGDB(a, s.opts)

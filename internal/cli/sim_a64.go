@@ -85,7 +85,7 @@ func simulateA64(s *simArgs) (*simReport, error) {
 	}
 	switch {
 	case path == kernelsim.PathNone:
-		rep.Conclusion = fmt.Sprintf("refused (%s): no hit to simulate; try --force boost", d.Errno)
+		rep.Conclusion = fmt.Sprintf("refused (%s): no hit to simulate; try --path boost", d.Errno)
 		return rep, nil
 	case rep.RangeError != "":
 		rep.Conclusion = "refused: the slot is out of reach of a B back to addr+4"
