@@ -118,6 +118,7 @@ encodings of one class with their verdict and deciding rule.`,
 					Verdict  string            `json:"verdict,omitempty"`
 					Errno    string            `json:"errno,omitempty"`
 					Reasons  []string          `json:"reasons,omitempty"`
+					Details  []string          `json:"details,omitempty"`
 					Group    map[string]string `json:"group,omitempty"`
 				}
 				out := map[string][]cell{}
@@ -131,7 +132,7 @@ encodings of one class with their verdict and deciding rule.`,
 							if c.Decision.Verdict == boost.Reject {
 								jc.Errno = c.Decision.Errno.String()
 							}
-							jc.Reasons = ruleIDs(c.Decision.Reasons)
+							jc.Reasons, jc.Details = ruleIDs(c.Decision.Reasons), c.Decision.ReasonTexts()
 						}
 						if c.Group {
 							jc.Group = map[string]string{}
@@ -357,6 +358,7 @@ type a64EncJSON struct {
 	Counts   map[string]int `json:"counts"`
 	Word     string         `json:"word"`
 	Reasons  []string       `json:"reasons"`
+	Details  []string       `json:"details"`
 }
 
 type a64CellJSON struct {
@@ -393,7 +395,7 @@ func a64GridJSON(g *boost.ArmGrid, arch *decode.Arch, class opcodes.ArmClass) ma
 		je := a64EncJSON{Mnemonic: e.Op.Name, Class: e.Op.Class.String(), Mask: fmt.Sprintf("%08x", e.Op.Mask),
 			Value: fmt.Sprintf("%08x", e.Op.Value), Group: e.Op.Flags&opcodes.ArmGroup != 0, SpecLine: e.Op.Line,
 			Verdict: e.Verdict.String(), Mixed: e.Mixed, Counts: a64Counts(&e.Count),
-			Word: fmt.Sprintf("%08x", e.Word), Reasons: ruleIDs(e.Decision.Reasons)}
+			Word: fmt.Sprintf("%08x", e.Word), Reasons: ruleIDs(e.Decision.Reasons), Details: e.Decision.ReasonTexts()}
 		if e.Verdict == boost.Reject {
 			je.Errno = e.Decision.Errno.String()
 		}
