@@ -32,6 +32,10 @@ var oneRuleCases = []struct {
 	{arch: "thumb", bytes: "2d e9 f0 4f", words: "e92d 4ff0", asm: "stmdb sp!, {r4, r5, r6, r7, r8, r9, sl, fp, lr}"},
 }
 
+// defaultPolicies are the policies README.md documents as each arch's
+// default.
+var defaultPolicies = map[string]string{"x86-64": "linux-6.1", "i386": "linux-6.1", "arm64": "linux-6.1-arm64", "arm": "linux-6.1-arm", "thumb": "linux-6.1-thumb"}
+
 // normAsm folds white space and drops objdump's trailing "@ ..." comment.
 func normAsm(s string) string {
 	s, _, _ = strings.Cut(s, "@")
@@ -115,6 +119,12 @@ func TestOneInputRule(t *testing.T) {
 				}
 				if got := asmOf(tc.bytes, "audit", path, "--func", "f", "--json"); got != tc.asm {
 					t.Errorf("audit --func f: %q, want %q", got, tc.asm)
+				}
+				// without --policy: the arch's default, named
+				out, stderr, code := run(t, "audit", path, "--summary")
+				want := "policy " + defaultPolicies[tc.arch]
+				if code != 0 || !strings.Contains(out, tc.arch+", "+want) || !strings.Contains(out, "note: kernel version unknown: "+want) {
+					t.Errorf("audit %s without --policy: exit %d, %q %q; want %q named", tc.arch, code, out, stderr, want)
 				}
 			}
 			// one instruction means one: truncated and trailing bytes are refused
