@@ -7,6 +7,7 @@ import (
 	"github.com/kboost/kboost/boost"
 	"github.com/kboost/kboost/internal/schemacheck"
 	"github.com/kboost/kboost/loader"
+	"github.com/kboost/kboost/uprobe"
 )
 
 // TestProbeJSONSchema: the records probe add, list and watch print for
@@ -34,5 +35,29 @@ func TestProbeJSONSchema(t *testing.T) {
 	}
 	if err := schemacheck.Validate("probe", b); err != nil {
 		t.Errorf("%s: %v", b, err)
+	}
+}
+
+// TestLiveJSONSchemas: the records of the commands that need a live kernel
+// or the network (kernel fetch, uprobe events, watch and bench), built from
+// their types, validate against their schemas.
+func TestLiveJSONSchemas(t *testing.T) {
+	for _, c := range []struct {
+		schema string
+		v      any
+	}{
+		{"kernel-fetch", &KernelFiles{Deb: "/c/linux-image.deb", Version: "6.1.0-40-amd64", Vmlinux: "/c/vmlinux", Config: "/c/config", Kallsyms: "/c/kallsyms"}},
+		{"kernel-fetch", &KernelFiles{Deb: "/c/linux-image.deb", Version: "6.1.0-40-amd64", Vmlinux: "/c/vmlinux"}},
+		{"uprobe-counts", []uprobe.TracefsProbe{{Event: "kboost_uprobe/p1", Point: "/bin/true:0x1040", Hits: 2}}},
+		{"uprobe-counts", []uprobe.Count{{Point: "/bin/true:0x1040", Hits: 2}}},
+		{"uprobe-bench", []uprobe.BenchRow{{Path: "emulated", Asm: "nop", Calls: 1000, Hits: 1000, NsCall: 900.5, Ratio: 300.2, Verdict: "emulated"}}},
+	} {
+		b, err := json.Marshal(c.v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := schemacheck.Validate(c.schema, b); err != nil {
+			t.Errorf("%s: %v", b, err)
+		}
 	}
 }
