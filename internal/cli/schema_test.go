@@ -64,6 +64,14 @@ func TestJSONSchemas(t *testing.T) {
 			}{"explain", []string{"explain", "--json", "--arch", arch, "--words", map[string]string{"arm64": "d503201f", "arm": "e52de004", "thumb": "4408"}[arch]}},
 		)
 	}
+	if os.Getenv("KBOOST_ORACLE") != "" { // qemu-user runs the ARM sims
+		for _, insn := range [][]string{{"--arch", "arm64", "20", "00", "02", "8b"}, {"--arch", "arm", "02", "00", "81", "e0"}, {"--arch", "thumb", "08", "44"}} {
+			cases = append(cases, struct {
+				schema string
+				args   []string
+			}{"sim", append([]string{"sim", "--json", "--trials", "2"}, insn...)})
+		}
+	}
 	for _, c := range cases {
 		out, stderr, code := run(t, c.args...)
 		if code != 0 && code != ExitFailure {
