@@ -2,7 +2,6 @@ package cli
 
 import (
 	"errors"
-	"fmt"
 	"os"
 	"strings"
 
@@ -52,7 +51,21 @@ func hexArgs(arch *decode.Arch, args []string, words, fileOK bool) ([]byte, erro
 // verdict: the kernel refuses it): nil.
 func inputErr(arch *decode.Arch, derr error) error {
 	if errors.Is(derr, decode.ErrTruncated) || errors.Is(derr, decode.ErrTrailing) {
-		return &UsageError{fmt.Sprintf("%s: %v", arch.Name, derr)}
+		return &inputError{arch: arch.Name, err: derr}
 	}
 	return nil
 }
+
+// inputError is HEX that is not the instruction(s) a command wants: a
+// usage mistake (exit status 2) that still wraps the decoder's error
+// (errors.Is(err, decode.ErrTruncated)).
+type inputError struct {
+	arch string
+	err  error
+}
+
+func (e *inputError) Error() string { return e.arch + ": " + e.err.Error() }
+func (e *inputError) Unwrap() error { return e.err }
+
+// ExitCode is ExitUsage.
+func (e *inputError) ExitCode() int { return ExitUsage }

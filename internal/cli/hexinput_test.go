@@ -7,6 +7,7 @@ import (
 	"debug/elf"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -246,4 +247,22 @@ func oneFuncELF(t *testing.T, arch *decode.Arch, code []byte) []byte {
 	}
 	copy(img, hdr.Bytes())
 	return img
+}
+
+// TestInputErrWraps: the usage error of a truncated or over-long HEX keeps
+// the decoder's typed error (errors.Is) and exits 2.
+func TestInputErrWraps(t *testing.T) {
+	for _, c := range []struct {
+		code []byte
+		want error
+	}{{[]byte{0x48, 0x8b}, decode.ErrTruncated}, {[]byte{0x90, 0x90}, decode.ErrTrailing}} {
+		_, derr := decode.X86_64.DecodeOne(c.code, 0)
+		err := inputErr(decode.X86_64, derr)
+		if !errors.Is(err, c.want) || exitCode(err) != ExitUsage {
+			t.Errorf("% x: %v (exit %d), want %v and exit %d", c.code, err, exitCode(err), c.want, ExitUsage)
+		}
+	}
+	if inputErr(decode.X86_64, nil) != nil {
+		t.Error("no decode error is no input error")
+	}
 }
