@@ -94,6 +94,13 @@ func runAudit(s Streams, o auditOpts, args []string) error {
 	if err != nil {
 		return err
 	}
+	for _, in := range [][2]string{{"--symbols", o.symsPath}, {"--config", o.configPath}} {
+		if in[1] != "" {
+			if err := inputFile(in[0], in[1]); err != nil {
+				return err
+			}
+		}
+	}
 	var f *kimage.File
 	if len(args) == 0 {
 		f, err = kimage.OpenBytes(demo.ELF)

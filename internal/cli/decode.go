@@ -112,10 +112,13 @@ func parseAddr(s string) (uint64, error) {
 // openImage opens FILE with kimage and attaches --symbols when given.
 func openImage(path, symsPath string) (*kimage.File, error) {
 	// the caller's mistakes, named before kimage reads anything
-	if st, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
-		return nil, usagef("%s: no such file", path)
-	} else if err == nil && st.IsDir() {
-		return nil, usagef("%s is a directory: give a file", path)
+	if err := inputFile("", path); err != nil {
+		return nil, err
+	}
+	if symsPath != "" {
+		if err := inputFile("--symbols", symsPath); err != nil {
+			return nil, err
+		}
 	}
 	// The symbol map (kallsyms: ~4 MB of text) parses while the image is read.
 	type symResult struct {

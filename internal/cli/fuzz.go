@@ -85,6 +85,9 @@ problems; handlers kboost does not model count as inconclusive.`,
 					return usagef("--resume %s continues that file: leave out --out", resumePath)
 				}
 				var err error
+				if err := inputFile("--resume", resumePath); err != nil {
+					return err
+				}
 				if resume, err = loadResume(cmd, resumePath); err != nil {
 					return err
 				}

@@ -69,3 +69,20 @@ func (e *inputError) Unwrap() error { return e.err }
 
 // ExitCode is ExitUsage.
 func (e *inputError) ExitCode() int { return ExitUsage }
+
+// inputFile checks a file the user named (what names it: "--symbols", or ""
+// for an argument) before a command reads it: missing or a directory is a
+// usage mistake (exit status 2) saying so, not an open or read error.
+func inputFile(what, path string) error {
+	if what != "" {
+		what += " "
+	}
+	st, err := os.Stat(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return usagef("%s%s: no such file", what, path)
+	case err == nil && st.IsDir():
+		return usagef("%s%s is a directory: give a file", what, path)
+	}
+	return nil
+}

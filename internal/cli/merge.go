@@ -50,6 +50,9 @@ merge: their outputs together are the audit's records ('cat').`,
 				audits []auditSum
 			)
 			for _, p := range args {
+				if err := inputFile("", p); err != nil {
+					return err
+				}
 				data, err := os.ReadFile(p)
 				if err != nil {
 					return err

@@ -54,9 +54,12 @@ until it exits. Exit status 130 after SIGINT.`,
 				opt.Syscalls = strings.Split(calls, ",")
 			}
 			if policyPath != "" {
+				if err := inputFile("--policy-file", policyPath); err != nil {
+					return err
+				}
 				f, err := os.Open(policyPath)
 				if err != nil {
-					return usagef("--policy: %v", err)
+					return usagef("--policy-file: %v", err)
 				}
 				p, err := monitor.ParsePolicy(f)
 				f.Close()

@@ -78,6 +78,9 @@ ref_ctr_offset).`,
 		if err != nil {
 			return nil, nil, nil, err
 		}
+		if err := inputFile("", path); err != nil {
+			return nil, nil, nil, err
+		}
 		b, err := uprobe.Open(path)
 		if err != nil {
 			return nil, nil, nil, err
