@@ -254,8 +254,8 @@ type simReport struct {
 	Details     []string      `json:"details"`
 	Path        string        `json:"path"`
 	Forced      bool          `json:"forced,omitempty"`
-	Slot        []simSlotLine `json:"slot,omitempty"`
-	SlotHex     string        `json:"slot_bytes,omitempty"`
+	Slot        []simSlotLine `json:"slot_lines,omitempty"` // the slot disassembled
+	SlotHex     string        `json:"slot,omitempty"`       // the slot image, as explain's
 	JumpBack    string        `json:"jump_back,omitempty"`
 	MaxInsnSize int           `json:"max_insn_size"`
 	Problems    []string      `json:"layout_problems,omitempty"`

@@ -39,7 +39,7 @@ func TestSimCommand(t *testing.T) {
 	})
 	out, _, code := run(t, "sim", "--json", "--trials", "1", "53")
 	var rep map[string]any
-	if code != 0 || json.Unmarshal([]byte(out), &rep) != nil || rep["slot_bytes"] == nil || rep["conclusion"] == nil {
+	if code != 0 || json.Unmarshal([]byte(out), &rep) != nil || rep["slot"] == nil || rep["slot_lines"] == nil || rep["conclusion"] == nil {
 		t.Errorf("sim --json: %d %s", code, out)
 	}
 }
