@@ -86,6 +86,7 @@ record per probe and a final summary object.`,
 				return &UsageError{Msg: "--arch: " + err.Error()}
 			}
 			if oldFuncs != "" {
+				fmt.Fprintln(s.Err, "kboost: note: --funcs A,B is --func A --func B now (as audit's); --funcs will go")
 				funcs = append(funcs, strings.Split(oldFuncs, ",")...)
 			}
 			if len(funcs) == 0 && sample == 0 {
@@ -191,7 +192,7 @@ record per probe and a final summary object.`,
 	f.StringVar(&deb, "deb", "", "boot this kernel package instead of --kernel")
 	f.StringArrayVar(&funcs, "func", nil, "function NAME or glob ('vfs_*'); repeatable, as audit's")
 	f.StringVar(&oldFuncs, "funcs", "", "NAME[,NAME...]: the same as --func NAME for each")
-	f.MarkDeprecated("funcs", "use --func NAME (repeatable), as audit does")
+	f.MarkHidden("funcs") // cobra's deprecation notice would go to stdout, into --json
 	countVar(f, &sample, "sample", "", 0, 1, 1e5, "pick N functions (1 to 1e5) at random (seeded by --seed) among the selection, or among all functions up to --max-size bytes")
 	f.Uint64Var(&seed, "seed", 1, "random seed for --sample")
 	countVar(f, &maxSize, "max-size", "", 512, 1, 1<<20, "largest function --sample picks (bytes, 1 to 1048576)")
