@@ -192,6 +192,16 @@ func (d *Decision) SlotBytes() []byte {
 	return d.Slot[:d.SlotLen]
 }
 
+// ReasonTexts returns the texts of Reasons, in order (a JSON record's
+// details, beside ReasonIDs' reasons).
+func (d *Decision) ReasonTexts() []string {
+	t := make([]string, len(d.Reasons))
+	for i, r := range d.Reasons {
+		t[i] = r.Text
+	}
+	return t
+}
+
 // ReasonIDs returns the rule ids of Reasons.
 func (d *Decision) ReasonIDs() []string {
 	ids := make([]string, len(d.Reasons))

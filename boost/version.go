@@ -74,3 +74,9 @@ func parseRelease(r string) (major, minor int, ok bool) {
 	}
 	return x, y, true
 }
+
+// DefaultPolicy is the kprobes policy assumed for code of arch when none is
+// named: the oldest modelled kernel's (linux-6.1, linux-6.1-arm64,
+// linux-6.1-arm, linux-6.1-thumb), the one place that says so; nil when no
+// policy models arch.
+func DefaultPolicy(arch *decode.Arch) *Policy { return kernelVersions[0].byMode[arch.Mode] }

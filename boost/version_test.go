@@ -35,3 +35,15 @@ func TestForKernel(t *testing.T) {
 		}
 	}
 }
+
+// TestDefaultPolicy: every arch kboost decodes has a default policy that
+// models it, the one README.md names for it.
+func TestDefaultPolicy(t *testing.T) {
+	want := map[string]string{"x86-64": "linux-6.1", "i386": "linux-6.1", "arm64": "linux-6.1-arm64", "arm": "linux-6.1-arm", "thumb": "linux-6.1-thumb"}
+	for _, a := range decode.Arches {
+		p := DefaultPolicy(a)
+		if p == nil || p.Name != want[a.Name] || !p.Supports(a.Mode) {
+			t.Errorf("%s: default policy %v, want %s", a.Name, p, want[a.Name])
+		}
+	}
+}

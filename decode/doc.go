@@ -15,6 +15,12 @@
 //     a 66 prefix in 64-bit mode (Intel semantics).
 //   - Opcode facts come from package opcodes (generated from a spec file); Decode
 //     allocates nothing.
+//   - Arch.ParseHex is the one reading of instruction bytes written as hex
+//     (every kboost command): bytes in memory order; words (A64/A32 32-bit,
+//     Thumb 16-bit, little-endian in memory) with its words argument or a 0x
+//     prefix. Its error is a *HexError wrapping ErrHex. Arch.DecodeOne
+//     decodes exactly one instruction: short input is ErrTruncated, input
+//     longer than the instruction ErrTrailing.
 //
 // Text rendering (AT&T syntax) is done with golang.org/x/arch/x86/x86asm where it
 // can; see Format.

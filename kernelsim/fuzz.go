@@ -108,15 +108,19 @@ type Finding struct {
 	ID string `json:"id"`
 	// Block is the campaign block whose case found it (Seek).
 	Block    uint64   `json:"block"`
-	Bytes    string   `json:"bytes"`
+	Bytes    string   `json:"bytes"` // hex bytes, spaced ("48 8b 05": report writes them so)
 	Asm      string   `json:"asm,omitempty"`
 	Arch     string   `json:"arch"`
 	Policy   string   `json:"policy"`
 	Verdict  string   `json:"verdict,omitempty"`
 	Path     string   `json:"path,omitempty"`
-	Rules    []string `json:"rules,omitempty"`
+	Reasons  []string `json:"reasons,omitempty"` // the verdict's rule ids
+	Details  []string `json:"details,omitempty"` // their texts
 	Diverged []string `json:"diverged,omitempty"`
-	Trials   string   `json:"trials,omitempty"` // "k/n diverged"
+	// Trials is how many states were checked, DivergedTrials how many of
+	// them diverged (absent: none).
+	Trials         int `json:"trials,omitempty"`
+	DivergedTrials int `json:"diverged_trials,omitempty"`
 	// DecoderLen and CPULen are the two lengths for length findings.
 	DecoderLen int    `json:"decoder_len,omitempty"`
 	CPULen     int    `json:"cpu_len,omitempty"`
@@ -129,7 +133,7 @@ type Finding struct {
 
 // Reproducer is a minimized diverging check.
 type Reproducer struct {
-	Bytes   string            `json:"bytes"`
+	Bytes   string            `json:"bytes"` // spaced, as Finding.Bytes
 	Regs    map[string]string `json:"regs"`
 	Flags   string            `json:"flags"`
 	InPlace string            `json:"in_place"`

@@ -251,8 +251,8 @@ func (f *A32Fuzzer) divergence(c *a32case, ds []Diff, h *HitCheck) string {
 		}
 	}
 	fd := &Finding{Kind: "policy-divergence", Key: key, Bytes: f.isa.hex(c.w), Asm: decode.Format(&c.inst, nil),
-		Verdict: c.dec.Verdict.String(), Path: c.path.String(), Rules: c.dec.ReasonIDs(), Diverged: h.Diff.Fields,
-		Trials: fmt.Sprintf("%d/%d diverged", n, len(ds)), Reproducer: rp}
+		Verdict: c.dec.Verdict.String(), Path: c.path.String(), Reasons: c.dec.ReasonIDs(), Details: c.dec.ReasonTexts(), Diverged: h.Diff.Fields,
+		Trials: len(ds), DivergedTrials: n, Reproducer: rp}
 	var notes []string
 	if why != "" {
 		notes = append(notes, "UNPREDICTABLE: "+why)

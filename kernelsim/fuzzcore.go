@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/kboost/kboost/boost"
+	"github.com/kboost/kboost/internal/jsonv"
 )
 
 // fuzzCore is what every fuzz engine shares (Fuzzer for x86, A64Fuzzer,
@@ -196,10 +197,24 @@ func (f *fuzzCore) report(fd *Finding) {
 	f.seen[fd.Key] = 1
 	f.Stats.FindingKeys++
 	fd.Arch, fd.Policy = f.a.Name, f.cfg.Policy.Name
+	// every byte string of a finding in the one JSON form
+	fd.Bytes = spacedHex(fd.Bytes)
+	if fd.Reproducer != nil {
+		fd.Reproducer.Bytes = spacedHex(fd.Reproducer.Bytes)
+	}
 	fd.ID, fd.Block = FindingID(fd.Arch, fd.Policy, fd.Key), f.block
 	if f.cfg.OnFinding != nil {
 		f.cfg.OnFinding(fd)
 	}
+}
+
+// spacedHex writes hex digits as spaced bytes ("488b05" -> "48 8b 05"), the
+// JSON vocabulary's byte form; other text is left as it is.
+func spacedHex(h string) string {
+	if b, err := jsonv.ParseHex(h); err == nil {
+		return jsonv.Hex(b)
+	}
+	return h
 }
 
 // selfDiffers reports whether the in-place case c (keyed by key) differs

@@ -274,8 +274,8 @@ func (f *fuzzCore) confirmMissed(cs []*fuzzCase) error {
 		}
 		f.Stats.MissedBoosts++
 		f.report(&Finding{Kind: "missed-boost", Key: "missed:" + f.rules.key(c), Bytes: f.rules.hex(c.m),
-			Asm: decode.Format(&c.inst, nil), Verdict: c.dec.Verdict.String(), Path: c.path.String(), Rules: c.dec.ReasonIDs(),
-			Trials: fmt.Sprintf("0/%d diverged when boosted", T)})
+			Asm: decode.Format(&c.inst, nil), Verdict: c.dec.Verdict.String(), Path: c.path.String(), Reasons: c.dec.ReasonIDs(),
+			Details: c.dec.ReasonTexts(), Trials: T, Note: "no state diverged when boosted"})
 	}
 	return nil
 }
@@ -301,8 +301,8 @@ func (f *fuzzCore) divergence(kind string, c *fuzzCase, path Path, ds []Diff, re
 		}
 	}
 	fd := &Finding{Kind: kind, Key: key, Bytes: f.rules.hex(c.m), Asm: decode.Format(&c.inst, nil),
-		Verdict: c.dec.Verdict.String(), Path: path.String(), Rules: c.dec.ReasonIDs(), Diverged: fields,
-		Trials: fmt.Sprintf("%d/%d diverged", n, len(ds))}
+		Verdict: c.dec.Verdict.String(), Path: path.String(), Reasons: c.dec.ReasonIDs(), Details: c.dec.ReasonTexts(), Diverged: fields,
+		Trials: len(ds), DivergedTrials: n}
 	if f.rules.vendorNote != nil {
 		fd.Note = f.rules.vendorNote(c)
 	}

@@ -53,8 +53,10 @@
 // # Errors
 //
 // Requests that cannot work fail before the kernel is asked: *SpecError (bad
-// symbol or name), ErrNotRoot, ErrNoTracefs and ErrNoDebugfs (with the mount
-// command in the message), ErrNoKprobePMU. A refusal by the kernel is a
+// symbol or name), ErrNoKprobes (the kernel has none: checked first, as
+// nothing else helps then), ErrNotRoot, ErrNoTracefs and ErrNoDebugfs (with
+// the mount command in the message), ErrNoKprobeEvents (tracefs mounted
+// without kprobe_events), ErrNoKprobePMU. A refusal by the kernel is a
 // *KernelError carrying the errno and the newest tracefs error_log line.
 // Elsewhere than Linux every operation returns ErrNotSupported.
 package loader

@@ -33,6 +33,9 @@ type Live struct {
 // memory through /proc/kcore (text, rodata and data; the init sections are
 // freed, so ftrace sites come from the patched bytes at function entry).
 func OpenLive(vmlinux, cfgPath string) (*Live, error) {
+	if err := CheckKprobes(); err != nil {
+		return nil, err
+	}
 	if err := CheckRoot(); err != nil {
 		return nil, err
 	}

@@ -14,9 +14,14 @@ const GroupPrefix = "kboost"
 var (
 	ErrNotSupported = errors.New("loader: live kprobes need Linux")
 	ErrNotRoot      = errors.New("loader: kprobes need root (CAP_SYS_ADMIN / CAP_PERFMON)")
-	ErrNoTracefs    = errors.New("loader: no kprobe_events in tracefs (mount it: mount -t tracefs nodev /sys/kernel/tracing; the kernel needs CONFIG_KPROBE_EVENTS)")
-	ErrNoDebugfs    = errors.New("loader: no kprobes directory in debugfs (mount it: mount -t debugfs nodev /sys/kernel/debug; the kernel needs CONFIG_KPROBES and CONFIG_DEBUG_FS)")
-	ErrNoKprobePMU  = errors.New("loader: no perf kprobe PMU (/sys/bus/event_source/devices/kprobe/type missing: kernel before 4.17 or without CONFIG_KPROBE_EVENTS)")
+	ErrNoTracefs    = errors.New("loader: tracefs is not mounted (mount it: mount -t tracefs nodev /sys/kernel/tracing)")
+	// ErrNoKprobes: the running kernel has no kprobes at all (kallsyms has
+	// no register_kprobe): nothing kboost can mount or enable helps.
+	ErrNoKprobes = errors.New("loader: the running kernel has no kprobes (built without CONFIG_KPROBES: no register_kprobe in /proc/kallsyms); boot a kernel with CONFIG_KPROBES=y, or use 'kboost vm verify'")
+	// ErrNoKprobeEvents: tracefs is mounted but has no kprobe_events.
+	ErrNoKprobeEvents = errors.New("loader: tracefs has no kprobe_events (the kernel was built without CONFIG_KPROBE_EVENTS)")
+	ErrNoDebugfs      = errors.New("loader: no kprobes directory in debugfs (mount it: mount -t debugfs nodev /sys/kernel/debug; the kernel needs CONFIG_KPROBES and CONFIG_DEBUG_FS)")
+	ErrNoKprobePMU    = errors.New("loader: no perf kprobe PMU (/sys/bus/event_source/devices/kprobe/type missing: kernel before 4.17 or without CONFIG_KPROBE_EVENTS)")
 )
 
 // Spec is one probe request: a symbol and offset, or a raw kernel address.

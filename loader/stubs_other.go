@@ -137,3 +137,6 @@ func (ev *PerfEvents) Count() (uint64, error) { return 0, ErrNotSupported }
 
 // Close does nothing off Linux.
 func (ev *PerfEvents) Close() error { return nil }
+
+// CheckKprobes returns ErrNotSupported off Linux.
+func CheckKprobes() error { return ErrNotSupported }

@@ -3,6 +3,7 @@
 package loader
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -12,6 +13,32 @@ import (
 
 // TracefsDirs are where tracefs is looked for, in order.
 var TracefsDirs = []string{"/sys/kernel/tracing", "/sys/kernel/debug/tracing"}
+
+// KallsymsPath is the running kernel's symbol table (a variable for tests).
+var KallsymsPath = "/proc/kallsyms"
+
+// CheckKprobes says why kprobes cannot be used here, naming the first real
+// cause: the kernel has none (ErrNoKprobes), else nil. An unreadable
+// kallsyms proves nothing: nil.
+func CheckKprobes() error {
+	b, err := os.ReadFile(KallsymsPath)
+	if err != nil {
+		return nil
+	}
+	for len(b) > 0 {
+		var line []byte
+		if i := bytes.IndexByte(b, '\n'); i >= 0 {
+			line, b = b[:i], b[i+1:]
+		} else {
+			line, b = b, nil
+		}
+		// "ffffffff811c3e30 T register_kprobe"
+		if f := bytes.Fields(line); len(f) >= 3 && string(f[2]) == "register_kprobe" {
+			return nil
+		}
+	}
+	return ErrNoKprobes
+}
 
 // The dynamic-event files of tracefs.
 const (
@@ -35,21 +62,38 @@ func CheckRoot() error {
 	return nil
 }
 
-// OpenTracefs finds a mounted tracefs with kprobe_events (root only).
-func OpenTracefs() (*Tracefs, error) { return OpenTracefsWith(KprobeEvents, ErrNoTracefs) }
+// OpenTracefs finds a mounted tracefs with kprobe_events (root only). The
+// error names the first cause: no kprobes in the kernel (ErrNoKprobes),
+// not root, tracefs not mounted (ErrNoTracefs), or mounted without
+// kprobe_events (ErrNoKprobeEvents).
+func OpenTracefs() (*Tracefs, error) {
+	if err := CheckKprobes(); err != nil {
+		return nil, err
+	}
+	return OpenTracefsWith(KprobeEvents, ErrNoKprobeEvents)
+}
 
 // OpenTracefsWith finds a mounted tracefs that has the dynamic-event file
-// (kprobe_events, uprobe_events); missing is the error when none has it.
+// (kprobe_events, uprobe_events); missing is the error when a mounted
+// tracefs lacks it, ErrNoTracefs when none is mounted.
 func OpenTracefsWith(file string, missing error) (*Tracefs, error) {
 	if err := CheckRoot(); err != nil {
 		return nil, err
 	}
+	mounted := ""
 	for _, d := range TracefsDirs {
 		if _, err := os.Stat(filepath.Join(d, file)); err == nil {
 			return &Tracefs{Dir: d}, nil
 		}
+		// every tracefs has available_events
+		if _, err := os.Stat(filepath.Join(d, "available_events")); err == nil && mounted == "" {
+			mounted = d
+		}
 	}
-	return nil, missing
+	if mounted != "" {
+		return nil, fmt.Errorf("%w (at %s)", missing, mounted)
+	}
+	return nil, ErrNoTracefs
 }
 
 // ReadKprobesList reads and parses debugfs' kprobes/list.

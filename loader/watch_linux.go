@@ -12,6 +12,9 @@ import (
 // them. With the perf target the probes also vanish if the process is killed;
 // with tracefs a killed watcher leaves them behind for Sweep.
 func Watch(ctx context.Context, specs []Spec, opt WatchOptions) (err error) {
+	if err := CheckKprobes(); err != nil {
+		return err
+	}
 	if opt.Interval <= 0 {
 		opt.Interval = time.Second
 	}

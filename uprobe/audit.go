@@ -74,6 +74,8 @@ func SpacedHex(b []byte) string {
 
 // Site is the verdict at one probe point.
 type Site struct {
+	Arch       string `json:"arch"`   // the binary's, as --arch spells it
+	Policy     string `json:"policy"` // the uprobes model (uprobe --policy)
 	Func       string `json:"func,omitempty"`
 	Off        uint64 `json:"off"`
 	Addr       Hex    `json:"addr"`
@@ -171,7 +173,7 @@ func (b *Binary) site(k *Kernel, fname string, faddr, off uint64, in decode.Inst
 	if err != nil {
 		return Site{}, err
 	}
-	s := Site{Func: fname, Off: off, Addr: Hex(addr), FileOffset: Hex(fo), Len: n, decision: d}
+	s := Site{Arch: b.Arch.Name, Policy: k.Name, Func: fname, Off: off, Addr: Hex(addr), FileOffset: Hex(fo), Len: n, decision: d}
 	if ok {
 		s.Bytes = Bytes(append([]byte(nil), in.Bytes()...))
 		s.Asm = decode.Format(&in, nil)

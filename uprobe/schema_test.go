@@ -2,58 +2,21 @@ package uprobe
 
 import (
 	"encoding/json"
-	"os"
-	"regexp"
-	"slices"
 	"testing"
+
+	"github.com/kboost/kboost/internal/schemacheck"
 )
 
-// schemaCheck checks one JSON object against a checked-in schema's
-// required keys, property names, string patterns and enums (the subset the
-// schemas use).
-func schemaCheck(t *testing.T, schemaPath string, obj []byte) {
+// schemaCheck validates one JSON object against a checked-in schema
+// (schemas/NAME.json) with the JSON Schema validator.
+func schemaCheck(t *testing.T, name string, obj []byte) {
 	t.Helper()
-	var sc struct {
-		Required   []string `json:"required"`
-		Properties map[string]struct {
-			Type    string   `json:"type"`
-			Pattern string   `json:"pattern"`
-			Enum    []string `json:"enum"`
-		} `json:"properties"`
-	}
-	b, err := os.ReadFile(schemaPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(b, &sc); err != nil {
-		t.Fatalf("%s: %v", schemaPath, err)
-	}
-	var m map[string]any
-	if err := json.Unmarshal(obj, &m); err != nil {
-		t.Fatalf("%s: %v", obj, err)
-	}
-	for _, r := range sc.Required {
-		if _, ok := m[r]; !ok {
-			t.Errorf("%s: required %q missing in %s", schemaPath, r, obj)
-		}
-	}
-	for k, v := range m {
-		p, ok := sc.Properties[k]
-		if !ok {
-			t.Errorf("%s: %q is not in the schema (%s)", schemaPath, k, obj)
-			continue
-		}
-		s, isStr := v.(string)
-		if p.Pattern != "" && (!isStr || !regexp.MustCompile(p.Pattern).MatchString(s)) {
-			t.Errorf("%s: %q = %v does not match %s", schemaPath, k, v, p.Pattern)
-		}
-		if len(p.Enum) > 0 && !slices.Contains(p.Enum, s) {
-			t.Errorf("%s: %q = %v not in %v", schemaPath, k, v, p.Enum)
-		}
+	if err := schemacheck.Validate(name, obj); err != nil {
+		t.Errorf("%s: %v", obj, err)
 	}
 }
 
-// Sites as audit --json writes them match schema/site.schema.json: a plain
+// Sites as audit --json writes them match schemas/uprobe-site.json: a plain
 // site, a hazard site and a mid-instruction refusal.
 func TestSiteSchema(t *testing.T) {
 	k, _ := Lookup("uprobes-6.18-host")
@@ -67,6 +30,6 @@ func TestSiteSchema(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		schemaCheck(t, "schema/site.schema.json", b)
+		schemaCheck(t, "uprobe-site", b)
 	}
 }

@@ -12,7 +12,7 @@ import (
 )
 
 func openTracefs() (*loader.Tracefs, error) {
-	return loader.OpenTracefsWith(loader.UprobeEvents, errors.New("uprobe: no uprobe_events in tracefs (mount it: mount -t tracefs nodev /sys/kernel/tracing; the kernel needs CONFIG_UPROBE_EVENTS)"))
+	return loader.OpenTracefsWith(loader.UprobeEvents, errors.New("uprobe: tracefs has no uprobe_events (the kernel was built without CONFIG_UPROBE_EVENTS)"))
 }
 
 // AddTracefs registers and enables p as UprobeGroup/event in uprobe_events; it

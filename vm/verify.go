@@ -219,24 +219,81 @@ func fmtOutcome(o *guest.Outcome) string {
 
 // WriteJSON prints one JSON record per probe and then the summary object.
 func (v *Verification) WriteJSON(w io.Writer) error {
-	return writeRecordsJSON(w, v.Report.Records, func(r *guest.VerifyRecord) bool { return r.Round >= 0 }, struct {
+	return writeRecordsJSON(w, "x86-64", v.Report.Policy, v.Report.Records, struct {
 		Summary VerifySummary `json:"summary"`
+		Arch    string        `json:"arch"`
 		Release string        `json:"release"`
 		Policy  string        `json:"policy"`
 		Rounds  int           `json:"rounds"`
 		Notes   []string      `json:"notes,omitempty"`
-	}{v.Summary, v.Report.Release, v.Report.Policy, v.Report.Rounds, v.Report.Notes})
+	}{v.Summary, "x86-64", v.Report.Release, v.Report.Policy, v.Report.Rounds, v.Report.Notes})
+}
+
+// verifyRecordJSON is a VerifyRecord as `kboost vm verify --json` prints it
+// (schemas/vm-verify.json): kboost's JSON vocabulary. The guest's own
+// records (its wire format and the cache) keep their form.
+type verifyRecordJSON struct {
+	Arch      string      `json:"arch"`
+	Policy    string      `json:"policy,omitempty"` // absent with --policy none
+	Func      string      `json:"func"`
+	Off       uint64      `json:"off"`
+	Boundary  bool        `json:"boundary"`
+	Bytes     string      `json:"bytes,omitempty"`
+	Verdict   string      `json:"verdict,omitempty"`
+	Reasons   []string    `json:"reasons,omitempty"`
+	Predicted outcomeJSON `json:"predicted"`
+	Kernel    outcomeJSON `json:"kernel"`
+	Round     int         `json:"round"`
+	Note      string      `json:"note,omitempty"`
+}
+
+type outcomeJSON struct {
+	Errno     string `json:"errno,omitempty"`
+	Addr      string `json:"addr,omitempty"`
+	Ftrace    bool   `json:"ftrace,omitempty"`
+	Optimized bool   `json:"optimized,omitempty"`
+	Slot      string `json:"slot,omitempty"`
+	SlotAddr  string `json:"slot_addr,omitempty"`
+	OptSlot   string `json:"optslot,omitempty"`
+	OptAddr   string `json:"opt_addr,omitempty"`
+}
+
+func outcomeView(o *guest.Outcome) outcomeJSON {
+	return outcomeJSON{Errno: o.Errno, Addr: hexOrEmpty(o.Addr), Ftrace: o.Ftrace, Optimized: o.Optimized, Slot: spaced(o.Slot),
+		SlotAddr: hexOrEmpty(o.SlotAddr), OptSlot: spaced(o.OptSlot), OptAddr: hexOrEmpty(o.OptAddr)}
+}
+
+func hexOrEmpty(a uint64) string {
+	if a == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%#x", a)
+}
+
+// spaced writes hex (".." for masked bytes included) one byte per pair.
+func spaced(h string) string {
+	var b strings.Builder
+	for i := 0; i+1 < len(h); i += 2 {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(h[i : i+2])
+	}
+	return b.String()
 }
 
 // writeRecordsJSON prints one JSON object per record that keep accepts (the
 // probes of the rounds, not the set-up entries), then the summary object.
-func writeRecordsJSON[R any](w io.Writer, records []R, keep func(*R) bool, summary any) error {
+func writeRecordsJSON(w io.Writer, arch, policy string, records []guest.VerifyRecord, summary any) error {
 	enc := json.NewEncoder(w)
 	for i := range records {
-		if r := &records[i]; keep(r) {
-			if err := enc.Encode(r); err != nil {
-				return err
-			}
+		r := &records[i]
+		if r.Round < 0 {
+			continue
+		}
+		if err := enc.Encode(verifyRecordJSON{Arch: arch, Policy: policy, Func: r.Func, Off: r.Off, Boundary: r.Boundary, Bytes: spaced(r.Bytes),
+			Verdict: r.Verdict, Reasons: r.Rules, Predicted: outcomeView(&r.Predicted), Kernel: outcomeView(&r.Kernel), Round: r.Round, Note: r.Note}); err != nil {
+			return err
 		}
 	}
 	return enc.Encode(summary)

@@ -210,7 +210,7 @@ func fixedOutcome(v *Verifier, rep *guest.ARM64Report, view fixedView, cached st
 
 // writeFixedJSON prints a fixed-width record as Verification.WriteJSON does.
 func writeFixedJSON(w io.Writer, rep *guest.ARM64Report, o *VerifyOutcome) error {
-	return writeRecordsJSON(w, rep.Records, func(r *guest.VerifyRecord) bool { return r.Round >= 0 }, struct {
+	return writeRecordsJSON(w, rep.Arch, o.Policy, rep.Records, struct {
 		Summary VerifySummary `json:"summary"`
 		Arch    string        `json:"arch"`
 		Release string        `json:"release"`

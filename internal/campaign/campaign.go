@@ -11,8 +11,9 @@ import (
 	"github.com/kboost/kboost/kernelsim"
 )
 
-// Version is the findings-file format's version.
-const Version = 1
+// Version is the findings-file format's version. 2: findings in kboost's JSON vocabulary (spaced bytes, reasons and
+// details, trials and diverged_trials counts); version 1 files are refused.
+const Version = 2
 
 // Record kinds (the "record" key; finding lines have none).
 const (
@@ -190,7 +191,7 @@ func parse(path string, data []byte) (*State, error) {
 				return nil, fmt.Errorf("%s:%d: %v", path, line, err)
 			}
 			if s.Header.Version != Version {
-				return nil, fmt.Errorf("%s: findings file version %d, this kboost reads version %d", path, s.Header.Version, Version)
+				return nil, fmt.Errorf("%s: findings file version %d, this kboost reads version %d only (version 1 predates kboost's JSON vocabulary: rerun the campaign with this kboost)", path, s.Header.Version, Version)
 			}
 			s.End = int64(off)
 		case rec.Record == RecCheckpoint:

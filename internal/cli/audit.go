@@ -36,7 +36,7 @@ type auditOpts struct {
 	configPath string
 	jsonOut    bool
 	summary    bool
-	preempt    string
+	preempt    ynFlag
 	post       bool
 	returns    string
 	cpuCaps    string
@@ -67,15 +67,15 @@ Without FILE kboost audits its embedded demo program (kernel-style code).`,
 	fl := cmd.Flags()
 	fl.StringArrayVar(&o.funcs, "func", nil, "function NAME, glob (\"vfs_*\"), NAME+OFF or hex address; repeatable")
 	fl.StringVar(&o.symsPath, "symbols", "", "System.map or /proc/kallsyms-format file (for a stripped FILE)")
-	fl.StringVar(&o.policy, "policy", "", "kernel policy (see 'kboost policies'); default linux-6.1")
+	fl.StringVar(&o.policy, "policy", "", policyUsage)
 	fl.StringVar(&o.configPath, "config", "", "kernel .config or config.gz (default: the one in FILE, else the policy's defaults)")
 	fl.BoolVar(&o.jsonOut, "json", false, "one JSON object per instruction boundary")
 	fl.BoolVar(&o.summary, "summary", false, "only counts per verdict and per rule")
-	fl.StringVar(&o.preempt, "preemption", "", "override CONFIG_PREEMPTION: y or n")
+	ynVar(fl, &o.preempt, "preemption", preemptionUsage)
 	fl.BoolVar(&o.post, "post-handler", false, "the probe has a post_handler (never boosted nor optimized)")
 	fl.StringVar(&o.returns, "returns", "thunk", "return thunks at run time: 'thunk' (bytes as in the file: the CPU needs the\nretbleed/SRSO return thunk) or 'ret' (apply_returns() patched each\n`jmp __x86_return_thunk` to `ret; int3`: CPUs without that mitigation)")
 	fl.StringVar(&o.shard, "shard", "", "audit only part K of N (K/N, counting from 0): the functions whose name hashes to K;\nthe N outputs together are the whole audit (see 'kboost merge')")
-	addFormatFlag(fl, &o.format, "text or html (one self-contained report: counts, heat maps, searchable functions, listings)")
+	addFormatFlag(fl, &o.format, "text or html (one self-contained report: counts, heat maps, searchable functions, listings)", "text", "html")
 	fl.StringVar(&o.cpuCaps, "cpu-caps", "none", "arm64 Image: the cpucaps (arch/arm64/tools/cpucaps names, comma-separated, e.g.\nWORKAROUND_DEVICE_LOAD_ACQUIRE,HAS_LSE_ATOMICS) whose CPU alternatives the kernel\napplied at boot; 'none' applies only ALWAYS_BOOT/ALWAYS_SYSTEM, which every CPU has")
 	return cmd
 }
@@ -148,6 +148,14 @@ func runAudit(s Streams, o auditOpts, args []string) error {
 				if rep != nil {
 					return rep.errRecord(nil, res.Req.Symbol, res.Err), nil
 				}
+				if o.jsonOut && !o.summary {
+					b := appendRecordHead(nil, f.Arch.Mode, pol)
+					b = append(b, `,"func":`...)
+					b = strconv.AppendQuote(b, res.Req.Symbol)
+					b = append(b, `,"error":`...)
+					b = strconv.AppendQuote(b, res.Err.Error())
+					return append(b, "}\n"...), nil
+				}
 				if !o.summary {
 					return []byte(fmt.Sprintf("# error: %v\n", res.Err)), nil
 				}
@@ -215,6 +223,7 @@ func runAudit(s Streams, o auditOpts, args []string) error {
 	}
 	if o.summary || rep != nil {
 		total := newSummary()
+		total.arch, total.policy = f.Arch.Name, pol.Name
 		for _, x := range sums {
 			total.merge(x)
 		}
@@ -250,6 +259,13 @@ type auditSetup struct {
 // an audit under policy (chosen by the kernel's version when empty) with
 // o's configuration, functions and patching. The caller closes f.
 func prepareAudit(o auditOpts, file, policy string, sh shard.Shard) (_ *auditSetup, err error) {
+	for _, in := range [][2]string{{"--symbols", o.symsPath}, {"--config", o.configPath}} {
+		if in[1] != "" {
+			if err := inputFile(in[0], in[1]); err != nil {
+				return nil, err
+			}
+		}
+	}
 	var f *kimage.File
 	if file == "" {
 		f, err = kimage.OpenBytes(demo.ELF)
@@ -310,15 +326,7 @@ func prepareAudit(o auditOpts, file, policy string, sh shard.Shard) (_ *auditSet
 		notes = append([]string{polNote}, notes...)
 	}
 	<-selDone
-	switch o.preempt {
-	case "":
-	case "y", "yes", "true":
-		env.Config.Preemption = true
-	case "n", "no", "false":
-		env.Config.Preemption = false
-	default:
-		return nil, usagef("--preemption %q: want y or n", o.preempt)
-	}
+	o.preempt.apply(&env.Config.Preemption)
 	env.Config.PostHandler = o.post
 	if selErr != nil {
 		// a selector that names nothing in the file is the caller's mistake
@@ -379,9 +387,14 @@ func prefetchCode(f *kimage.File, reqs []audit.Request) {
 	}
 }
 
+// pickPolicy finds --policy NAME for code of arch; "" is the arch's default
+// (boost.DefaultPolicy).
 func pickPolicy(name string, arch *decode.Arch) (*boost.Policy, error) {
 	if name == "" {
-		name = "linux-6.1"
+		if p := boost.DefaultPolicy(arch); p != nil {
+			return p, nil
+		}
+		return nil, usagef("no policy models %s code (see 'kboost policies')", arch.Name)
 	}
 	pol, err := boost.Lookup(name)
 	if err != nil {
@@ -442,7 +455,8 @@ func appendRecord(buf []byte, a *boost.FuncAudit, off uint64, e *boost.Entry, d 
 		details = append(details, r.Text)
 	}
 	if jsonOut {
-		buf = append(buf, `{"addr":"0x`...)
+		buf = appendRecordHead(buf, a.Mode, a.Policy)
+		buf = append(buf, `,"addr":"0x`...)
 		buf = strconv.AppendUint(buf, addr, 16)
 		buf = append(buf, `","func":`...)
 		buf = strconv.AppendQuote(buf, a.Func.Name)
@@ -456,9 +470,13 @@ func appendRecord(buf []byte, a *boost.FuncAudit, off uint64, e *boost.Entry, d 
 		buf = strconv.AppendQuote(buf, text)
 		buf = append(buf, `,"verdict":"`...)
 		buf = append(buf, d.Verdict.String()...)
-		buf = append(buf, `","errno":"`...)
-		buf = append(buf, errno...)
-		buf = append(buf, `","reasons":`...)
+		buf = append(buf, '"')
+		if errno != "" {
+			buf = append(buf, `,"errno":"`...)
+			buf = append(buf, errno...)
+			buf = append(buf, '"')
+		}
+		buf = append(buf, `,"reasons":`...)
 		buf = appendJSONStrings(buf, ruleIDs(d.Reasons))
 		buf = append(buf, `,"details":`...)
 		buf = appendJSONStrings(buf, details)
@@ -486,6 +504,25 @@ func appendRecord(buf []byte, a *boost.FuncAudit, off uint64, e *boost.Entry, d 
 		}
 	}
 	return fmt.Appendf(buf, "  +%-5s %-30s %-34s %-18s %s\n", "0x"+strconv.FormatUint(off, 16), string(appendHexBytes(nil, raw)), text, v, why)
+}
+
+// appendRecordHead opens an audit JSON record: its arch and policy.
+func appendRecordHead(buf []byte, m decode.Mode, pol *boost.Policy) []byte {
+	buf = append(buf, `{"arch":"`...)
+	buf = append(buf, archName(m)...)
+	buf = append(buf, `","policy":"`...)
+	buf = append(buf, pol.Name...)
+	return append(buf, '"')
+}
+
+// archName is the CLI's name of the arch of mode m.
+func archName(m decode.Mode) string {
+	for _, a := range decode.Arches {
+		if a.Mode == m {
+			return a.Name
+		}
+	}
+	return m.String()
 }
 
 func formatFunc(buf []byte, a *boost.FuncAudit, fm *decode.Formatter, jsonOut bool) []byte {
@@ -521,6 +558,7 @@ func formatPoint(buf []byte, a *boost.FuncAudit, off uint64, e *boost.Entry, d *
 
 // summary counts verdicts and rules over an audit.
 type summary struct {
+	arch, policy                       string
 	funcs, points, optimizable, errors int
 	verdicts                           map[string]int
 	errnos                             map[string]int
@@ -621,7 +659,7 @@ func sortedKeys(m map[string]int) []string {
 func (s *summary) write(w io.Writer, jsonOut bool, elapsed time.Duration, notes []string) {
 	if jsonOut {
 		var b []byte
-		b = fmt.Appendf(b, `{"functions":%d,"boundaries":%d,"optimizable":%d,"errors":%d,"seconds":%.3f`, s.funcs, s.points, s.optimizable, s.errors, elapsed.Seconds())
+		b = fmt.Appendf(b, `{"arch":%q,"policy":%q,"functions":%d,"boundaries":%d,"optimizable":%d,"errors":%d,"seconds":%.3f`, s.arch, s.policy, s.funcs, s.points, s.optimizable, s.errors, elapsed.Seconds())
 		for _, part := range []struct {
 			name string
 			m    map[string]int

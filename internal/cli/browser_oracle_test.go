@@ -11,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -160,7 +159,7 @@ func checkGridAgainstJSON(t *testing.T, arch string, cells [][]string) {
 
 var pictureCases = []struct {
 	arch  string
-	insn  []string // explain and sim
+	insn  []string // explain and sim, with --words (no-op on x86)
 	diff  string
 	probe string
 }{
@@ -235,32 +234,27 @@ func TestBrowserPictures(t *testing.T) {
 				}
 			}
 			// explain
-			args := append([]string{"explain", "--arch", tc.arch}, tc.insn...)
+			args := append([]string{"explain", "--arch", tc.arch, "--words"}, tc.insn...)
 			var ex struct {
-				Steps    []json.RawMessage `json:"steps"`
-				Decision struct {
-					Verdict string `json:"verdict"`
-				} `json:"decision"`
+				Steps   []json.RawMessage `json:"steps"`
+				Verdict string            `json:"verdict"`
 			}
 			if err := json.Unmarshal([]byte(mustRun(t, append(args, "--json")...)), &ex); err != nil {
 				t.Fatal(err)
 			}
 			loadPage(t, b, "explain.html", mustRun(t, append(args, "--format", "html")...))
-			if v := evalJS[string](t, b, `document.querySelector("#verdict [data-verdict]").dataset.verdict`); v != ex.Decision.Verdict {
-				t.Errorf("explain page verdict %q, JSON %q", v, ex.Decision.Verdict)
+			if v := evalJS[string](t, b, `document.querySelector("#verdict [data-verdict]").dataset.verdict`); v != ex.Verdict {
+				t.Errorf("explain page verdict %q, JSON %q", v, ex.Verdict)
 			}
 			if n := evalJS[int](t, b, `document.querySelectorAll("table.rules tr").length - 1`); n != len(ex.Steps) {
 				t.Errorf("explain page: %d rules, JSON %d steps", n, len(ex.Steps))
 			}
 			parseXML(t, mustRun(t, append(args, "--format", "svg")...))
 			// sim: the conclusion and the states
-			sargs := append([]string{"sim", "--arch", tc.arch, "--trials", "2"}, tc.insn...)
-			if tc.arch != "x86-64" {
-				sargs = append([]string{"sim", "--arch", tc.arch, "--trials", "2"}, wordBytes(tc.insn[0])...)
-			}
+			sargs := append([]string{"sim", "--arch", tc.arch, "--trials", "2", "--words"}, tc.insn...)
 			var sim struct {
 				Conclusion string            `json:"conclusion"`
-				Trials     []json.RawMessage `json:"trials"`
+				Trials     []json.RawMessage `json:"shown_states"`
 				JumpBack   string            `json:"jump_back"`
 			}
 			if err := json.Unmarshal([]byte(mustRun(t, append(sargs, "--json")...)), &sim); err != nil {
@@ -284,17 +278,6 @@ func TestBrowserPictures(t *testing.T) {
 			parseXML(t, mustRun(t, append(sargs, "--format", "svg")...))
 		})
 	}
-}
-
-// wordBytes turns an objdump-order word or halfword into memory-order bytes
-// (what sim takes).
-func wordBytes(w string) []string {
-	v, _ := strconv.ParseUint(w, 16, 32)
-	var out []string
-	for i := 0; i < len(w)/2; i++ {
-		out = append(out, fmt.Sprintf("%02x", byte(v>>(8*i))))
-	}
-	return out
 }
 
 // checkReport loads an audit report and compares its counts with

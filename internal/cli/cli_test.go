@@ -36,8 +36,11 @@ func TestBadInput(t *testing.T) {
 		code int
 		want string
 	}{
-		{[]string{"decode", "zz"}, 2, "neither an existing file nor hex"},
-		{[]string{"decode", "abc"}, 2, "odd number of hex digits"},
+		{[]string{"decode", "zz"}, 2, "zz: no such file"},
+		{[]string{"decode", "abc"}, 2, "abc: no such file"},
+		{[]string{"decode", "48 8"}, 2, "odd number of hex digits"},
+		{[]string{"decode", dir}, 2, "is a directory"},
+		{[]string{"explain", junk}, 2, "takes hex bytes, not a file"},
 		{[]string{"decode", "--arch", "mips", "90"}, 2, "unknown architecture"},
 		{[]string{"decode", trunc}, 1, trunc},
 		{[]string{"decode", junk}, 1, junk},
@@ -45,7 +48,8 @@ func TestBadInput(t *testing.T) {
 		{[]string{"audit", "--func", "no_such_function"}, 2, "no_such_function"},
 		{[]string{"audit", "--func", "main+0x100000"}, 2, "main"},
 		{[]string{"audit", "--policy", "linux-2.6.17-i386"}, 2, "does not model x86-64"},
-		{[]string{"explain", "0f"}, 0, "truncated"},
+		{[]string{"explain", "0f"}, 2, "truncated instruction"},
+		{[]string{"explain", "90", "90"}, 2, "bytes after the instruction"},
 		{[]string{"nosuchcommand"}, 2, "unknown command"},
 	} {
 		_, stderr, code := run(t, tc.args...)
@@ -129,12 +133,15 @@ func TestAuditDemoJSON(t *testing.T) {
 		if err := json.Unmarshal([]byte(line), &rec); err != nil {
 			t.Fatalf("bad JSON %q: %v", line, err)
 		}
-		for _, k := range []string{"addr", "func", "off", "len", "bytes", "asm", "verdict", "errno", "reasons", "optimizable"} {
+		for _, k := range []string{"arch", "policy", "addr", "func", "off", "len", "bytes", "asm", "verdict", "reasons", "details", "optimizable"} {
 			if _, ok := rec[k]; !ok {
 				t.Fatalf("record lacks %q: %s", k, line)
 			}
 		}
 		v := rec["verdict"].(string)
+		if _, ok := rec["errno"]; ok != (v == "reject") {
+			t.Errorf("errno present %v with verdict %s: %s", ok, v, line)
+		}
 		verdicts[v]++
 		if v == "ftrace" {
 			if !strings.HasPrefix(rec["bytes"].(string), "e8 ") {

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -23,6 +22,7 @@ func newDecodeCmd(s Streams) *cobra.Command {
 		addrStr  string
 		jsonOut  bool
 		symsPath string
+		words    bool
 	)
 	cmd := &cobra.Command{
 		Use:   "decode HEX...|FILE",
@@ -32,13 +32,16 @@ immediate, RIP-relative, branch target) and print them in AT&T syntax; with
 --arch arm64, decode A64 words (class, branch target, PC-relative address) and
 print them as GNU objdump does.
 
-With HEX arguments ("48 8b 05 10 00 00 00" or "488b0510000000") the bytes are
-decoded one instruction after another from --addr. With a FILE (ELF, Debian kernel
+With HEX arguments ("48 8b 05 10 00 00 00" or "488b0510000000": bytes in memory
+order; with --words, or as 0x-prefixed tokens, A64/A32 words and Thumb halfwords
+as objdump prints them) the bytes are decoded one instruction after another from
+--addr; input that ends inside an instruction is an error (exit status 2). With a FILE (ELF, Debian kernel
 .deb or vmlinuz) every executable section is decoded like 'objdump -d': a linear
 sweep that restarts at each symbol.`,
 		Example: `  kboost decode 48 8b 05 10 00 00 00
   kboost decode --arch i386 66 e8 00 00
-  kboost decode --arch arm64 3f2303d5 fd7bbfa9
+  kboost decode --arch arm64 3f 23 03 d5 fd 7b bf a9
+  kboost decode --arch arm64 --words d503233f a9bf7bfd
   kboost decode --json /usr/bin/true | head`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -54,12 +57,15 @@ sweep that restarts at each symbol.`,
 					return err
 				}
 				defer f.Close()
+				if cmd.Flags().Changed("arch") && f.Arch != arch {
+					return usagef("--arch %s, but %s holds %s code (leave out --arch for a file)", arch.Name, args[0], f.Arch.Name)
+				}
 				if err := decodeFile(w, f, jsonOut, s.Err); err != nil {
 					return err
 				}
 				return w.Flush()
 			}
-			code, err := parseHexArgs(args)
+			code, err := hexArgs(arch, args, words, true)
 			if err != nil {
 				return err
 			}
@@ -68,15 +74,22 @@ sweep that restarts at each symbol.`,
 				return err
 			}
 			fm := decode.NewFormatter(0)
-			var lw lineWriter
+			lw := lineWriter{arch: arch.Name}
+			var last error
 			decode.Sweep(arch.Mode, code, addr, nil, func(inst *decode.Inst, derr error) bool {
 				lw.inst(w, inst, derr, fm, jsonOut, "")
+				last = derr
 				return true
 			})
-			return w.Flush()
+			if err := w.Flush(); err != nil {
+				return err
+			}
+			// the bytes ran out inside the last instruction: not what the user meant
+			return inputErr(arch, last)
 		},
 	}
-	cmd.Flags().StringVar(&archName, "arch", "x86-64", "instruction set for HEX input: x86-64, i386 or arm64")
+	cmd.Flags().StringVar(&archName, "arch", "x86-64", "instruction set for HEX input: x86-64, i386, arm64, arm or thumb")
+	addWordsFlag(cmd.Flags(), &words)
 	cmd.Flags().StringVar(&addrStr, "addr", "0", "address of the first HEX byte")
 	cmd.Flags().BoolVar(&jsonOut, "json", false, "one JSON object per instruction: addr, len, bytes, asm (and error)")
 	cmd.Flags().StringVar(&symsPath, "symbols", "", "System.map or /proc/kallsyms-format file for a stripped FILE")
@@ -86,28 +99,6 @@ sweep that restarts at each symbol.`,
 func fileExists(p string) bool {
 	st, err := os.Stat(p)
 	return err == nil && !st.IsDir()
-}
-
-// parseHexArgs accepts hex bytes split any way across arguments, with optional
-// "0x" / "\x" prefixes, spaces, commas or colons.
-func parseHexArgs(args []string) ([]byte, error) {
-	var sb strings.Builder
-	for _, a := range args {
-		a = strings.NewReplacer("0x", "", "0X", "", `\x`, "", ",", "", ":", "", " ", "", "\t", "").Replace(a)
-		sb.WriteString(a)
-	}
-	h := sb.String()
-	if h == "" {
-		return nil, usagef("no bytes given")
-	}
-	if len(h)%2 == 1 {
-		return nil, usagef("odd number of hex digits in %q: give whole bytes", strings.Join(args, " "))
-	}
-	b, err := hex.DecodeString(h)
-	if err != nil {
-		return nil, usagef("%q is neither an existing file nor hex bytes (%v)", strings.Join(args, " "), err)
-	}
-	return b, nil
 }
 
 func parseAddr(s string) (uint64, error) {
@@ -120,6 +111,15 @@ func parseAddr(s string) (uint64, error) {
 
 // openImage opens FILE with kimage and attaches --symbols when given.
 func openImage(path, symsPath string) (*kimage.File, error) {
+	// the caller's mistakes, named before kimage reads anything
+	if err := inputFile("", path); err != nil {
+		return nil, err
+	}
+	if symsPath != "" {
+		if err := inputFile("--symbols", symsPath); err != nil {
+			return nil, err
+		}
+	}
 	// The symbol map (kallsyms: ~4 MB of text) parses while the image is read.
 	type symResult struct {
 		st  *kimage.SymTab
@@ -210,7 +210,7 @@ func decodeFile(w io.Writer, f *kimage.File, jsonOut bool, errw io.Writer) error
 		go func() {
 			fm := decode.NewFormatter(0)
 			var inst decode.Inst
-			var lw lineWriter
+			lw := lineWriter{arch: f.Arch.Name}
 			for c := range todo {
 				buf := make([]byte, 0, len(c.offs)*128)
 				for _, off := range c.offs {
@@ -289,7 +289,10 @@ func decodeFile(w io.Writer, f *kimage.File, jsonOut bool, errw io.Writer) error
 }
 
 // lineWriter renders one instruction as a text or JSON line.
-type lineWriter struct{ scratch []byte }
+type lineWriter struct {
+	arch    string // the records' arch
+	scratch []byte
+}
 
 func (lw *lineWriter) inst(w io.Writer, inst *decode.Inst, derr error, fm *decode.Formatter, jsonOut bool, _ string) {
 	lw.scratch = lw.appendInst(lw.scratch[:0], inst, derr, fm, jsonOut)
@@ -347,7 +350,9 @@ func (lw *lineWriter) appendInst(buf []byte, inst *decode.Inst, derr error, fm *
 	}
 	raw := inst.Raw[:n]
 	if jsonOut {
-		buf = append(buf, `{"addr":"0x`...)
+		buf = append(buf, `{"arch":"`...)
+		buf = append(buf, lw.arch...)
+		buf = append(buf, `","addr":"0x`...)
 		buf = appendHex(buf, inst.Addr)
 		buf = append(buf, `","len":`...)
 		buf = strconv.AppendInt(buf, int64(inst.Len), 10)

@@ -57,7 +57,7 @@ input, 130 when interrupted.`,
 	fl.StringArrayVar(&o.funcs, "func", nil, "function NAME or glob (\"vfs_*\"); repeatable (default: every function)")
 	fl.StringVar(&o.symbols, "symbols", "", "symbol files (System.map or kallsyms) for A and B: FILE or FILE_A,FILE_B")
 	fl.StringVar(&o.policies, "policy", "", "policies for A and B: P (both) or P1,P2; default: each kernel's version")
-	fl.StringVar(&o.preempt, "preemption", "", "override CONFIG_PREEMPTION on both: y or n")
+	ynVar(fl, &o.preempt, "preemption", preemptionUsage+" (both kernels)")
 	fl.StringVar(&o.returns, "returns", "thunk", "return thunks at run time on both: thunk or ret (see 'kboost audit')")
 	fl.BoolVar(&o.jsonOut, "json", false, "one JSON object per changed point, then the summary")
 	fl.BoolVar(&o.summary, "summary", false, "only the summary")
@@ -140,7 +140,7 @@ func runDiff(s Streams, o diffOpts, args []string) error {
 				buf = fmt.Appendf(buf, "# error: %v\n", fd.Err)
 			}
 			for i := range fd.Changes {
-				buf = appendChange(buf, fd.Func, &fd.Changes[i], o.jsonOut)
+				buf = appendChange(buf, &hdr, fd.Func, &fd.Changes[i], o.jsonOut)
 			}
 			_, err := w.Write(buf)
 			return err
@@ -204,8 +204,10 @@ func outcomeText(o audit.Outcome) string {
 	return t
 }
 
-func appendOutcomeJSON(buf []byte, p audit.Point, o audit.Outcome) []byte {
-	buf = append(buf, `{"off":"0x`...)
+func appendOutcomeJSON(buf []byte, policy string, p audit.Point, o audit.Outcome) []byte {
+	buf = append(buf, `{"policy":`...)
+	buf = strconv.AppendQuote(buf, policy)
+	buf = append(buf, `,"off":"0x`...)
 	buf = strconv.AppendUint(buf, p.Off, 16)
 	buf = append(buf, `","addr":"0x`...)
 	buf = strconv.AppendUint(buf, p.Addr, 16)
@@ -228,16 +230,18 @@ func appendOutcomeJSON(buf []byte, p audit.Point, o audit.Outcome) []byte {
 	return append(buf, '}')
 }
 
-func appendChange(buf []byte, fn string, c *audit.Change, jsonOut bool) []byte {
+func appendChange(buf []byte, h *diffHeader, fn string, c *audit.Change, jsonOut bool) []byte {
 	if jsonOut {
-		buf = append(buf, `{"func":`...)
+		buf = append(buf, `{"arch":`...)
+		buf = strconv.AppendQuote(buf, h.Arch)
+		buf = append(buf, `,"func":`...)
 		buf = strconv.AppendQuote(buf, fn)
 		buf = append(buf, `,"asm":`...)
 		buf = strconv.AppendQuote(buf, c.Asm)
 		buf = append(buf, `,"a":`...)
-		buf = appendOutcomeJSON(buf, c.A, c.OutA)
+		buf = appendOutcomeJSON(buf, h.A.Policy, c.A, c.OutA)
 		buf = append(buf, `,"b":`...)
-		buf = appendOutcomeJSON(buf, c.B, c.OutB)
+		buf = appendOutcomeJSON(buf, h.B.Policy, c.B, c.OutB)
 		buf = append(buf, `,"reasons":`...)
 		buf = appendJSONStrings(buf, c.Rules)
 		return append(buf, "}\n"...)
@@ -265,7 +269,7 @@ type diffSummary struct {
 	OnlyB       int            `json:"only_b"`
 	Changed     int            `json:"changed"`
 	Transitions map[string]int `json:"transitions"`
-	Rules       map[string]int `json:"reasons"`
+	Rules       map[string]int `json:"rules"`
 	pairs       int
 }
 

@@ -90,7 +90,7 @@ func TestExitUsage(t *testing.T) {
 		{[]string{"fuzz"}, "give -n N"},
 		{[]string{"vm", "verify", "--sample", "0"}, "want 1 to 100000"},
 		{[]string{"vm", "verify", "--sample", "1e9"}, "want 1 to 100000"},
-		{[]string{"vm", "verify", "--funcs", "a,,b"}, "empty name"},
+		{[]string{"vm", "verify", "--func", ""}, "empty name"},
 		{[]string{"vm", "verify", "--sample", "3", "--spacing", "0"}, "want 1 to 4096"},
 		{[]string{"probe", "watch", "--interval", "0s", "vfs_read"}, "want 10ms to 1h"},
 		// bad NAME+OFF, names that match nothing
@@ -124,10 +124,10 @@ func TestExitFinding(t *testing.T) {
 		code int
 		want string
 	}{
-		{[]string{"sim", "--trials", "2", "--preemption", "c2", "08", "00"}, ExitFailure, "emulate REFUTED"},
-		{[]string{"sim", "--trials", "2", "--preemption", "c5", "f8", "c2", "c1", "00"}, ExitFailure, "REFUTED"},
+		{[]string{"sim", "--trials", "2", "--preemption", "y", "c2", "08", "00"}, ExitFailure, "emulate REFUTED"},
+		{[]string{"sim", "--trials", "2", "--preemption", "y", "c5", "f8", "c2", "c1", "00"}, ExitFailure, "REFUTED"},
 		{[]string{"sim", "--trials", "2", "c2", "08", "00"}, ExitOK, "boost CONFIRMED"},
-		{[]string{"sim", "--json", "--trials", "2", "--preemption", "c2", "08", "00"}, ExitFailure, `"diverged": 2`},
+		{[]string{"sim", "--json", "--trials", "2", "--preemption", "y", "c2", "08", "00"}, ExitFailure, `"diverged": 2`},
 	} {
 		out, stderr, code := runBinary(t, tc.args...)
 		if code != tc.code || !strings.Contains(out, tc.want) {

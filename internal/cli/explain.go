@@ -5,27 +5,29 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/kboost/kboost/boost"
 	"github.com/kboost/kboost/decode"
+	"github.com/kboost/kboost/internal/jsonv"
 	"github.com/spf13/cobra"
 )
 
 func newExplainCmd(s Streams) *cobra.Command {
-	var archName, policy, addrStr, slotStr, preempt, format string
-	var jsonOut, post bool
+	var archName, policy, addrStr, slotStr, format string
+	var preempt ynFlag
+	var jsonOut, post, words bool
 	cmd := &cobra.Command{
 		Use:   "explain HEX",
 		Short: "One instruction, step by step: fields, each kernel rule tried, the verdict",
 		Example: `  kboost explain 9c
   kboost explain 48 8b 05 10 00 00 00 --slot 0xffffffffa0000000 --addr 0xffffffff81000000
   kboost explain --preemption n 48 89 e5
-  kboost explain --arch arm64 d503233f                 (one A64 word, as objdump prints it)
-  kboost explain --arch arm64 --policy boost-arm64 --slot 0xffff800008000000 aa0103e0
-  kboost explain --arch arm e52de004                   (one A32 word; policy linux-6.1-arm)
-  kboost explain --arch thumb e92d 4ff0                (Thumb halfwords as objdump prints them)`,
+  kboost explain --arch arm64 3f 23 03 d5              (bytes in memory order)
+  kboost explain --arch arm64 --words d503233f         (one A64 word, as objdump prints it)
+  kboost explain --arch arm64 --policy boost-arm64 --slot 0xffff800008000000 0xaa0103e0
+  kboost explain --arch arm --words e52de004           (one A32 word; policy linux-6.1-arm)
+  kboost explain --arch thumb --words e92d 4ff0        (Thumb halfwords as objdump prints them)`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			arch, err := decode.LookupArch(archName)
@@ -35,14 +37,9 @@ func newExplainCmd(s Streams) *cobra.Command {
 			if err := checkFormat(format, jsonOut, "text", "svg", "html"); err != nil {
 				return err
 			}
-			code, ok := a64WordArgs(arch, args)
-			if !ok {
-				code, ok = a32WordArgs(arch, args)
-			}
-			if !ok {
-				if code, err = parseHexArgs(args); err != nil {
-					return err
-				}
+			code, err := hexArgs(arch, args, words, false)
+			if err != nil {
+				return err
 			}
 			if arch.Mode == decode.ModeA64 && !cmd.Flags().Changed("addr") {
 				addrStr = "0xffff800008010000"
@@ -53,15 +50,6 @@ func newExplainCmd(s Streams) *cobra.Command {
 			addr, err := parseAddr(addrStr)
 			if err != nil {
 				return err
-			}
-			if policy == "" && arch.Mode == decode.ModeA64 {
-				policy = "linux-6.1-arm64"
-			}
-			if policy == "" && arch.Mode == decode.ModeA32 {
-				policy = "linux-6.1-arm"
-			}
-			if policy == "" && arch.Mode == decode.ModeT32 {
-				policy = "linux-6.1-thumb"
 			}
 			pol, err := pickPolicy(policy, arch)
 			if err != nil {
@@ -74,17 +62,12 @@ func newExplainCmd(s Streams) *cobra.Command {
 					return err
 				}
 			}
-			switch preempt {
-			case "":
-			case "y":
-				env.Config.Preemption = true
-			case "n":
-				env.Config.Preemption = false
-			default:
-				return usagef("--preemption %q: want y or n", preempt)
-			}
+			preempt.apply(&env.Config.Preemption)
 			env.Config.PostHandler = post
-			inst, derr := decode.Decode(code, arch.Mode, addr)
+			inst, derr := arch.DecodeOne(code, addr)
+			if err := inputErr(arch, derr); err != nil {
+				return err
+			}
 			steps, d := pol.Explain(&inst, env)
 			if format != "text" {
 				return writeExplainPicture(s.Out, explainPicture(arch, pol, env, &inst, derr, steps, &d), format)
@@ -92,23 +75,9 @@ func newExplainCmd(s Streams) *cobra.Command {
 			w := bufio.NewWriter(s.Out)
 			defer w.Flush()
 			if jsonOut {
-				out := struct {
-					Bytes    string         `json:"bytes"`
-					Len      int            `json:"len"`
-					Asm      string         `json:"asm"`
-					Error    string         `json:"error,omitempty"`
-					Fields   map[string]any `json:"fields"`
-					Steps    []boost.Step   `json:"steps"`
-					Decision boost.Decision `json:"decision"`
-					Slot     string         `json:"slot"`
-				}{Bytes: string(appendHexBytes(nil, inst.Bytes())), Len: inst.Len, Asm: asmOf(&inst, derr),
-					Fields: instFields(&inst), Steps: steps, Decision: d, Slot: string(appendHexBytes(nil, d.SlotBytes()))}
-				if derr != nil {
-					out.Error = derr.Error()
-				}
 				enc := json.NewEncoder(w)
 				enc.SetIndent("", "  ")
-				return enc.Encode(out)
+				return enc.Encode(explainJSON(arch, pol, env, &inst, derr, steps, &d))
 			}
 			fmt.Fprintf(w, "%s   %s   (%s, policy %s, config: %s)\n\n", appendHexBytes(nil, inst.Bytes()), asmOf(&inst, derr), arch.Name, pol.Name, strings.Join(env.Config.Flags(), " "))
 			if derr != nil {
@@ -134,15 +103,66 @@ func newExplainCmd(s Streams) *cobra.Command {
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&archName, "arch", "x86-64", "x86-64, i386, arm64, arm or thumb (arm64/arm: HEX is 8-digit words as objdump prints them, thumb: 4-digit halfwords; or bytes in memory order)")
-	fl.StringVar(&policy, "policy", "", "kernel policy (see 'kboost policies'); default linux-6.1 (arm64: linux-6.1-arm64, arm: linux-6.1-arm, thumb: linux-6.1-thumb)")
+	fl.StringVar(&archName, "arch", "x86-64", "instruction set: x86-64, i386, arm64, arm or thumb (HEX is bytes in memory order; see --words)")
+	fl.StringVar(&policy, "policy", "", policyUsage)
 	fl.StringVar(&addrStr, "addr", "0xffffffff81000000", "address of the instruction (arm64 default 0xffff800008010000, arm/thumb 0xc0100000)")
 	fl.StringVar(&slotStr, "slot", "", "address of the kprobe slot (for RIP-relative rebasing)")
-	fl.StringVar(&preempt, "preemption", "", "override CONFIG_PREEMPTION: y or n")
+	ynVar(fl, &preempt, "preemption", preemptionUsage)
+	addWordsFlag(fl, &words)
 	fl.BoolVar(&post, "post-handler", false, "the probe has a post_handler")
 	fl.BoolVar(&jsonOut, "json", false, "machine-readable output")
-	addFormatFlag(fl, &format, "text, svg (fields over bytes, the slot) or html (also the rules in the kernel's order)")
+	addFormatFlag(fl, &format, "text, svg (fields over bytes, the slot) or html (also the rules in the kernel's order)", "text", "svg", "html")
 	return cmd
+}
+
+// explainRecord is `kboost explain --json` (schemas/explain.json).
+type explainRecord struct {
+	Arch     string         `json:"arch"`
+	Policy   string         `json:"policy"`
+	Config   []string       `json:"config"`
+	Addr     jsonv.Addr     `json:"addr"`
+	Bytes    jsonv.Bytes    `json:"bytes"`
+	Len      int            `json:"len"`
+	Asm      string         `json:"asm"`
+	Error    string         `json:"error,omitempty"`
+	Fields   map[string]any `json:"fields"`
+	Steps    []explainStep  `json:"steps"`
+	Verdict  string         `json:"verdict"`
+	Errno    string         `json:"errno,omitempty"`
+	Reasons  []string       `json:"reasons"`
+	Details  []string       `json:"details"`
+	CanBoost bool           `json:"can_boost"`
+	Emulated bool           `json:"emulated"`
+	SlotAddr *jsonv.Addr    `json:"slot_addr,omitempty"`
+	Slot     jsonv.Bytes    `json:"slot,omitempty"`
+	SlotLen  int            `json:"slot_len"`
+}
+
+// explainStep is one rule tried: its id (reason), outcome and text (detail).
+type explainStep struct {
+	Reason  string `json:"reason"`
+	Outcome string `json:"outcome"`
+	Detail  string `json:"detail"`
+}
+
+func explainJSON(arch *decode.Arch, pol *boost.Policy, env *boost.Env, inst *decode.Inst, derr error, steps []boost.Step, d *boost.Decision) *explainRecord {
+	r := &explainRecord{Arch: arch.Name, Policy: pol.Name, Config: env.Config.Flags(), Addr: jsonv.Addr(inst.Addr), Bytes: inst.Bytes(), Len: inst.Len,
+		Asm: asmOf(inst, derr), Fields: instFields(inst), Verdict: d.Verdict.String(), Reasons: d.ReasonIDs(), Details: reasonTexts(d),
+		CanBoost: d.CanBoost, Emulated: d.Emulated, Slot: d.SlotBytes(), SlotLen: d.SlotLen, Steps: []explainStep{}}
+	if derr != nil {
+		r.Error = derr.Error()
+	}
+	if d.Verdict == boost.Reject {
+		r.Errno = d.Errno.String()
+	}
+	if len(r.Slot) > 0 {
+		a := jsonv.Addr(env.SlotAddr)
+		r.SlotAddr = &a
+	}
+	for _, st := range steps {
+		r.Steps = append(r.Steps, explainStep{Reason: st.Rule, Outcome: st.Outcome.String(), Detail: st.Text})
+	}
+	return r
 }
 
 func asmOf(inst *decode.Inst, derr error) string {
@@ -150,59 +170,6 @@ func asmOf(inst *decode.Inst, derr error) string {
 		return "(bad)"
 	}
 	return decode.Format(inst, nil)
-}
-
-// a64WordArgs reads arm64 HEX arguments given as 8-digit words (objdump's
-// order, "d503201f" or "0xd503201f"): the bytes in memory (little-endian)
-// order. ok is false for any other form (bytes, left to parseHexArgs).
-func a64WordArgs(arch *decode.Arch, args []string) (b []byte, ok bool) {
-	if arch.Mode != decode.ModeA64 {
-		return nil, false
-	}
-	for _, a := range args {
-		for _, t := range strings.Fields(a) {
-			t = strings.TrimPrefix(strings.TrimPrefix(t, "0x"), "0X")
-			if len(t) != 8 {
-				return nil, false
-			}
-			w, err := strconv.ParseUint(t, 16, 32)
-			if err != nil {
-				return nil, false
-			}
-			b = binary.LittleEndian.AppendUint32(b, uint32(w))
-		}
-	}
-	return b, len(b) > 0
-}
-
-// a32WordArgs reads arm HEX arguments given as 8-digit words and thumb ones
-// as 4-digit halfwords (an 8-digit thumb token is a 32-bit instruction, first
-// halfword first), objdump's order, into memory (little-endian) order. ok is
-// false for any other form.
-func a32WordArgs(arch *decode.Arch, args []string) (b []byte, ok bool) {
-	if arch.Mode != decode.ModeA32 && arch.Mode != decode.ModeT32 {
-		return nil, false
-	}
-	for _, a := range args {
-		for _, t := range strings.Fields(a) {
-			t = strings.TrimPrefix(strings.TrimPrefix(t, "0x"), "0X")
-			v, err := strconv.ParseUint(t, 16, 32)
-			switch {
-			case err != nil:
-				return nil, false
-			case len(t) == 8 && arch.Mode == decode.ModeA32:
-				b = binary.LittleEndian.AppendUint32(b, uint32(v))
-			case len(t) == 8:
-				b = binary.LittleEndian.AppendUint16(b, uint16(v>>16))
-				b = binary.LittleEndian.AppendUint16(b, uint16(v))
-			case len(t) == 4 && arch.Mode == decode.ModeT32:
-				b = binary.LittleEndian.AppendUint16(b, uint16(v))
-			default:
-				return nil, false
-			}
-		}
-	}
-	return b, len(b) > 0
 }
 
 func fieldList(i *decode.Inst) [][2]string {
@@ -272,6 +239,42 @@ func instFields(i *decode.Inst) map[string]any {
 	return m
 }
 
+// policiesRecord is `kboost policies --json` (schemas/policies.json).
+type policiesRecord struct {
+	Policies []policyJSON `json:"policies"`
+	Rules    []ruleJSON   `json:"rules"`
+}
+
+type policyJSON struct {
+	Name     string   `json:"name"`
+	Title    string   `json:"title"`
+	Source   string   `json:"source"`
+	Arches   []string `json:"arches"`   // as --arch spells them, the default first
+	Defaults []string `json:"defaults"` // the configuration assumed (CONFIG_ names without the prefix)
+}
+
+type ruleJSON struct {
+	ID       string   `json:"id"`
+	Desc     string   `json:"desc"`
+	Where    string   `json:"where"`
+	Policies []string `json:"policies"`
+}
+
+func policiesJSON() *policiesRecord {
+	out := &policiesRecord{Policies: []policyJSON{}, Rules: []ruleJSON{}}
+	for _, p := range boost.Policies() {
+		pj := policyJSON{Name: p.Name, Title: p.Title, Source: p.Source, Arches: []string{}, Defaults: append([]string{}, p.Defaults.Flags()...)}
+		for _, m := range p.Modes {
+			pj.Arches = append(pj.Arches, archName(m))
+		}
+		out.Policies = append(out.Policies, pj)
+	}
+	for _, r := range boost.Rules() {
+		out.Rules = append(out.Rules, ruleJSON{ID: r.ID, Desc: r.Desc, Where: r.Where, Policies: strings.Split(r.Policies, ",")})
+	}
+	return out
+}
+
 func newPoliciesCmd(s Streams) *cobra.Command {
 	var jsonOut, rules bool
 	cmd := &cobra.Command{
@@ -282,22 +285,9 @@ func newPoliciesCmd(s Streams) *cobra.Command {
 			w := bufio.NewWriter(s.Out)
 			defer w.Flush()
 			if jsonOut {
-				type pol struct {
-					Name, Title, Source string
-					Modes               []string
-					Defaults            []string
-				}
-				var ps []pol
-				for _, p := range boost.Policies() {
-					var modes []string
-					for _, m := range p.Modes {
-						modes = append(modes, m.String())
-					}
-					ps = append(ps, pol{p.Name, p.Title, p.Source, modes, p.Defaults.Flags()})
-				}
 				enc := json.NewEncoder(w)
 				enc.SetIndent("", "  ")
-				return enc.Encode(map[string]any{"policies": ps, "rules": boost.Rules()})
+				return enc.Encode(policiesJSON())
 			}
 			for _, p := range boost.Policies() {
 				fmt.Fprintf(w, "%-20s %s\n%-20s source: %s; defaults: %s\n", p.Name, p.Title, "", p.Source, strings.Join(p.Defaults.Flags(), " "))

@@ -2,13 +2,13 @@ package cli
 
 import (
 	"bufio"
-	"encoding/hex"
 	"fmt"
 	"io"
 	"strings"
 
 	"github.com/kboost/kboost/boost"
 	"github.com/kboost/kboost/decode"
+	"github.com/kboost/kboost/internal/jsonv"
 	"github.com/kboost/kboost/internal/render"
 	"github.com/kboost/kboost/kernelsim"
 	"github.com/kboost/kboost/kimage"
@@ -18,8 +18,9 @@ import (
 // The --format flag of opcodes, explain, sim and audit: pictures drawn by
 // internal/render from the data the command computed.
 
-func addFormatFlag(fl *pflag.FlagSet, p *string, kinds string) {
-	fl.StringVar(p, "format", "text", "output format: "+kinds)
+func addFormatFlag(fl *pflag.FlagSet, p *string, usage string, kinds ...string) {
+	fl.StringVar(p, "format", "text", "output format: "+usage)
+	setValues(fl, "format", kinds...)
 }
 
 // checkFormat validates --format against the kinds the command draws and
@@ -42,6 +43,15 @@ func ruleText(id string) string {
 		return r.Desc
 	}
 	return ""
+}
+
+// reasonTexts is the texts of d's reasons, in order (a record's details).
+func reasonTexts(d *boost.Decision) []string {
+	t := make([]string, len(d.Reasons))
+	for i, r := range d.Reasons {
+		t[i] = r.Text
+	}
+	return t
 }
 
 func verdictClass(d *boost.Decision) string { return d.Verdict.String() }
@@ -233,11 +243,6 @@ func runOpcodesPicture(out io.Writer, arch *decode.Arch, policy, diff, mapName, 
 			return usagef("--diff %q: want two policies, P1,P2 (see 'kboost policies')", diff)
 		}
 	} else {
-		if policy == "" {
-			if l := armGridLayouts[arch.Mode]; l != nil {
-				policy = armGridPolicy[arch.Mode]
-			}
-		}
 		names = []string{policy}
 	}
 	var pols []*boost.Policy
@@ -503,7 +508,7 @@ func hitSteps(arch, path, addr, slot, resume string) []string {
 func simPicture(rep *simReport) *render.SimPage {
 	p := &render.SimPage{Path: rep.Path, Forced: rep.Forced, Sandbox: rep.Sandbox, Lazy: rep.Lazy, Conclusion: rep.Conclusion}
 	mode, _ := decode.ParseMode(rep.Arch)
-	code, _ := hex.DecodeString(rep.Bytes)
+	code, _ := jsonv.ParseHex(rep.Bytes)
 	addr, _ := parseAddr(rep.Addr)
 	slotAddr, _ := parseAddr(rep.SlotAddr)
 	var in decode.Inst
@@ -514,14 +519,14 @@ func simPicture(rep *simReport) *render.SimPage {
 	e.Inst = instPicture(&in, derr)
 	e.FieldTab = fieldList(&in)
 	e.Verdict, e.Errno = rep.Verdict, rep.Errno
-	for _, r := range rep.Rules {
+	for _, r := range rep.Reasons {
 		e.Rules = append(e.Rules, render.Rule{ID: r, Outcome: "reason", Text: ruleText(r)})
 	}
 	switch {
 	case rep.RangeError != "":
 		e.Slot = &render.Slot{Refused: rep.RangeError}
 	case rep.SlotHex != "":
-		slot, _ := hex.DecodeString(rep.SlotHex)
+		slot, _ := jsonv.ParseHex(rep.SlotHex)
 		notes := map[int]string{}
 		for _, l := range rep.Slot {
 			notes[l.Off] = l.Note

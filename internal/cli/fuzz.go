@@ -11,7 +11,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/kboost/kboost/boost"
 	"github.com/kboost/kboost/decode"
 	"github.com/kboost/kboost/internal/campaign"
 	"github.com/kboost/kboost/kernelsim"
@@ -86,6 +85,9 @@ problems; handlers kboost does not model count as inconclusive.`,
 					return usagef("--resume %s continues that file: leave out --out", resumePath)
 				}
 				var err error
+				if err := inputFile("--resume", resumePath); err != nil {
+					return err
+				}
 				if resume, err = loadResume(cmd, resumePath); err != nil {
 					return err
 				}
@@ -95,20 +97,15 @@ problems; handlers kboost does not model count as inconclusive.`,
 			if err != nil {
 				return err
 			}
-			mode, err := decode.ParseMode(archName)
+			arch, err := decode.LookupArch(archName)
 			if err != nil {
 				return usagef("--arch: %v", err)
 			}
+			mode := arch.Mode
 			ac := armCmds[mode]
-			if ac != nil && !cmd.Flags().Changed("policy") {
-				policyName = ac.policy
-			}
-			pol, err := boost.Lookup(policyName)
+			pol, err := pickPolicy(policyName, arch)
 			if err != nil {
-				return usagef("--policy: %v (see 'kboost policies')", err)
-			}
-			if !pol.Supports(mode) {
-				return usagef("policy %s does not model %s", pol.Name, archName)
+				return err
 			}
 			if n <= 0 && dur <= 0 {
 				return usagef("give -n N (cases, e.g. -n 100000) or --duration D (e.g. --duration 5m)")
@@ -212,7 +209,7 @@ problems; handlers kboost does not model count as inconclusive.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&archName, "arch", "x86-64", "instruction set: x86-64, i386, arm64, arm or thumb (the ARM ones run under qemu-aarch64-static / qemu-arm-static)")
-	f.StringVar(&policyName, "policy", "linux-6.1", "kernel policy (see 'kboost policies'; default linux-6.1-arm64, linux-6.1-arm, linux-6.1-thumb for those)")
+	f.StringVar(&policyName, "policy", "", policyUsage)
 	countVar(f, &n, "n", "n", 0, 1, 1e9, "number of cases (up to 1e9; e.g. 1e6)")
 	durationVar(f, &dur, "duration", 0, time.Second, 30*24*time.Hour, true, "run for this long (e.g. 30s, 5m; 1s to 720h)")
 	durationVar(f, &caseTimeout, "case-timeout", 0, time.Millisecond, 10*time.Second, true, "x86: user CPU time one execution may take before it counts as timed out (1ms to 10s; default 10ms, 60ms under qemu)")

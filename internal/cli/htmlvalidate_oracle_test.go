@@ -148,12 +148,8 @@ func TestHTMLValidate(t *testing.T) {
 			if tc.diff != "" {
 				pages["opcodes-diff"] = mustRun(t, "opcodes", "--arch", tc.arch, "--format", "html", "--diff", tc.diff)
 			}
-			pages["explain"] = mustRun(t, append([]string{"explain", "--arch", tc.arch, "--format", "html"}, tc.insn...)...)
-			sargs := append([]string{"sim", "--arch", tc.arch, "--trials", "2", "--format", "html"}, tc.insn...)
-			if tc.arch != "x86-64" {
-				sargs = append([]string{"sim", "--arch", tc.arch, "--trials", "2", "--format", "html"}, wordBytes(tc.insn[0])...)
-			}
-			pages["sim"] = mustRun(t, sargs...)
+			pages["explain"] = mustRun(t, append([]string{"explain", "--arch", tc.arch, "--words", "--format", "html"}, tc.insn...)...)
+			pages["sim"] = mustRun(t, append([]string{"sim", "--arch", tc.arch, "--trials", "2", "--words", "--format", "html"}, tc.insn...)...)
 			var ex *explorer
 			var err error
 			switch tc.arch {

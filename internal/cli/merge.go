@@ -50,6 +50,9 @@ merge: their outputs together are the audit's records ('cat').`,
 				audits []auditSum
 			)
 			for _, p := range args {
+				if err := inputFile("", p); err != nil {
+					return err
+				}
 				data, err := os.ReadFile(p)
 				if err != nil {
 					return err
@@ -90,7 +93,11 @@ merge: their outputs together are the audit's records ('cat').`,
 				}
 				total, secs := newSummary(), 0.0
 				var notes []string
-				for _, a := range audits {
+				total.arch, total.policy = audits[0].s.arch, audits[0].s.policy
+				for i, a := range audits {
+					if a.s.arch != total.arch || a.s.policy != total.policy {
+						return usagef("%s is an audit of %s under %s, %s of %s under %s: merge shards of one audit", args[i], a.s.arch, a.s.policy, args[0], total.arch, total.policy)
+					}
 					total.merge(a.s)
 					secs += a.seconds
 					if notes == nil {
@@ -162,6 +169,8 @@ type auditSum struct {
 // readAuditSummary reads an `audit --summary --json` summary.
 func readAuditSummary(data []byte) (auditSum, bool) {
 	var j struct {
+		Arch        string         `json:"arch"`
+		Policy      string         `json:"policy"`
 		Functions   *int           `json:"functions"`
 		Boundaries  *int           `json:"boundaries"`
 		Optimizable int            `json:"optimizable"`
@@ -176,6 +185,7 @@ func readAuditSummary(data []byte) (auditSum, bool) {
 		return auditSum{}, false
 	}
 	s := newSummary()
+	s.arch, s.policy = j.Arch, j.Policy
 	s.funcs, s.points, s.optimizable, s.errors = *j.Functions, *j.Boundaries, j.Optimizable, j.Errors
 	for _, p := range [][2]map[string]int{{s.verdicts, j.Verdicts}, {s.errnos, j.Errnos}, {s.rules, j.Rules}} {
 		for k, v := range p[1] {

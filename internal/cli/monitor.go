@@ -28,7 +28,7 @@ with decoded arguments (numbers, flags, paths, fds) and result. Records go to --
 --json writes one object per line and a final {"summary":...}.
 
 When kboost starts CMD, a seccomp-bpf filter installed before its execve makes only
-the monitored calls stop (SECCOMP_RET_TRACE). --policy FILE holds lines
+the monitored calls stop (SECCOMP_RET_TRACE). --policy-file FILE holds lines
 'allow|deny SYSCALL|* [path=PREFIX] [caller=FUNC]' (first match wins, default
 allow; caller= looks for FUNC on the call's frame-pointer stack); a denied call
 fails with EPERM and is logged. --backtrace adds the user stack (frame
@@ -41,7 +41,7 @@ until it exits. Exit status 130 after SIGINT.`,
 		Example: `  kboost monitor -- make -j2
   kboost monitor --syscalls openat,execve --json --out calls.jsonl -- sh -c 'ls /etc'
   kboost monitor --pid 1234 --backtrace
-  kboost monitor --policy deny.txt -- ./a.out`,
+  kboost monitor --policy-file deny.txt -- ./a.out`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if (pid == 0) == (len(args) == 0) {
 				return usagef("give either --pid P or -- CMD ARGS")
@@ -54,14 +54,17 @@ until it exits. Exit status 130 after SIGINT.`,
 				opt.Syscalls = strings.Split(calls, ",")
 			}
 			if policyPath != "" {
+				if err := inputFile("--policy-file", policyPath); err != nil {
+					return err
+				}
 				f, err := os.Open(policyPath)
 				if err != nil {
-					return usagef("--policy: %v", err)
+					return usagef("--policy-file: %v", err)
 				}
 				p, err := monitor.ParsePolicy(f)
 				f.Close()
 				if err != nil {
-					return usagef("--policy %s: %v", policyPath, err)
+					return usagef("--policy-file %s: %v", policyPath, err)
 				}
 				opt.Policy = p
 			}
@@ -110,7 +113,7 @@ until it exits. Exit status 130 after SIGINT.`,
 	f.IntVar(&pid, "pid", 0, "attach to the running process tree rooted at this pid")
 	f.StringVar(&calls, "syscalls", "", "comma-separated system calls to record (default: all)")
 	f.StringVar(&out, "out", "", "write records to this file (default: stderr)")
-	f.StringVar(&policyPath, "policy", "", "policy file: allow|deny SYSCALL|* [path=PREFIX] [caller=FUNC] per line")
+	f.StringVar(&policyPath, "policy-file", "", "system call policy file: allow|deny SYSCALL|* [path=PREFIX] [caller=FUNC] per line\n(not a kprobes --policy)")
 	f.BoolVar(&jsonOut, "json", false, "records as JSON lines")
 	f.BoolVar(&backtrace, "backtrace", false, "record each call's user stack with symbols")
 	f.BoolVar(&useSeccomp, "seccomp", true, "install a seccomp filter so only monitored calls stop (when kboost starts CMD)")

@@ -24,8 +24,8 @@ func TestMonitorUsage(t *testing.T) {
 		{[]string{"monitor"}, "either --pid P or -- CMD"},
 		{[]string{"monitor", "--pid", "1", "--", "true"}, "either --pid P or -- CMD"},
 		{[]string{"monitor", "--syscalls", "opne", "--", "true"}, `unknown system call "opne"`},
-		{[]string{"monitor", "--policy", bad, "--", "true"}, "allow|deny SYSCALL"},
-		{[]string{"monitor", "--policy", filepath.Join(dir, "none"), "--", "true"}, "no such file"},
+		{[]string{"monitor", "--policy-file", bad, "--", "true"}, "allow|deny SYSCALL"},
+		{[]string{"monitor", "--policy-file", filepath.Join(dir, "none"), "--", "true"}, "no such file"},
 	} {
 		_, stderr, code := run(t, c.args...)
 		if code != 2 || !strings.Contains(stderr, c.want) || strings.Count(stderr, "\n") != 1 {

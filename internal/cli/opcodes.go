@@ -118,6 +118,7 @@ encodings of one class with their verdict and deciding rule.`,
 					Verdict  string            `json:"verdict,omitempty"`
 					Errno    string            `json:"errno,omitempty"`
 					Reasons  []string          `json:"reasons,omitempty"`
+					Details  []string          `json:"details,omitempty"`
 					Group    map[string]string `json:"group,omitempty"`
 				}
 				out := map[string][]cell{}
@@ -131,7 +132,7 @@ encodings of one class with their verdict and deciding rule.`,
 							if c.Decision.Verdict == boost.Reject {
 								jc.Errno = c.Decision.Errno.String()
 							}
-							jc.Reasons = ruleIDs(c.Decision.Reasons)
+							jc.Reasons, jc.Details = ruleIDs(c.Decision.Reasons), c.Decision.ReasonTexts()
 						}
 						if c.Group {
 							jc.Group = map[string]string{}
@@ -183,11 +184,11 @@ encodings of one class with their verdict and deciding rule.`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&archName, "arch", "x86-64", "x86-64, i386, arm64, arm or thumb")
-	fl.StringVar(&policy, "policy", "", "kernel policy (default linux-6.1; arm64: linux-6.1-arm64, arm: linux-6.1-arm, thumb: linux-6.1-thumb)")
+	fl.StringVar(&policy, "policy", "", policyUsage)
 	fl.StringVar(&className, "class", "", "arm64, arm, thumb: list the encodings of one class (branch, exception, system, loadstore, dpimm, dpreg, fpsimd, sve, sme)")
 	fl.StringVar(&mapName, "map", "", "only this map: one, 0f, 0f38, 0f3a")
 	fl.BoolVar(&jsonOut, "json", false, "machine-readable output")
-	addFormatFlag(fl, &format, "text, svg (the grids) or html (a page with the grids and their tables)")
+	addFormatFlag(fl, &format, "text, svg (the grids) or html (a page with the grids and their tables)", "text", "svg", "html")
 	fl.StringVar(&diff, "diff", "", "with --format svg|html: compare two policies, P1,P2 (each cell split; a thick border marks a different verdict)")
 	return cmd
 }
@@ -200,15 +201,8 @@ var armGridLayouts = map[decode.Mode]*boost.ArmGridLayout{
 	decode.ModeT32: boost.ThumbGridLayout,
 }
 
-var armGridPolicy = map[decode.Mode]string{
-	decode.ModeA64: "linux-6.1-arm64", decode.ModeA32: "linux-6.1-arm", decode.ModeT32: "linux-6.1-thumb",
-}
-
 // runOpcodesArm draws an ARM encoding space (--arch arm64, arm, thumb).
 func runOpcodesArm(s Streams, arch *decode.Arch, l *boost.ArmGridLayout, policy, className string, jsonOut bool) error {
-	if policy == "" {
-		policy = armGridPolicy[arch.Mode]
-	}
 	pol, err := pickPolicy(policy, arch)
 	if err != nil {
 		return err
@@ -364,6 +358,7 @@ type a64EncJSON struct {
 	Counts   map[string]int `json:"counts"`
 	Word     string         `json:"word"`
 	Reasons  []string       `json:"reasons"`
+	Details  []string       `json:"details"`
 }
 
 type a64CellJSON struct {
@@ -400,7 +395,7 @@ func a64GridJSON(g *boost.ArmGrid, arch *decode.Arch, class opcodes.ArmClass) ma
 		je := a64EncJSON{Mnemonic: e.Op.Name, Class: e.Op.Class.String(), Mask: fmt.Sprintf("%08x", e.Op.Mask),
 			Value: fmt.Sprintf("%08x", e.Op.Value), Group: e.Op.Flags&opcodes.ArmGroup != 0, SpecLine: e.Op.Line,
 			Verdict: e.Verdict.String(), Mixed: e.Mixed, Counts: a64Counts(&e.Count),
-			Word: fmt.Sprintf("%08x", e.Word), Reasons: ruleIDs(e.Decision.Reasons)}
+			Word: fmt.Sprintf("%08x", e.Word), Reasons: ruleIDs(e.Decision.Reasons), Details: e.Decision.ReasonTexts()}
 		if e.Verdict == boost.Reject {
 			je.Errno = e.Decision.Errno.String()
 		}

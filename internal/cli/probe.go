@@ -88,7 +88,7 @@ so does kboost.`,
 			if err != nil {
 				return err
 			}
-			var out []addRecord
+			out := []probeAddJSON{}
 			for i, sp := range specs {
 				before := lv.SlotSnapshot()
 				n, err := t.Add(sp)
@@ -103,7 +103,7 @@ so does kboost.`,
 				rb := lv.Readback(&xs[i], le, before)
 				rec := addRecord{Event: n.Group + "/" + n.Event, Point: n.Point(), Predicted: xs[i], Kernel: le, Readback: rb}
 				rec.Agree = agreement(&xs[i], le, &rb)
-				out = append(out, rec)
+				out = append(out, probeAdd(lv, &rec))
 				if !jsonOut {
 					fmt.Fprintf(s.Out, "added %s/%s at %s: kernel %s\n", n.Group, n.Event, n.Point(), fmtListEntry(le))
 					printReadback(s.Out, &rb)
@@ -131,10 +131,9 @@ so does kboost.`,
 			}
 			entries, lerr := loader.ReadKprobesList()
 			type row struct {
-				Event string            `json:"event"`
-				Point string            `json:"point"`
-				Hits  uint64            `json:"hits"`
-				List  *loader.ListEntry `json:"list,omitempty"`
+				Event, Point string
+				Hits         uint64
+				List         *loader.ListEntry
 			}
 			var rows []row
 			for _, e := range evs {
@@ -156,7 +155,11 @@ so does kboost.`,
 				rows = append(rows, r)
 			}
 			if jsonOut {
-				return json.NewEncoder(s.Out).Encode(rows)
+				js := []probeRowJSON{}
+				for _, r := range rows {
+					js = append(js, probeRowJSON{Event: r.Event, Point: r.Point, Hits: r.Hits, List: probeList(r.List)})
+				}
+				return json.NewEncoder(s.Out).Encode(js)
 			}
 			for _, r := range rows {
 				fmt.Fprintf(s.Out, "%-30s %-30s hits %-8d %s\n", r.Event, r.Point, r.Hits, fmtListEntry(r.List))
@@ -240,7 +243,11 @@ so does kboost.`,
 			}
 			opt.OnTick = func(cs []loader.Count) {
 				if jsonOut {
-					_ = json.NewEncoder(s.Out).Encode(cs)
+					js := []probeCountJSON{}
+					for _, c := range cs {
+						js = append(js, probeCountJSON{Point: c.Spec.Point(), Hits: c.Hits})
+					}
+					_ = json.NewEncoder(s.Out).Encode(js)
 					return
 				}
 				var parts []string

@@ -27,7 +27,9 @@ point: refused (with the kernel's errno), an ftrace site, emulated, single-stepp
 out of line, boosted (slot + jump back) or jump-optimized — and why, rule by rule.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       version(),
 	}
+	root.SetVersionTemplate("kboost {{.Version}}\n")
 	var cpuProfile, memProfile string
 	var profFile *os.File
 	root.PersistentFlags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile to this file")
@@ -84,7 +86,9 @@ out of line, boosted (slot + jump back) or jump-optimized — and why, rule by r
 		newUprobeCmd(s),
 		newMonitorCmd(s),
 		newServeCmd(s),
+		newVersionCmd(s),
 	)
+	registerCompletions(root)
 	return root
 }
 

@@ -71,7 +71,7 @@ maps. It serves loopback only: --listen takes a loopback address
 	fl := cmd.Flags()
 	fl.StringVar(&listen, "listen", "127.0.0.1:0", "loopback address to listen on (port 0: a free port)")
 	fl.StringVar(&symsPath, "symbols", "", "System.map or /proc/kallsyms-format file (for a stripped FILE)")
-	fl.StringVar(&policy, "policy", "", "the policy listings start with (default linux-6.1; arm64, arm, thumb: theirs)")
+	fl.StringVar(&policy, "policy", "", "the policy listings start with; "+policyUsage)
 	return cmd
 }
 
@@ -131,11 +131,6 @@ func openExplorer(args []string, symsPath, policy string) (*explorer, error) {
 }
 
 func newExplorer(f *kimage.File, policy string) (*explorer, error) {
-	if policy == "" {
-		if p, ok := armGridPolicy[f.Arch.Mode]; ok {
-			policy = p
-		}
-	}
 	pol, err := pickPolicy(policy, f.Arch)
 	if err != nil {
 		return nil, err

@@ -70,7 +70,7 @@ func TestPictureHTMLWellFormed(t *testing.T) {
 		{"opcodes", "--format", "html", "--diff", "linux-6.1,uprobes-x86"},
 		{"opcodes", "--arch", "thumb", "--format", "html"},
 		{"explain", "--format", "html", "--slot", "0xffffffffa0000000", "48", "8b", "05", "10", "00", "00", "00"},
-		{"explain", "--arch", "arm64", "--format", "html", "d503233f"},
+		{"explain", "--arch", "arm64", "--format", "html", "--words", "d503233f"},
 		{"audit", "--format", "html"},
 	} {
 		out, errs, code := run(t, args...)
@@ -88,7 +88,7 @@ func TestPictureSVGIsXML(t *testing.T) {
 		{"opcodes", "--arch", "arm64", "--format", "svg"},
 		{"opcodes", "--arch", "thumb", "--format", "svg", "--diff", "linux-6.1-thumb,linux-6.1-thumb"},
 		{"explain", "--format", "svg", "48", "8b", "05", "10", "00", "00", "00"},
-		{"explain", "--arch", "arm64", "--format", "svg", "--slot", "0xffff800008000000", "aa0103e0"},
+		{"explain", "--arch", "arm64", "--format", "svg", "--slot", "0xffff800008000000", "0xaa0103e0"},
 	} {
 		out, errs, code := run(t, args...)
 		if code != 0 {

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"encoding/binary"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,8 +16,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/kboost/kboost/boost"
 	"github.com/kboost/kboost/decode"
+	"github.com/kboost/kboost/internal/jsonv"
 	"github.com/kboost/kboost/kernelsim"
 	"github.com/spf13/cobra"
 )
@@ -30,14 +29,15 @@ func newSimCmd(s Streams) *cobra.Command {
 		itCond, execName                              string
 		trials, show                                  int
 		seed                                          uint64
-		jsonOut, color, preempt                       bool
+		jsonOut, color, words                         bool
+		preempt                                       ynFlag
 		sets                                          []string
 	)
 	cmd := &cobra.Command{
 		Use:   "sim HEX",
 		Short: "Build the kprobe slot for an instruction and check the hit on the CPU",
 		Long: `Model a kprobe on one instruction the way the policy's kernel does it (with
-CONFIG_PREEMPTION off, so boosting is possible; --preemption models Debian's
+CONFIG_PREEMPTION off, so boosting is possible; --preemption y models Debian's
 kernels, which never boost): the slot bytes with their
 disassembly (the copy with its RIP-relative displacement rebased, then jmp back to
 addr+len or int3), where the jump back goes, and a check of the layout. Then run
@@ -46,7 +46,7 @@ slot + int3 with the IP fixup, or the kernel's emulation) from several random
 register states, show both final states side by side with the differing
 registers marked, and say whether the verdict is confirmed or refuted.
 
---force boost|single-step|emulate simulates another hit path than the policy's
+--path boost|single-step|emulate simulates another hit path than the policy's
 ("what if this were boosted?"). The linux-2.6.17-i386 policy replays the lazy
 booster: the first hit single-steps and writes the jmp, later hits run direct.
 
@@ -55,7 +55,7 @@ linux-6.1-arm64, the default there, and boost-arm64) and runs it under
 qemu-aarch64-static through its gdb stub. --arch arm (policy linux-6.1-arm)
 takes an A32 word in memory order and runs it under qemu-arm-static: the
 kernel's slot (the renamed instruction, mov pc, lr) called with its emulate_*
-handler's register set-up and write-back, or its simulation; --force boost
+handler's register set-up and write-back, or its simulation; --path boost
 runs the word verbatim from a slot with no PC fix-up. --arch thumb (policy
 linux-6.1-thumb) takes a Thumb instruction as 'kboost decode --arch thumb' does
 (2 bytes, or 4 when the first halfword is 0xe800 or above, little-endian
@@ -69,39 +69,34 @@ in batches of 256, so memory stays bounded whatever N. The report shows the
 first --show states (default 8) in full, then up to --show more states that
 diverge, and counts every state: how many matched, diverged (with the
 registers and memory words that differed, and how often), were not
-verifiable or inconclusive; --json reports the same (trials: the states
+verifiable or inconclusive; --json reports the same (shown_states: the states
 shown; states: the counts). Runs longer than a few seconds print their
 progress on stderr. Ctrl-C stops the run and reports the states checked so
 far (exit status 130). A REFUTED verdict exits with status 1.`,
 		Example: `  kboost sim 48 8b 05 10 00 00 00
-  kboost sim --force boost e8 00 00 00 00
+  kboost sim --path boost e8 00 00 00 00
   kboost sim --arch i386 --policy linux-2.6.17-i386 89 c8
   kboost sim --arch arm64 --policy boost-arm64 20 00 02 8b
   kboost sim --arch thumb --it eq 88 18`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			mode, err := decode.ParseMode(archName)
+			arch, err := decode.LookupArch(archName)
 			if err != nil {
 				return usagef("--arch: %v", err)
 			}
+			mode := arch.Mode
 			if err := checkFormat(format, jsonOut, "text", "svg", "html"); err != nil {
 				return err
 			}
 			ac := armCmds[mode]
-			if ac != nil && !cmd.Flags().Changed("policy") {
-				policyName = ac.policy
-			}
 			if itCond != "" && mode != decode.ModeT32 {
 				return usagef("--it is for --arch thumb")
 			}
-			pol, err := boost.Lookup(policyName)
+			pol, err := pickPolicy(policyName, arch)
 			if err != nil {
-				return usagef("--policy: %v (see 'kboost policies')", err)
+				return err
 			}
-			if !pol.Supports(mode) {
-				return usagef("policy %s does not model %s: use --arch %s", pol.Name, archName, pol.Modes[0])
-			}
-			code, err := parseHexArgs(args)
+			code, err := hexArgs(arch, args, words, false)
 			if err != nil {
 				return err
 			}
@@ -134,10 +129,10 @@ far (exit status 130). A REFUTED verdict exits with status 1.`,
 			case "emulate":
 				fp = kernelsim.PathEmulate
 			default:
-				return usagef("--force %q: want boost, single-step or emulate", force)
+				return usagef("--path %q: want boost, single-step or emulate", force)
 			}
 			env := kernelsim.SimEnv(pol)
-			if preempt {
+			if preempt.set && preempt.v {
 				env = pol.DefaultEnv()
 				env.Config.Preemption = true
 			}
@@ -164,6 +159,9 @@ far (exit status 130). A REFUTED verdict exits with status 1.`,
 				}
 				simf = ac.sim
 			}
+			if _, derr := arch.DecodeOne(code, addr); inputErr(arch, derr) != nil {
+				return inputErr(arch, derr)
+			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			sa := &simArgs{ctx: ctx, code: code, mode: mode, pol: pol, env: env, addr: addr, slot: slot, force: fp, trials: trials, show: show, seed: seed, set: set, it: itCond,
@@ -172,6 +170,7 @@ far (exit status 130). A REFUTED verdict exits with status 1.`,
 			if err != nil {
 				return err
 			}
+			rep.ConfigFlags = env.Config.Flags()
 			if format != "text" {
 				return writeSimPicture(s.Out, rep, format)
 			}
@@ -195,19 +194,20 @@ far (exit status 130). A REFUTED verdict exits with status 1.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&archName, "arch", "x86-64", "instruction set: x86-64, i386, arm64, arm or thumb (the ARM ones run under qemu-aarch64-static / qemu-arm-static)")
-	f.StringVar(&policyName, "policy", "linux-6.1", "kernel policy (see 'kboost policies'; default linux-6.1-arm64, linux-6.1-arm, linux-6.1-thumb for those)")
+	f.StringVar(&policyName, "policy", "", policyUsage)
 	f.StringVar(&addrStr, "addr", "0xffffffff81000000", "probe address (i386: default 0xc1000000, arm64: 0xffff800008010000, arm and thumb: 0xc0100000)")
 	f.StringVar(&slotStr, "slot", "0xffffffffa0000000", "slot address, in the module area (i386: default 0xf8000000, arm64: 0xffff800000800000, arm and thumb: 0xbf000000)")
 	f.StringVar(&itCond, "it", "", "thumb: run the instruction as the last of a one-instruction IT block with this condition (eq, ne, ...)")
 	addExecFlag(cmd, &execName)
-	f.StringVar(&force, "force", "", "simulate this hit path instead of the policy's: boost, single-step, emulate")
+	f.StringVar(&force, "path", "", "simulate this hit path instead of the policy's: boost, single-step, emulate")
 	countVar(f, &trials, "trials", "", 4, 1, 1e9, "random register states, streamed in batches (1 to 1e9; e.g. 1e6)")
 	countVar(f, &show, "show", "", 8, 0, 1000, "states printed in full (and at most as many more that diverge)")
 	f.Uint64Var(&seed, "seed", 1, "random seed for the register states")
 	f.BoolVar(&jsonOut, "json", false, "print the report as JSON")
+	addWordsFlag(f, &words)
 	f.StringArrayVar(&sets, "set", nil, "set a register in every state, REG=HEX (repeatable; e.g. --set rcx=1 --set flags=0x40)")
-	f.BoolVar(&preempt, "preemption", false, "model a CONFIG_PREEMPTION kernel (Debian's): nothing is boosted")
-	addFormatFlag(f, &format, "text, svg (fields, slot, jump back) or html (also the hit step by step and the registers)")
+	ynVar(f, &preempt, "preemption", "CONFIG_PREEMPTION of the modelled kernel, y or n (default n, so boosting is possible; y models Debian's kernels: nothing is boosted)")
+	addFormatFlag(f, &format, "text, svg (fields, slot, jump back) or html (also the hit step by step and the registers)", "text", "svg", "html")
 	f.BoolVar(&color, "color", false, "highlight with ANSI colours even when stdout is not a terminal")
 	return cmd
 }
@@ -245,24 +245,26 @@ type simTrial struct {
 type simReport struct {
 	Arch        string        `json:"arch"`
 	Policy      string        `json:"policy"`
-	Config      string        `json:"config"`
+	Config      string        `json:"-"`      // for the text and the pictures
+	ConfigFlags []string      `json:"config"` // as explain's
 	Bytes       string        `json:"bytes"`
 	Asm         string        `json:"asm"`
 	Addr        string        `json:"addr"`
 	SlotAddr    string        `json:"slot_addr"`
 	Verdict     string        `json:"verdict"`
 	Errno       string        `json:"errno,omitempty"`
-	Rules       []string      `json:"rules"`
+	Reasons     []string      `json:"reasons"`
+	Details     []string      `json:"details"`
 	Path        string        `json:"path"`
 	Forced      bool          `json:"forced,omitempty"`
-	Slot        []simSlotLine `json:"slot,omitempty"`
-	SlotHex     string        `json:"slot_bytes,omitempty"`
+	Slot        []simSlotLine `json:"slot_lines,omitempty"` // the slot disassembled
+	SlotHex     string        `json:"slot,omitempty"`       // the slot image, as explain's
 	JumpBack    string        `json:"jump_back,omitempty"`
 	MaxInsnSize int           `json:"max_insn_size"`
 	Problems    []string      `json:"layout_problems,omitempty"`
 	RangeError  string        `json:"slot_refused,omitempty"`
 	Sandbox     string        `json:"sandbox"`
-	Trials      []simTrial    `json:"trials"` // the states shown in full
+	Trials      []simTrial    `json:"shown_states"` // the states shown in full (--show)
 	States      *simStates    `json:"states,omitempty"`
 	Lazy        []string      `json:"lazy_boost,omitempty"`
 	Conclusion  string        `json:"conclusion"`
@@ -291,11 +293,11 @@ func simulate(s *simArgs) (*simReport, error) {
 		return nil, err
 	}
 	in := m.Inst
-	rep.Bytes = hex.EncodeToString(in.Bytes())
+	rep.Bytes = jsonv.Hex(in.Bytes())
 	rep.Asm = decode.Format(&in, nil)
 	rep.Verdict = m.Decision.Verdict.String()
 	rep.Errno = m.Decision.Errno.String()
-	rep.Rules = m.Decision.ReasonIDs()
+	rep.Reasons, rep.Details = m.Decision.ReasonIDs(), reasonTexts(&m.Decision)
 	path := m.Path
 	if force != kernelsim.PathNone {
 		path, rep.Forced = force, true
@@ -318,12 +320,12 @@ func simulate(s *simArgs) (*simReport, error) {
 	}
 	rep.Problems = m.Problems
 	if slot != nil {
-		rep.SlotHex = hex.EncodeToString(slot)
+		rep.SlotHex = jsonv.Hex(slot)
 		for off := 0; off < len(slot); {
 			var si decode.Inst
 			err := decode.DecodeInto(&si, slot[off:], mode, slotAddr+uint64(off))
 			l := max(si.Len, 1)
-			line := simSlotLine{Off: off, Bytes: hex.EncodeToString(slot[off : off+l]), Asm: "(bad)"}
+			line := simSlotLine{Off: off, Bytes: jsonv.Hex(slot[off : off+l]), Asm: "(bad)"}
 			if err == nil {
 				line.Asm = decode.Format(&si, nil)
 			}
@@ -398,7 +400,7 @@ func simulate(s *simArgs) (*simReport, error) {
 			rep.Lazy = append(rep.Lazy, fmt.Sprintf("hit %d: %v, boostable %v -> %v, jmp back at slot+%d", hit, h.Path, h.Before, h.After, h.JmpAt))
 		}
 	case path == kernelsim.PathNone:
-		rep.Conclusion = fmt.Sprintf("refused (%s): no hit to simulate; try --force boost", m.Decision.Errno)
+		rep.Conclusion = fmt.Sprintf("refused (%s): no hit to simulate; try --path boost", m.Decision.Errno)
 		return rep, nil
 	case rep.RangeError != "":
 		rep.Conclusion = "refused: the RIP-relative operand is out of reach of the slot"
@@ -434,12 +436,12 @@ func printSim(w io.Writer, r *simReport, color bool) {
 		}
 		return s
 	}
-	fmt.Fprintf(w, "probe    %s: %s   %s\n", r.Addr, spaced(r.Bytes), r.Asm)
+	fmt.Fprintf(w, "probe    %s: %s   %s\n", r.Addr, r.Bytes, r.Asm)
 	fmt.Fprintf(w, "policy   %s (%s): %s", r.Policy, r.Config, r.Verdict)
 	if r.Errno != "" {
 		fmt.Fprintf(w, " %s", r.Errno)
 	}
-	fmt.Fprintf(w, " [%s]\n", strings.Join(r.Rules, ", "))
+	fmt.Fprintf(w, " [%s]\n", strings.Join(r.Reasons, ", "))
 	if r.Forced {
 		fmt.Fprintf(w, "forced   hit path %s\n", r.Path)
 	}
@@ -447,9 +449,9 @@ func printSim(w io.Writer, r *simReport, color bool) {
 	case r.RangeError != "":
 		fmt.Fprintf(w, "slot     refused: %s\n", r.RangeError)
 	case len(r.Slot) > 0:
-		fmt.Fprintf(w, "slot     %s (%d bytes, MAX_INSN_SIZE %d):\n", r.SlotAddr, len(r.SlotHex)/2, r.MaxInsnSize)
+		fmt.Fprintf(w, "slot     %s (%d bytes, MAX_INSN_SIZE %d):\n", r.SlotAddr, (len(r.SlotHex)+1)/3, r.MaxInsnSize)
 		for _, l := range r.Slot {
-			fmt.Fprintf(w, "  +%-2d  %-24s %-36s", l.Off, spaced(l.Bytes), l.Asm)
+			fmt.Fprintf(w, "  +%-2d  %-24s %-36s", l.Off, l.Bytes, l.Asm)
 			if l.Note != "" {
 				fmt.Fprintf(w, " ; %s", l.Note)
 			}
@@ -580,17 +582,6 @@ func (p *simProgress) finish() {
 		fmt.Fprint(p.w, "\r\033[K")
 		p.wroteOnTerm = false
 	}
-}
-
-func spaced(h string) string {
-	var sb strings.Builder
-	for i := 0; i+1 < len(h); i += 2 {
-		if i > 0 {
-			sb.WriteByte(' ')
-		}
-		sb.WriteString(h[i : i+2])
-	}
-	return sb.String()
 }
 
 // memWords shows the 8-byte word named by a "stack+0xNN" or "scratch+0xNN"

@@ -2,11 +2,11 @@ package cli
 
 import (
 	"encoding/binary"
-	"encoding/hex"
 	"fmt"
 	"strings"
 
 	"github.com/kboost/kboost/decode"
+	"github.com/kboost/kboost/internal/jsonv"
 	"github.com/kboost/kboost/kernelsim"
 )
 
@@ -21,7 +21,7 @@ const (
 // simulateARM32 is simulate for A32 (linux-6.1-arm) and Thumb
 // (linux-6.1-thumb): the policy's slot ([renamed insn, mov pc, lr] or
 // [insn, bx lr]) or simulation, then the instruction run in place and
-// through the kernel's hit under qemu-arm (kernelsim.GDB). --force boost
+// through the kernel's hit under qemu-arm (kernelsim.GDB). --path boost
 // runs it verbatim from a slot followed by a jump to addr+len (no PC
 // fix-up). Thumb: --addr's alignment is kept (bit 1), and --it COND runs
 // the instruction as the last of a one-instruction IT block.
@@ -50,7 +50,7 @@ func simulateARM32(s *simArgs) (*simReport, error) {
 		}
 		it = 0xBF08 | uint16(c)<<4
 		if !kernelsim.T32ITAllowed(w) {
-			return nil, usagef("--it: %s cannot be the last instruction of an IT block (UNPREDICTABLE or unconditional)", hex.EncodeToString(code))
+			return nil, usagef("--it: %s cannot be the last instruction of an IT block (UNPREDICTABLE or unconditional)", jsonv.Hex(code))
 		}
 	}
 	// the probe keeps --addr's offset in its word (Thumb: bit 1) and its
@@ -79,11 +79,11 @@ func simulateARM32(s *simArgs) (*simReport, error) {
 	}
 	var in decode.Inst
 	dec.Decode(&in, code, addr)
-	rep.Bytes = hex.EncodeToString(code)
+	rep.Bytes = jsonv.Hex(code)
 	rep.Asm = decode.Format(&in, nil)
 	rep.Verdict = d.Verdict.String()
 	rep.Errno = d.Errno.String()
-	rep.Rules = d.ReasonIDs()
+	rep.Reasons, rep.Details = d.ReasonIDs(), reasonTexts(&d)
 	path := kernelsim.PathOf(&d)
 	if force != kernelsim.PathNone {
 		path, rep.Forced = force, true
@@ -95,7 +95,7 @@ func simulateARM32(s *simArgs) (*simReport, error) {
 	case kernelsim.PathSingleStep:
 		slot = d.SlotBytes()
 		if slot == nil {
-			return nil, usagef("--force single-step: the policy writes no slot for %s (it is simulated or refused)", hex.EncodeToString(code))
+			return nil, usagef("--path single-step: the policy writes no slot for %s (it is simulated or refused)", jsonv.Hex(code))
 		}
 		rep.Problems = p.VerifySlot(slot)
 	case kernelsim.PathBoost:
@@ -103,10 +103,10 @@ func simulateARM32(s *simArgs) (*simReport, error) {
 	}
 	rep.Slot, rep.JumpBack = slotLines(dec, slot, slotAddr, addr+uint64(n), path, thumb)
 	if slot != nil {
-		rep.SlotHex = hex.EncodeToString(slot)
+		rep.SlotHex = jsonv.Hex(slot)
 	}
 	if path == kernelsim.PathNone {
-		rep.Conclusion = fmt.Sprintf("refused (%s): no hit to simulate; try --force boost", d.Errno)
+		rep.Conclusion = fmt.Sprintf("refused (%s): no hit to simulate; try --path boost", d.Errno)
 		return rep, nil
 	}
 	g, err := kernelsim.NewGDB(a, s.opts)
@@ -143,7 +143,7 @@ func slotLines(dec *decode.Arch, slot []byte, at, back uint64, path kernelsim.Pa
 		}
 		var si decode.Inst
 		dec.Decode(&si, slot[off:off+n], at+uint64(off))
-		line := simSlotLine{Off: off, Bytes: hex.EncodeToString(slot[off : off+n]), Asm: decode.Format(&si, nil)}
+		line := simSlotLine{Off: off, Bytes: jsonv.Hex(slot[off : off+n]), Asm: decode.Format(&si, nil)}
 		tail := binary.LittleEndian.Uint16(slot[off:])
 		switch {
 		case off == 0 && path == kernelsim.PathSingleStep:
@@ -163,7 +163,7 @@ func slotLines(dec *decode.Arch, slot []byte, at, back uint64, path kernelsim.Pa
 			}
 		default:
 			if off+4 <= len(slot) {
-				line.Bytes = hex.EncodeToString(slot[off : off+4])
+				line.Bytes = jsonv.Hex(slot[off : off+4])
 				n = 4
 			}
 			line.Asm, line.Note = ".word", fmt.Sprintf("addr+len = %#x", back)

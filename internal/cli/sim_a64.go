@@ -2,12 +2,12 @@ package cli
 
 import (
 	"encoding/binary"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
 
 	"github.com/kboost/kboost/decode"
+	"github.com/kboost/kboost/internal/jsonv"
 	"github.com/kboost/kboost/kernelsim"
 )
 
@@ -41,11 +41,11 @@ func simulateA64(s *simArgs) (*simReport, error) {
 	d := pol.ClassifyBytesEnv(code[:4], decode.ModeA64, addr, &e)
 	var in decode.Inst
 	decode.ARM64.Decode(&in, code[:4], addr)
-	rep.Bytes = hex.EncodeToString(code[:4]) // memory order, as given
+	rep.Bytes = jsonv.Hex(code[:4]) // memory order, as given
 	rep.Asm = decode.Format(&in, nil)
 	rep.Verdict = d.Verdict.String()
 	rep.Errno = d.Errno.String()
-	rep.Rules = d.ReasonIDs()
+	rep.Reasons, rep.Details = d.ReasonIDs(), reasonTexts(&d)
 	path := kernelsim.PathOf(&d)
 	if force != kernelsim.PathNone {
 		path, rep.Forced = force, true
@@ -60,7 +60,7 @@ func simulateA64(s *simArgs) (*simReport, error) {
 		case err != nil:
 			return nil, err
 		default:
-			rep.SlotHex = hex.EncodeToString(slot)
+			rep.SlotHex = jsonv.Hex(slot)
 			rep.Problems = kernelsim.VerifySlotA64(w, addr, slotAddr, slot)
 			if want := d.SlotBytes(); want != nil && !rep.Forced && !slices.Equal(want, slot) {
 				rep.Problems = append(rep.Problems, fmt.Sprintf("slot model % x differs from boost's slot image % x", slot, want))
@@ -69,7 +69,7 @@ func simulateA64(s *simArgs) (*simReport, error) {
 				var si decode.Inst
 				decode.ARM64.Decode(&si, slot[off:off+4], slotAddr+uint64(off))
 				sw := binary.LittleEndian.Uint32(slot[off:])
-				line := simSlotLine{Off: off, Bytes: hex.EncodeToString(slot[off : off+4]), Asm: decode.Format(&si, nil)}
+				line := simSlotLine{Off: off, Bytes: jsonv.Hex(slot[off : off+4]), Asm: decode.Format(&si, nil)}
 				switch {
 				case off == 0:
 					line.Note = "the probed word, copied verbatim (A64 has no displacement fix-ups)"
@@ -85,7 +85,7 @@ func simulateA64(s *simArgs) (*simReport, error) {
 	}
 	switch {
 	case path == kernelsim.PathNone:
-		rep.Conclusion = fmt.Sprintf("refused (%s): no hit to simulate; try --force boost", d.Errno)
+		rep.Conclusion = fmt.Sprintf("refused (%s): no hit to simulate; try --path boost", d.Errno)
 		return rep, nil
 	case rep.RangeError != "":
 		rep.Conclusion = "refused: the slot is out of reach of a B back to addr+4"

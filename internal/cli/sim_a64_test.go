@@ -24,7 +24,7 @@ func TestSimFuzzA64(t *testing.T) {
 			[]string{"BRK #6", "singlestep (hit path single-step) CONFIRMED"}},
 		{[]string{"sim", "--arch", "arm64", "--trials", "2", "00", "00", "00", "10"},
 			[]string{"emulate CONFIRMED"}},
-		{[]string{"sim", "--arch", "arm64", "--trials", "2", "--force", "boost", "00", "00", "00", "10"},
+		{[]string{"sim", "--arch", "arm64", "--trials", "2", "--path", "boost", "00", "00", "00", "10"},
 			[]string{"REFUTED", "* x0"}},
 		{[]string{"sim", "--arch", "arm64", "--policy", "boost-arm64", "--slot", "0xffff700000000000", "20", "00", "02", "8b"},
 			[]string{"singlestep"}},

@@ -37,7 +37,6 @@ type simArgs struct {
 // CPU: simulate, kernelsim.NewFuzzer).
 type armCmd struct {
 	arch       *kernelsim.Arch
-	policy     string // default --policy
 	addr, slot uint64 // default --addr and --slot
 	sim        func(s *simArgs) (*simReport, error)
 	// random fills a trial; flags names the flags register for --set.
@@ -51,12 +50,12 @@ var armCmds map[decode.Mode]*armCmd
 
 func init() {
 	armCmds = map[decode.Mode]*armCmd{
-		decode.ModeA64: {arch: kernelsim.ARM64, policy: "linux-6.1-arm64", addr: a64DefaultAddr, slot: a64DefaultSlot,
+		decode.ModeA64: {arch: kernelsim.ARM64, addr: a64DefaultAddr, slot: a64DefaultSlot,
 			sim: simulateA64, random: (*kernelsim.Arch).RandomTrialA64, flags: []string{"flags", "nzcv"}, fuzz: newA64Fuzz},
-		decode.ModeA32: {arch: kernelsim.ARM32, policy: "linux-6.1-arm", addr: a32DefaultAddr, slot: a32DefaultSlot,
+		decode.ModeA32: {arch: kernelsim.ARM32, addr: a32DefaultAddr, slot: a32DefaultSlot,
 			sim: simulateARM32, random: (*kernelsim.Arch).RandomTrialA32, flags: []string{"flags", "cpsr", "apsr"},
 			fuzz: newARM32Fuzz(kernelsim.ARM32)},
-		decode.ModeT32: {arch: kernelsim.Thumb, policy: "linux-6.1-thumb", addr: a32DefaultAddr, slot: a32DefaultSlot,
+		decode.ModeT32: {arch: kernelsim.Thumb, addr: a32DefaultAddr, slot: a32DefaultSlot,
 			sim: simulateARM32, random: (*kernelsim.Arch).RandomTrialA32, flags: []string{"flags", "cpsr", "apsr"},
 			fuzz: newARM32Fuzz(kernelsim.Thumb)},
 	}

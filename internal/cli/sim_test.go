@@ -24,11 +24,11 @@ func TestSimCommand(t *testing.T) {
 	runSimCases(t, []simCase{
 		{[]string{"sim", "--trials", "2", "48", "8b", "05", "10", "00", "00", "00"},
 			[]string{"jmp back to addr+len = 0xffffffff81000007", "layout   ok", "CONFIRMED"}},
-		{[]string{"sim", "--trials", "2", "--force", "boost", "e8", "00", "00", "00", "00"},
+		{[]string{"sim", "--trials", "2", "--path", "boost", "e8", "00", "00", "00", "00"},
 			[]string{"REFUTED", "* stack+0x7f8 differs"}},
 		{[]string{"sim", "--trials", "2", "c3"}, []string{"jmp back to addr+len", "CONFIRMED"}},
-		{[]string{"sim", "--trials", "2", "--preemption", "c3"}, []string{"emulates", "emulate CONFIRMED"}},
-		{[]string{"sim", "--trials", "2", "--preemption", "c2", "08", "00"}, []string{"emulate REFUTED", "* rsp"}},
+		{[]string{"sim", "--trials", "2", "--preemption", "y", "c3"}, []string{"emulates", "emulate CONFIRMED"}},
+		{[]string{"sim", "--trials", "2", "--preemption", "y", "c2", "08", "00"}, []string{"emulate REFUTED", "* rsp"}},
 		{[]string{"sim", "--trials", "1", "fa"}, []string{"not verifiable in user mode"}},
 		{[]string{"sim", "--trials", "2", "--arch", "i386", "--policy", "linux-2.6.17-i386", "--addr", "0xc1000000", "--slot", "0xf8000000", "89", "c8"},
 			[]string{"hit 1: singlestep, boostable 0 (candidate) -> 1 (boosted)", "hit 2: boosted", "CONFIRMED"}},
@@ -41,7 +41,7 @@ func TestSimCommand(t *testing.T) {
 	})
 	out, _, code := run(t, "sim", "--json", "--trials", "1", "53")
 	var rep map[string]any
-	if code != 0 || json.Unmarshal([]byte(out), &rep) != nil || rep["slot_bytes"] == nil || rep["conclusion"] == nil {
+	if code != 0 || json.Unmarshal([]byte(out), &rep) != nil || rep["slot"] == nil || rep["slot_lines"] == nil || rep["conclusion"] == nil {
 		t.Errorf("sim --json: %d %s", code, out)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -21,8 +22,8 @@ func TestSimThumbBadInput(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"sim", "--arch", "thumb", "01"}, "a Thumb instruction is 2 bytes"},
-		{[]string{"sim", "--arch", "thumb", "01", "eb"}, "a Thumb instruction is 2 bytes"},
+		{[]string{"sim", "--arch", "thumb", "01"}, "a Thumb instruction is 2 or 4 bytes"},
+		{[]string{"sim", "--arch", "thumb", "01", "eb"}, "a 32-bit Thumb instruction needs a second halfword"},
 		{[]string{"sim", "--arch", "thumb", "--it", "eq", "10", "b1"}, "cannot be the last instruction of an IT block"},
 		{[]string{"sim", "--arch", "thumb", "--it", "xx", "88", "18"}, "--it \"xx\""},
 		{[]string{"sim", "--arch", "arm", "--it", "eq", "02", "00", "81", "e0"}, "--it is for --arch thumb"},
@@ -50,17 +51,17 @@ func TestSimFuzzThumb(t *testing.T) {
 			[]string{"70 47", "singlestep (hit path single-step) CONFIRMED"}},
 		{[]string{"sim", "--arch", "thumb", "--trials", "3", "--it", "eq", "88", "18"},
 			[]string{"ends an IT eq block", "CONFIRMED"}},
-		{[]string{"sim", "--arch", "thumb", "--trials", "2", "--force", "boost", "88", "18"},
+		{[]string{"sim", "--arch", "thumb", "--trials", "2", "--path", "boost", "88", "18"},
 			[]string{"CONFIRMED"}},
 		{[]string{"sim", "--arch", "thumb", "--trials", "2", "01", "a0"},
 			[]string{"emulate CONFIRMED"}},
-		{[]string{"sim", "--arch", "thumb", "--trials", "2", "--force", "boost", "01", "a0"},
+		{[]string{"sim", "--arch", "thumb", "--trials", "2", "--path", "boost", "01", "a0"},
 			[]string{"REFUTED", "* r0"}},
 		{[]string{"sim", "--arch", "thumb", "--trials", "2", "--addr", "0xc0100002", "01", "48"},
 			[]string{"emulate CONFIRMED"}},
 		{[]string{"sim", "--arch", "thumb", "--trials", "2", "00", "f0", "02", "f8"},
 			[]string{"emulate CONFIRMED"}},
-		{[]string{"sim", "--arch", "thumb", "--trials", "2", "--force", "boost", "00", "f0", "02", "f8"},
+		{[]string{"sim", "--arch", "thumb", "--trials", "2", "--path", "boost", "00", "f0", "02", "f8"},
 			[]string{"REFUTED", "* lr"}},
 		{[]string{"sim", "--arch", "thumb", "--trials", "2", "10", "b5"},
 			[]string{"29 e9 10 01", "CONFIRMED"}},
@@ -130,7 +131,7 @@ func TestOracleFuzzThumb(t *testing.T) {
 		if fd.Kind == "policy-divergence" && (fd.Reproducer == nil || fd.Reproducer.Bytes == "" || !strings.Contains(fd.Note, "kboost sim --arch thumb")) {
 			t.Errorf("finding %s without a reproducer: %+v", fd.Key, fd)
 		}
-		t.Logf("%s %s (%s) %s: %s; %s", fd.Kind, fd.Bytes, fd.Asm, fd.Trials, fd.Key, fd.Note)
+		t.Logf("%s %s (%s) %s: %s; %s", fd.Kind, fd.Bytes, fd.Asm, strconv.Itoa(fd.DivergedTrials)+"/"+strconv.Itoa(fd.Trials)+" diverged", fd.Key, fd.Note)
 	}
 	if kinds["slot-model"] != 0 {
 		t.Errorf("%d slot-model findings", kinds["slot-model"])

@@ -78,6 +78,9 @@ ref_ctr_offset).`,
 		if err != nil {
 			return nil, nil, nil, err
 		}
+		if err := inputFile("", path); err != nil {
+			return nil, nil, nil, err
+		}
 		b, err := uprobe.Open(path)
 		if err != nil {
 			return nil, nil, nil, err
@@ -172,7 +175,7 @@ ref_ctr_offset).`,
 			enc := json.NewEncoder(s.Out)
 			for _, f := range b.Funcs {
 				site, _, err := uprobe.Check(b, k, uprobe.Request{Symbol: f.Name})
-				rec := listRecord{Kind: "function", Name: f.Name, Addr: uprobe.Hex(f.Addr), Size: f.Size}
+				rec := listRecord{Arch: b.Arch.Name, Policy: k.Name, Kind: "function", Name: f.Name, Addr: uprobe.Hex(f.Addr), Size: f.Size}
 				if err != nil {
 					rec.Error = err.Error()
 				} else {
@@ -187,12 +190,12 @@ ref_ctr_offset).`,
 				fmt.Fprintf(s.Out, "uprobe:%s:%s\t%#x\tfile %#x\t%s\t%s\n", b.Path, f.Name, f.Addr, uint64(rec.FileOffset), strings.TrimSpace(rec.Path+" "+rec.Errno), rec.Asm)
 			}
 			for _, u := range usdt {
-				rec := listRecord{Kind: "usdt", Provider: u.Provider, Name: u.Name, Addr: u.Addr, Semaphore: u.Semaphore, SemaphoreOffset: u.SemaphoreOffset, Args: u.Args}
+				rec := listRecord{Arch: b.Arch.Name, Policy: k.Name, Kind: "usdt", Provider: u.Provider, Name: u.Name, Addr: u.Addr, Semaphore: u.Semaphore, SemaphoreOffset: u.SemaphoreOffset, Args: u.Args}
 				site, err := uprobe.USDTSite(b, k, u)
 				if err != nil {
 					rec.Error = err.Error()
 				} else {
-					rec.FileOffset, rec.Path, rec.Errno, rec.Asm, rec.Bytes, rec.Reasons = site.FileOffset, site.Path.String(), site.Errno, site.Asm, site.Bytes, site.Reasons
+					rec.FileOffset, rec.Path, rec.Errno, rec.Asm, rec.Bytes, rec.Reasons, rec.Details = site.FileOffset, site.Path.String(), site.Errno, site.Asm, site.Bytes, site.Reasons, site.Details
 				}
 				if jsonOut {
 					if err := enc.Encode(rec); err != nil {
@@ -441,7 +444,9 @@ ref_ctr_offset).`,
 
 // listRecord is one `uprobe list --json` line.
 type listRecord struct {
-	Kind            string       `json:"kind"` // function or usdt
+	Arch            string       `json:"arch"`
+	Policy          string       `json:"policy"` // the uprobes model
+	Kind            string       `json:"kind"`   // function or usdt
 	Provider        string       `json:"provider,omitempty"`
 	Name            string       `json:"name"`
 	Addr            uprobe.Hex   `json:"addr"`
@@ -455,6 +460,7 @@ type listRecord struct {
 	Asm             string       `json:"asm,omitempty"`
 	Bytes           uprobe.Bytes `json:"bytes,omitempty"`
 	Reasons         []string     `json:"reasons,omitempty"`
+	Details         []string     `json:"details,omitempty"`
 	Error           string       `json:"error,omitempty"`
 }
 

@@ -26,13 +26,14 @@ func newVMCmd(s Streams) *cobra.Command {
 		Short: "Check kboost's predictions against real kernels booted under QEMU",
 	}
 	var (
-		arch, kernel, funcs, deb, policy string
-		sample, nonBoundary, spacing     int
-		maxSize                          int
-		seed                             int64
-		jsonOut, verbose, failOnDiff     bool
-		noCache                          bool
-		timeout                          time.Duration
+		arch, kernel, oldFuncs, deb, policy string
+		funcs                               []string
+		sample, nonBoundary, spacing        int
+		maxSize                             int
+		seed                                uint64
+		jsonOut, verbose, failOnDiff        bool
+		noCache                             bool
+		timeout                             time.Duration
 	)
 	verify := &cobra.Command{
 		Use:   "verify",
@@ -75,7 +76,7 @@ armhf; apt-get update).
 
 Prints the agreement table per field and every disagreement; --json prints one
 record per probe and a final summary object.`,
-		Example: "  kboost vm verify --kernel debian --sample 300\n  kboost vm verify --kernel debian --funcs 'vfs_*' --json\n  kboost vm verify --kernel boost --sample 300\n  kboost vm verify --arch arm64 --sample 300\n  kboost vm verify --arch arm --funcs vfs_read,vfs_write",
+		Example: "  kboost vm verify --kernel debian --sample 300\n  kboost vm verify --kernel debian --func 'vfs_*' --json\n  kboost vm verify --kernel boost --sample 300\n  kboost vm verify --arch arm64 --sample 300\n  kboost vm verify --arch arm --func vfs_read --func vfs_write",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
@@ -84,8 +85,12 @@ record per probe and a final summary object.`,
 			if err != nil {
 				return &UsageError{Msg: "--arch: " + err.Error()}
 			}
-			if funcs == "" && sample == 0 {
-				return usagef("choose functions: --funcs NAME[,NAME...] or a glob, and/or --sample N")
+			if oldFuncs != "" {
+				fmt.Fprintln(s.Err, "kboost: note: --funcs A,B is --func A --func B now (as audit's); --funcs will go")
+				funcs = append(funcs, strings.Split(oldFuncs, ",")...)
+			}
+			if len(funcs) == 0 && sample == 0 {
+				return usagef("choose functions: --func NAME (repeatable) or --func GLOB, and/or --sample N")
 			}
 			if deb == "" && !slices.Contains(verifyKernels, kernel) {
 				return usagef("--kernel %q: want %s (or --deb FILE)", kernel, strings.Join(verifyKernels, " or "))
@@ -99,7 +104,7 @@ record per probe and a final summary object.`,
 			if cmd.Flags().Changed("no-cache") && !v.Cached {
 				return usagef("--no-cache: %s records are not cached (every run boots)", v.Arch.Name)
 			}
-			req := vm.VerifyRequest{Deb: deb, Sample: sample, Seed: seed, Policy: policy, NoCache: noCache,
+			req := vm.VerifyRequest{Deb: deb, Sample: sample, Seed: int64(seed), Policy: policy, NoCache: noCache,
 				VM: vm.Config{Timeout: timeout}}
 			// Flags left at their defaults stay zero: the architecture's
 			// defaults, and the key of its cached records.
@@ -112,17 +117,20 @@ record per probe and a final summary object.`,
 			if cmd.Flags().Changed("spacing") {
 				req.Spacing = spacing
 			}
-			if funcs != "" {
-				if strings.ContainsAny(funcs, "*?[") {
-					if _, err := path.Match(funcs, ""); err != nil {
-						return usagef("--funcs %q: bad glob (%v): want NAME[,NAME...] or a pattern such as 'vfs_*'", funcs, err)
+			for _, fn := range funcs {
+				switch {
+				case fn == "":
+					return usagef("--func \"\": an empty name")
+				case strings.ContainsAny(fn, "*?["):
+					if _, err := path.Match(fn, ""); err != nil {
+						return usagef("--func %q: bad glob (%v): want NAME or a pattern such as 'vfs_*'", fn, err)
 					}
-					req.Pattern = funcs
-				} else {
-					req.Funcs = strings.Split(funcs, ",")
-					if slices.Contains(req.Funcs, "") {
-						return usagef("--funcs %q: an empty name: want NAME[,NAME...] (no spaces, no empty items)", funcs)
+					if req.Pattern != "" {
+						return usagef("--func %q: one glob per run (%q is the other)", fn, req.Pattern)
 					}
+					req.Pattern = fn
+				default:
+					req.Funcs = append(req.Funcs, fn)
 				}
 			}
 			if deb == "" && kernel == "boost" {
@@ -179,10 +187,14 @@ record per probe and a final summary object.`,
 	f := verify.Flags()
 	f.StringVar(&arch, "arch", "x86-64", "guest architecture: x86-64, arm64 or arm (armhf)")
 	f.StringVar(&kernel, "kernel", "debian", "kernel to boot: debian (the architecture's current Debian kernel) or boost (x86-64: built from linux-source-6.1 with PREEMPT_NONE, cached)")
+	setValues(f, "arch", "x86-64", "arm64", "arm")
+	setValues(f, "kernel", "debian", "boost")
 	f.StringVar(&deb, "deb", "", "boot this kernel package instead of --kernel")
-	f.StringVar(&funcs, "funcs", "", "functions: NAME[,NAME...] or a glob such as 'vfs_*'")
+	f.StringArrayVar(&funcs, "func", nil, "function NAME or glob ('vfs_*'); repeatable, as audit's")
+	f.StringVar(&oldFuncs, "funcs", "", "NAME[,NAME...]: the same as --func NAME for each")
+	f.MarkHidden("funcs") // cobra's deprecation notice would go to stdout, into --json
 	countVar(f, &sample, "sample", "", 0, 1, 1e5, "pick N functions (1 to 1e5) at random (seeded by --seed) among the selection, or among all functions up to --max-size bytes")
-	f.Int64Var(&seed, "seed", 1, "seed for --sample")
+	f.Uint64Var(&seed, "seed", 1, "random seed for --sample")
 	countVar(f, &maxSize, "max-size", "", 512, 1, 1<<20, "largest function --sample picks (bytes, 1 to 1048576)")
 	countVar(f, &nonBoundary, "non-boundary", "", 2, -1, 64, "offsets that are not instruction boundaries tried per function (0 to 64; -1: none; arm64, arm: misaligned offsets)")
 	countVar(f, &spacing, "spacing", "", 24, 1, 4096, "least distance between probes of one function in one round (x86-64; 1 to 4096 bytes)")

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kboost/kboost/internal/schemacheck"
 	"github.com/kboost/kboost/kimage"
 	"github.com/kboost/kboost/vm"
 	"github.com/kboost/kboost/vm/guest"
@@ -94,6 +95,9 @@ func TestOracleVMVerifyFixed(t *testing.T) {
 			}
 			if code != wantCode {
 				t.Fatalf("exit %d, want %d; stderr:\n%s", code, wantCode, errOut)
+			}
+			if err := schemacheck.Validate("vm-verify", []byte(out)); err != nil {
+				t.Errorf("%.2000v", err)
 			}
 			// JSON: one record per probe, then the summary.
 			var sum struct {

@@ -1,0 +1,36 @@
+package vm
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/kboost/kboost/internal/schemacheck"
+	"github.com/kboost/kboost/vm/guest"
+)
+
+// TestVerifyJSONSchema: `vm verify --json` of a verification (a boosted
+// probe that agrees, a refusal, an optimized one with its detour, a probe
+// not run) validates against schemas/vm-verify.json: addresses 0x strings,
+// spaced bytes, errno absent when accepted, the not-run probe left out.
+func TestVerifyJSONSchema(t *testing.T) {
+	v := &Verification{Report: guest.VerifyReport{Release: "6.1.0-test-amd64", Policy: "linux-6.1", Rounds: 1, Records: []guest.VerifyRecord{
+		{Func: "vfs_read", Off: 4, Boundary: true, Bytes: "4889e5", Verdict: "boost", Rules: []string{"prepare_singlestep.boost"},
+			Predicted: guest.Outcome{Addr: 0xffffffff811c3e34, Slot: "4889e5e9"}, Kernel: guest.Outcome{Addr: 0xffffffff811c3e34, Slot: "4889e5e9", SlotAddr: 0xffffffffa0000000}},
+		{Func: "vfs_read", Off: 5, Boundary: false, Verdict: "reject", Predicted: guest.Outcome{Errno: "EILSEQ"}, Kernel: guest.Outcome{Errno: "EILSEQ"}},
+		{Func: "vfs_write", Off: 0, Boundary: true, Bytes: "55", Verdict: "boost", Predicted: guest.Outcome{Optimized: true, OptSlot: "55.."},
+			Kernel: guest.Outcome{Optimized: true, OptSlot: "55aa", OptAddr: 0xffffffffa0001000}},
+		{Func: "x", Round: -1},
+	}}}
+	v.Summary = Summarize(&v.Report)
+	var b bytes.Buffer
+	if err := v.WriteJSON(&b); err != nil {
+		t.Fatal(err)
+	}
+	if err := schemacheck.Validate("vm-verify", b.Bytes()); err != nil {
+		t.Errorf("%s\n%v", b.String(), err)
+	}
+	if n := strings.Count(b.String(), "\n"); n != 4 || strings.Contains(b.String(), `"errno":""`) {
+		t.Errorf("%d lines (want 3 probes and the summary), or an empty errno:\n%s", n, b.String())
+	}
+}
