@@ -65,8 +65,8 @@ type FuncDiff struct {
 	// OnlyA and OnlyB count the points of code that changed between them.
 	Matched      [][2]uint64
 	OnlyA, OnlyB int
-	Changes               []Change
-	Err                   error // one side could not be audited
+	Changes      []Change
+	Err          error // one side could not be audited
 }
 
 // maxEdit bounds the edit distance the instruction alignment looks for; a
