@@ -43,6 +43,9 @@ type Section struct {
 	Alloc  bool   // SHF_ALLOC
 	Write  bool   // SHF_WRITE
 	NoBits bool   // SHT_NOBITS (.bss): no file contents
+	// Spans, for an EM_ARM executable section, say where it holds ARM code,
+	// Thumb code and data (see CodeSpans); nil elsewhere.
+	Spans []decode.Span
 
 	cache *sectionCache
 }
@@ -293,4 +296,35 @@ func (f *File) SetSymbols(t *SymTab) int64 {
 	}
 	f.Symbols = t
 	return slide
+}
+
+// SymbolStarts returns the sorted addresses of the symbols inside sec (but
+// its start) where an instruction can begin: where a linear sweep restarts,
+// as objdump restarts at every symbol of the section. Module symbols are
+// left out, and so are addresses no instruction set of the section aligns
+// to (symbols of other sections of a relocatable object, say).
+func (f *File) SymbolStarts(sec Section) []uint64 {
+	align := uint64(0)
+	for _, sp := range f.CodeSpans(sec) {
+		if sp.Arch != nil && (align == 0 || uint64(sp.Arch.InsnAlign) < align) {
+			align = uint64(sp.Arch.InsnAlign)
+		}
+	}
+	if align == 0 {
+		align = 1
+	}
+	var starts []uint64
+	for sym := range f.Symbols.All() {
+		if sym.Module == "" && sec.Contains(sym.Addr) && sym.Addr != sec.Addr && sym.Addr%align == 0 {
+			starts = append(starts, sym.Addr)
+		}
+	}
+	sort.Slice(starts, func(i, j int) bool { return starts[i] < starts[j] })
+	out := starts[:0]
+	for i, v := range starts {
+		if i == 0 || v != starts[i-1] {
+			out = append(out, v)
+		}
+	}
+	return out
 }
