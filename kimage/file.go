@@ -21,9 +21,10 @@ const (
 	KindDeb             // a Debian kernel package; the File describes its vmlinux
 	KindBzImage         // an x86 bzImage (vmlinuz); the File describes its vmlinux
 	KindARM64Image      // an arm64 kernel Image (sections synthesized from symbols: see SetSymbols)
+	KindARMImage        // a 32-bit ARM kernel Image, alone or from a zImage (sections from symbols)
 )
 
-var kindNames = [...]string{"unknown", "ELF", "Deb", "BzImage", "ARM64Image"}
+var kindNames = [...]string{"unknown", "ELF", "Deb", "BzImage", "ARM64Image", "ARMImage"}
 
 func (k Kind) String() string {
 	if k >= 0 && int(k) < len(kindNames) {
@@ -112,6 +113,7 @@ type File struct {
 	image  []byte // the whole ELF image when in memory
 	closer io.Closer
 	a64    *arm64Image // arm64 Image only (arm64image.go)
+	a32    *armImage   // 32-bit ARM Image only (a32_image.go)
 }
 
 // Close releases the open file, if any. Sections already read stay valid.
@@ -261,9 +263,17 @@ func OpenBytes(b []byte) (*File, error) {
 		return f, nil
 	case IsARM64Image(b) || IsGzipARM64Image(b):
 		return openARM64Image(b)
+	case IsARMZImage(b):
+		img, err := ExtractARMZImage(b)
+		if err != nil {
+			return nil, err
+		}
+		return openARMImage(img), nil
+	case IsARMImage(b):
+		return openARMImage(b), nil
 	}
 	return nil, &FormatError{What: "input", Off: 0, Err: ErrFormat,
-		Why: "not an ELF file, Debian package (ar), x86 bzImage or arm64 Image"}
+		Why: "not an ELF file, Debian package (ar), x86 bzImage, arm64 Image, ARM zImage or ARM Image"}
 }
 
 func firstWord(s string) string {
@@ -286,6 +296,9 @@ func firstWord(s string) string {
 func (f *File) SetSymbols(t *SymTab) int64 {
 	if f.a64 != nil {
 		return f.setSymbolsARM64(t)
+	}
+	if f.a32 != nil {
+		return f.setSymbolsARM(t)
 	}
 	var slide int64
 	if s, ok := t.ByName("_text"); ok {

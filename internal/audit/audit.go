@@ -459,7 +459,7 @@ func NewFtraceInitPatcher(f *kimage.File) (*Patcher, error) {
 	if err != nil {
 		return nil, err
 	}
-	if tabs.Ftrace.Name == "" {
+	if tabs.Ftrace.Name == "" || !tabs.FtraceEntryNOP {
 		return nil, fmt.Errorf("%s: %s kernels do not rewrite their ftrace entry NOPs at boot (no arm64 ftrace table)", f.Path, f.Arch.Name)
 	}
 	if !tabs.Ftrace.Known() {
