@@ -96,8 +96,7 @@ func ARMSpans(secAddr, size uint64, syms []elf.Symbol) []decode.Span {
 	var out []decode.Span
 	add := func(at uint64, a *decode.Arch) {
 		if n := len(out); n > 0 && out[n-1].Start == at {
-			out[n-1].Arch = a
-			return
+			out = out[:n-1] // a later symbol at the same address decides
 		}
 		if n := len(out); n > 0 && out[n-1].Arch == a {
 			return
