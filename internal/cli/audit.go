@@ -116,6 +116,11 @@ func runAudit(s Streams, o auditOpts, args []string) error {
 	if err != nil {
 		return err
 	}
+	if o.policy == "" {
+		if p, n, ok := spanPolicy(f, o.funcs); ok {
+			pol, polNote = p, n
+		}
+	}
 	var cfg *kimage.KConfig
 	if o.configPath != "" {
 		if cfg, err = kimage.LoadKConfig(o.configPath); err != nil {
@@ -134,13 +139,15 @@ func runAudit(s Streams, o auditOpts, args []string) error {
 	// Choosing the functions, reading the code and building the site tables are
 	// independent: do them at the same time.
 	var (
-		reqs    []audit.Request
-		selErr  error
-		selDone = make(chan struct{})
+		reqs     []audit.Request
+		archNote string
+		selErr   error
+		selDone  = make(chan struct{})
 	)
 	go func() {
 		defer close(selDone)
 		if reqs, selErr = audit.Select(f, o.funcs); selErr == nil {
+			reqs, archNote = keepPolicyArch(f, pol, reqs)
 			reqs = audit.InShard(reqs, sh)
 			prefetchCode(f, reqs)
 		}
@@ -150,6 +157,9 @@ func runAudit(s Streams, o auditOpts, args []string) error {
 		notes = append([]string{polNote}, notes...)
 	}
 	<-selDone
+	if archNote != "" {
+		notes = append(notes, archNote)
+	}
 	switch o.preempt {
 	case "":
 	case "y", "yes", "true":
