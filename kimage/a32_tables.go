@@ -20,6 +20,11 @@ func armKernelTables(f *File) (*Tables, error) {
 		*x = Table{Name: tt.name}
 		r.textRange(x, tt.sec, tt.start, tt.end)
 	}
+	for _, x := range []*Table{&t.HypText, &t.HypIdmapText} {
+		if !x.Known() {
+			*x = Table{Name: x.Name, Source: SourceNotApplicable, Note: "32-bit ARM has no KVM hypervisor text since Linux 5.7"}
+		}
+	}
 	t.StaticCall = Table{Name: "static-call sites", Source: SourceNotApplicable, Note: "arm 6.1 has no inline static calls"}
 	t.Alternatives = Table{Name: "alternatives", Source: SourceNotApplicable, Note: "arm kprobes do not consult alternatives"}
 	t.ExTable = Table{Name: "exception table", Source: SourceNotApplicable, Note: "arm kprobes do not check the exception table"}

@@ -6,7 +6,10 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -142,4 +145,97 @@ func TestOracleAuditARM(t *testing.T) {
 	if len(reqs) < 300 || ty.probes < 5000 {
 		t.Errorf("%d functions, %d probes compared", len(reqs), ty.probes)
 	}
+}
+
+// TestOracleAuditARMForms audits Debian's armmp kernel in the three forms a
+// user has it, the package, its vmlinuz (a zImage) and the decompressed
+// Image, with the booted kernel's kallsyms: every form opens as the same
+// ARM Image (same sections, same tables) and `kboost audit --json` gives
+// the same decisions for the package's config (--config for the bare
+// forms). The Image is decompressed by xz-utils (the zImage's payload,
+// found by its magic), not by kboost.
+func TestOracleAuditARMForms(t *testing.T) {
+	if os.Getenv("KBOOST_ORACLE") == "" {
+		t.Skip("set KBOOST_ORACLE=1 (downloads Debian's armmp kernel; boots it under QEMU for kallsyms when not cached)")
+	}
+	ctx := context.Background()
+	deb, err := kimage.FetchDebianKernel(ctx, "linux-image-armmp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ks, err := vm.DebianKallsyms(ctx, "linux-image-armmp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dk, err := kimage.ReadDeb(deb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	zimage, image, config := filepath.Join(dir, "vmlinuz"), filepath.Join(dir, "Image"), filepath.Join(dir, "config")
+	for p, b := range map[string][]byte{zimage: dk.Vmlinuz, config: dk.Config} {
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The payload with an independent decompressor: xz from the first of
+	// the stream magics (the decompressor's own strings hold one too) that
+	// decodes.
+	var raw []byte
+	magic := []byte{0xFD, '7', 'z', 'X', 'Z', 0}
+	for off := 0; raw == nil; {
+		i := bytes.Index(dk.Vmlinuz[off:], magic)
+		if i < 0 {
+			t.Fatal("no xz stream in the zImage that xz decodes")
+		}
+		cmd := exec.Command("xz", "-dc", "--single-stream")
+		cmd.Stdin = bytes.NewReader(dk.Vmlinuz[off+i:])
+		if out, err := cmd.Output(); err == nil && len(out) > 0 {
+			raw = out
+		}
+		off += i + 1
+	}
+	if err := os.WriteFile(image, raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var sections string
+	for _, p := range []string{deb, zimage, image} {
+		f, err := openImage(p, ks)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b strings.Builder
+		for _, s := range f.Sections {
+			fmt.Fprintf(&b, "%s %#x+%#x exec=%v\n", s.Name, s.Addr, s.Size, s.Exec)
+		}
+		tabs, err := kimage.KernelTables(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, x := range tabs.All() {
+			fmt.Fprintf(&b, "%s\n", x)
+		}
+		f.Close()
+		if sections == "" {
+			sections = b.String()
+			t.Logf("%s:\n%s", filepath.Base(p), sections)
+		} else if b.String() != sections {
+			t.Errorf("%s opens unlike the package:\n%s\nwant\n%s", filepath.Base(p), b.String(), sections)
+		}
+	}
+	funcs := []string{"--func", "vfs_read", "--func", "user_enter_callable", "--func", "kprobe_*"}
+	want, _, code := run(t, append([]string{"audit", "--json", "--symbols", ks, deb}, funcs...)...)
+	if code != 0 || strings.Count(want, "\n") < 100 {
+		t.Fatalf("audit of %s: exit %d, %d lines", deb, code, strings.Count(want, "\n"))
+	}
+	for _, p := range []string{zimage, image} {
+		got, stderr, code := run(t, append([]string{"audit", "--json", "--symbols", ks, "--config", config, p}, funcs...)...)
+		if code != 0 {
+			t.Fatalf("audit of %s: exit %d: %s", filepath.Base(p), code, stderr)
+		}
+		if got != want {
+			t.Errorf("audit of %s differs from the package's (%d and %d bytes)", filepath.Base(p), len(got), len(want))
+		}
+	}
+	t.Logf("%d JSON lines the same for the package, its zImage and its Image", strings.Count(want, "\n"))
 }
