@@ -15,6 +15,10 @@
 //     a 66 prefix in 64-bit mode (Intel semantics).
 //   - Opcode facts come from package opcodes (generated from a spec file); Decode
 //     allocates nothing.
+//   - Sweep decodes linearly as objdump -d does, restarting at symbols;
+//     SweepSpans does so across instruction-set spans (an ARM ELF section's
+//     ARM code, Thumb code and data: no instruction reads past a symbol,
+//     data pieces come with ErrData).
 //
 // Text rendering (AT&T syntax) is done with golang.org/x/arch/x86/x86asm where it
 // can; see Format.

@@ -377,15 +377,7 @@ func TestOracleAuditARM64(t *testing.T) {
 	jumpLabels := st.JumpLabels
 	newHandler := func() audit.Handler {
 		return func(res *audit.Result) ([]byte, error) {
-			if res.Err != nil {
-				return nil, fmt.Errorf("%s: %w", res.Req.Symbol, res.Err)
-			}
-			a := res.Audit
-			kf := kfn[a.Func.Name]
-			if kf.Addr != a.Func.Addr || kf.Size != a.Func.Size {
-				return nil, fmt.Errorf("%s: kboost %#x size %#x, kernel %#x size %#x", a.Func.Name, a.Func.Addr, a.Func.Size, kf.Addr, kf.Size)
-			}
-			kb, err := hex.DecodeString(kf.Bytes)
+			a, kb, err := recordedFunc(res, kfn)
 			if err != nil {
 				return nil, err
 			}
@@ -565,4 +557,19 @@ func checkLiveBlacklist(t *testing.T, env *boost.Env, rep *guest.ARM64Report, ft
 		}
 	}
 	t.Logf("blacklist: %d kernel entries checked, %d functions' blacklist and ftrace state compared", len(live), len(rep.Funcs))
+}
+
+// recordedFunc is the audit of a result and the bytes the kernel's record
+// has for its function, which must be the kernel's (same address and size).
+func recordedFunc(res *audit.Result, kfn map[string]guest.KernelFunc) (*boost.FuncAudit, []byte, error) {
+	if res.Err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", res.Req.Symbol, res.Err)
+	}
+	a := res.Audit
+	kf := kfn[a.Func.Name]
+	if kf.Addr != a.Func.Addr || kf.Size != a.Func.Size {
+		return nil, nil, fmt.Errorf("%s: kboost %#x size %#x, kernel %#x size %#x", a.Func.Name, a.Func.Addr, a.Func.Size, kf.Addr, kf.Size)
+	}
+	kb, err := hex.DecodeString(kf.Bytes)
+	return a, kb, err
 }

@@ -3,7 +3,6 @@ package cli
 import (
 	"bytes"
 	"context"
-	"encoding/hex"
 	"fmt"
 	"os"
 	"os/exec"
@@ -95,15 +94,7 @@ func TestOracleAuditARM(t *testing.T) {
 	var differ []string
 	newHandler := func() audit.Handler {
 		return func(res *audit.Result) ([]byte, error) {
-			if res.Err != nil {
-				return nil, fmt.Errorf("%s: %w", res.Req.Symbol, res.Err)
-			}
-			a := res.Audit
-			kf := kfn[a.Func.Name]
-			if kf.Addr != a.Func.Addr || kf.Size != a.Func.Size {
-				return nil, fmt.Errorf("%s: kboost %#x size %#x, kernel %#x size %#x", a.Func.Name, a.Func.Addr, a.Func.Size, kf.Addr, kf.Size)
-			}
-			kb, err := hex.DecodeString(kf.Bytes)
+			a, kb, err := recordedFunc(res, kfn)
 			if err != nil {
 				return nil, err
 			}

@@ -141,7 +141,7 @@ func openImage(path, symsPath string) (*kimage.File, error) {
 	}
 	if f.Arch == nil {
 		f.Close()
-		return nil, fmt.Errorf("%s: machine %s is not supported yet (x86-64, i386 and arm64 are)", path, f.Machine)
+		return nil, fmt.Errorf("%s: machine %s is not supported yet (x86-64, i386, arm64 and 32-bit ARM are)", path, f.Machine)
 	}
 	if symsPath != "" {
 		r := <-syms
