@@ -74,8 +74,8 @@ var (
 // start where kboost's piece starts, have its length and its instruction
 // set, and kboost must have nothing objdump does not print. Instructions are
 // also checked as TestOracleARM32Userland checks them (tl). It returns the
-// number of boundary mismatches.
-func compareARMFile(t *testing.T, tl *arm32Tally, path string) (mismatches int) {
+// counts.
+func compareARMFile(t *testing.T, tl *arm32Tally, path string) a32Counts {
 	t.Helper()
 	f, err := kimage.Open(path)
 	if err != nil {
@@ -93,6 +93,7 @@ func compareARMFile(t *testing.T, tl *arm32Tally, path string) (mismatches int) 
 	var it decode.ITState
 	var rec arm32Rec
 	var thumb, arm, data, truncated int
+	mismatches := 0
 	report := func(format string, args ...any) {
 		if mismatches++; mismatches <= 20 {
 			t.Errorf("%s %s: "+format, append([]any{filepath.Base(path), sec}, args...)...)
@@ -179,12 +180,19 @@ func compareARMFile(t *testing.T, tl *arm32Tally, path string) (mismatches int) 
 		t.Fatal(err)
 	}
 	flush()
-	t.Logf("%s: %d ARM and %d Thumb instructions, %d data pieces, %d instructions cut by a symbol or section end; %d boundary mismatches",
-		filepath.Base(path), arm, thumb, data, truncated, mismatches)
-	if arm+thumb == 0 {
-		t.Errorf("%s: objdump printed no instruction", path)
-	}
-	return mismatches
+	return a32Counts{arm: arm, thumb: thumb, data: data, truncated: truncated, mismatches: mismatches}
+}
+
+// a32Counts are what compareARMFile compared.
+type a32Counts struct{ arm, thumb, data, truncated, mismatches int }
+
+func (c *a32Counts) add(d a32Counts) {
+	c.arm, c.thumb, c.data, c.truncated, c.mismatches = c.arm+d.arm, c.thumb+d.thumb, c.data+d.data, c.truncated+d.truncated, c.mismatches+d.mismatches
+}
+
+func (c a32Counts) String() string {
+	return fmt.Sprintf("%d ARM and %d Thumb instructions, %d data pieces, %d instructions cut by a symbol or section end; %d boundary mismatches",
+		c.arm, c.thumb, c.data, c.truncated, c.mismatches)
 }
 
 // runObjdumpLines runs arm-linux-gnueabi-objdump with args and calls fn
@@ -235,24 +243,56 @@ func goARMBinary(t *testing.T) string {
 	return out
 }
 
+// libcObjects extracts the members of libc6-dev:armhf's libc.a (relocatable
+// objects with $t, $a and $d mapping symbols) with ar into a temporary
+// directory.
+func libcObjects(t *testing.T) []string {
+	t.Helper()
+	a := armhfPackageFile(t, "libc6-dev", "usr/lib/arm-linux-gnueabihf/libc.a")
+	dir := t.TempDir()
+	cmd := exec.Command("ar", "x", a)
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("ar x %s: %v: %s", a, err, out)
+	}
+	objs, _ := filepath.Glob(filepath.Join(dir, "*.o"))
+	if len(objs) < 1000 {
+		t.Fatalf("%d objects in %s", len(objs), a)
+	}
+	return objs
+}
+
 // TestOracleARM32Files sweeps whole EM_ARM ELF files as `kboost decode FILE`
 // does and compares every boundary and instruction set with objdump's
 // disassembly of the same file: Debian armhf's libc.so.6 and coreutils' ls
 // (stripped: their dynamic symbols' Thumb bits decide, as in objdump), a
-// GOARCH=arm Go build, and a module of the armmp kernel (mapping symbols).
+// GOARCH=arm Go build, a module of the armmp kernel and the objects of
+// libc6-dev's libc.a (mapping symbols decide).
 func TestOracleARM32Files(t *testing.T) {
 	oracleGateARM32(t)
-	files := []struct{ name, path string }{
-		{"libc6:armhf libc.so.6", libcArmhf(t)},
-		{"coreutils:armhf ls", armhfPackageFile(t, "coreutils", "bin/ls")},
-		{"GOARCH=arm Go build", goARMBinary(t)},
-		{"armmp module btrfs.ko", armmpModule(t, "fs/btrfs/btrfs.ko")},
+	files := []struct {
+		name  string
+		paths []string
+	}{
+		{"libc6:armhf libc.so.6", []string{libcArmhf(t)}},
+		{"coreutils:armhf ls", []string{armhfPackageFile(t, "coreutils", "bin/ls")}},
+		{"GOARCH=arm Go build", []string{goARMBinary(t)}},
+		{"armmp module btrfs.ko", []string{armmpModule(t, "fs/btrfs/btrfs.ko")}},
+		{"libc6-dev:armhf libc.a objects", libcObjects(t)},
 	}
 	for _, fl := range files {
 		t.Run(strings.Fields(fl.name)[0], func(t *testing.T) {
 			tl := newARM32Tally(fl.name)
-			if n := compareARMFile(t, tl, fl.path); n > 0 {
-				t.Errorf("%s: %d boundary mismatches", fl.name, n)
+			var c a32Counts
+			for _, p := range fl.paths {
+				c.add(compareARMFile(t, tl, p))
+			}
+			t.Logf("%s (%d files): %s", fl.name, len(fl.paths), c)
+			if c.arm+c.thumb == 0 {
+				t.Errorf("%s: objdump printed no instruction", fl.name)
+			}
+			if c.mismatches > 0 {
+				t.Errorf("%s: %d boundary mismatches", fl.name, c.mismatches)
 			}
 			tl.report(&reportOnly{t})
 		})

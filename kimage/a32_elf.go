@@ -64,7 +64,8 @@ type armSym struct {
 // sections ignored by the caller), covering [secAddr, secAddr+size) from
 // secAddr. (objdump treats a section without mapping symbols differently
 // when other sections have some only for data sections, which hold no
-// code.) Adjacent spans of one instruction set are merged.
+// code.) Adjacent spans of one instruction set are merged, adjacent data
+// spans not (objdump prints no data piece across a mapping symbol).
 func ARMSpans(secAddr, size uint64, syms []elf.Symbol) []decode.Span {
 	var ms, others []armSym
 	for _, s := range syms {
@@ -98,8 +99,8 @@ func ARMSpans(secAddr, size uint64, syms []elf.Symbol) []decode.Span {
 		if n := len(out); n > 0 && out[n-1].Start == at {
 			out = out[:n-1] // a later symbol at the same address decides
 		}
-		if n := len(out); n > 0 && out[n-1].Arch == a {
-			return
+		if n := len(out); n > 0 && out[n-1].Arch == a && a != nil {
+			return // data spans stay apart: objdump cuts data at every symbol
 		}
 		out = append(out, decode.Span{Start: at, Arch: a})
 	}

@@ -49,12 +49,13 @@ func openELF(path string, fh *os.File, mem []byte) (*File, error) {
 	if fh != nil {
 		f.closer = fh
 	}
-	for _, s := range ef.Sections {
+	for i, s := range ef.Sections {
 		if s.Type == elf.SHT_NULL {
 			continue
 		}
 		f.Sections = append(f.Sections, Section{
-			Name: s.Name, Addr: s.Addr, Size: s.Size, Offset: s.Offset,
+			index: i,
+			Name:  s.Name, Addr: s.Addr, Size: s.Size, Offset: s.Offset,
 			Exec:   s.Flags&elf.SHF_EXECINSTR != 0,
 			Alloc:  s.Flags&elf.SHF_ALLOC != 0,
 			Write:  s.Flags&elf.SHF_WRITE != 0,

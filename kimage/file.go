@@ -48,6 +48,7 @@ type Section struct {
 	// Thumb code and data (see CodeSpans); nil elsewhere.
 	Spans []decode.Span
 
+	index int // ELF section header index (0: not from a section header)
 	cache *sectionCache
 }
 
@@ -315,7 +316,7 @@ func (f *File) SetSymbols(t *SymTab) int64 {
 // its start) where an instruction can begin: where a linear sweep restarts,
 // as objdump restarts at every symbol of the section. Module symbols are
 // left out, and so are addresses no instruction set of the section aligns
-// to (symbols of other sections of a relocatable object, say).
+// to, and in a relocatable object the symbols of other sections.
 func (f *File) SymbolStarts(sec Section) []uint64 {
 	align := uint64(0)
 	for _, sp := range f.CodeSpans(sec) {
@@ -327,8 +328,11 @@ func (f *File) SymbolStarts(sec Section) []uint64 {
 		align = 1
 	}
 	var starts []uint64
+	// In a relocatable object every section starts at 0: only its own
+	// symbols are in it.
+	own := func(sym Symbol) bool { return f.Type != elf.ET_REL || sec.index == 0 || sym.region == sec.index+1 }
 	for sym := range f.Symbols.All() {
-		if sym.Module == "" && sec.Contains(sym.Addr) && sym.Addr != sec.Addr && sym.Addr%align == 0 {
+		if sym.Module == "" && sec.Contains(sym.Addr) && sym.Addr != sec.Addr && sym.Addr%align == 0 && own(sym) {
 			starts = append(starts, sym.Addr)
 		}
 	}
