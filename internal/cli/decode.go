@@ -191,6 +191,10 @@ func decodeFile(w io.Writer, f *kimage.File, jsonOut bool, errw io.Writer) error
 					} else {
 						derr = si.arch.Decode(&inst, c.data[si.off:], c.base+uint64(si.off))
 					}
+					if si.inIT && derr == nil {
+						buf = lw.appendText(buf, &inst, decode.ARMFormatIT(&inst, si.itCond, true, nil), nil, jsonOut)
+						continue
+					}
 					buf = lw.appendInst(buf, &inst, derr, fm, jsonOut)
 				}
 				c.out = buf
@@ -241,11 +245,22 @@ func decodeFile(w io.Writer, f *kimage.File, jsonOut bool, errw io.Writer) error
 			cur = &chunk{data: data, base: sec.Addr, offs: make([]sweptInst, 0, chunkLen), ready: make(chan struct{})}
 		}
 		spans := f.CodeSpans(sec)
-		decode.SweepSpans(data, sec.Addr, starts, spans, func(inst *decode.Inst, arch *decode.Arch, _ error) bool {
+		// IT blocks are followed through consecutive Thumb instructions, as
+		// objdump follows them.
+		var it decode.ITState
+		var next uint64
+		decode.SweepSpans(data, sec.Addr, starts, spans, func(inst *decode.Inst, arch *decode.Arch, derr error) bool {
 			si := sweptInst{off: uint32(inst.Addr - sec.Addr), arch: arch}
 			if arch == nil {
 				si.n = uint8(inst.Len)
 			}
+			if inst.Addr != next || derr != nil || arch == nil || arch.Mode != decode.ModeT32 {
+				it.Reset()
+			}
+			if derr == nil && arch != nil && arch.Mode == decode.ModeT32 {
+				si.itCond, si.inIT = it.Next(inst)
+			}
+			next = inst.Addr + uint64(inst.Len)
 			cur.offs = append(cur.offs, si)
 			if len(cur.offs) == chunkLen {
 				flush()
@@ -269,11 +284,14 @@ func decodeFile(w io.Writer, f *kimage.File, jsonOut bool, errw io.Writer) error
 	return nil
 }
 
-// sweptInst is where the sweep found an instruction (arch) or data (n bytes).
+// sweptInst is where the sweep found an instruction (arch) or data (n bytes);
+// a Thumb instruction inside an IT block has the block's condition (inIT).
 type sweptInst struct {
-	off  uint32
-	n    uint8
-	arch *decode.Arch
+	off    uint32
+	n      uint8
+	inIT   bool
+	itCond decode.Cond
+	arch   *decode.Arch
 }
 
 // lineWriter renders one instruction as a text or JSON line.
@@ -331,6 +349,11 @@ func (lw *lineWriter) appendInst(buf []byte, inst *decode.Inst, derr error, fm *
 	} else if errors.Is(derr, decode.ErrData) {
 		text, derr = dataText(inst), nil
 	}
+	return lw.appendText(buf, inst, text, derr, jsonOut)
+}
+
+// appendText renders inst with its text (and error).
+func (lw *lineWriter) appendText(buf []byte, inst *decode.Inst, text string, derr error, jsonOut bool) []byte {
 	n := inst.Len
 	if n == 0 {
 		n = 1
