@@ -249,7 +249,7 @@ func decodeFile(w io.Writer, f *kimage.File, jsonOut bool, errw io.Writer) error
 		// objdump follows them.
 		var it decode.ITState
 		var next uint64
-		decode.SweepSpans(data, sec.Addr, starts, spans, func(inst *decode.Inst, arch *decode.Arch, derr error) bool {
+		sweepSection(f, sec, data, starts, spans, func(inst *decode.Inst, arch *decode.Arch, derr error) bool {
 			si := sweptInst{off: uint32(inst.Addr - sec.Addr), arch: arch}
 			if arch == nil {
 				si.n = uint8(inst.Len)
@@ -282,6 +282,17 @@ func decodeFile(w io.Writer, f *kimage.File, jsonOut bool, errw io.Writer) error
 		return fmt.Errorf("writing output: %w", werr)
 	}
 	return nil
+}
+
+// sweepSection sweeps a section of one instruction set as before ARM
+// files (decode.Sweep: an instruction may run over a symbol start), and a
+// section with spans (EM_ARM) with decode.SweepSpans, as objdump does.
+func sweepSection(f *kimage.File, sec kimage.Section, data []byte, starts []uint64, spans []decode.Span, fn func(inst *decode.Inst, arch *decode.Arch, err error) bool) {
+	if sec.Spans != nil {
+		decode.SweepSpans(data, sec.Addr, starts, spans, fn)
+		return
+	}
+	decode.Sweep(f.Arch.Mode, data, sec.Addr, starts, func(inst *decode.Inst, err error) bool { return fn(inst, f.Arch, err) })
 }
 
 // sweptInst is where the sweep found an instruction (arch) or data (n bytes);
