@@ -817,24 +817,32 @@ func TestOracleARM32Userland(t *testing.T) {
 	tl.report(t)
 }
 
-// libcArmhf returns the path of libc.so.6 from Debian's libc6:armhf package,
-// downloaded with apt-get into the kboost cache and unpacked with dpkg-deb.
+// libcArmhf returns the path of libc.so.6 from Debian's libc6:armhf package.
 func libcArmhf(t *testing.T) string {
+	t.Helper()
+	return armhfPackageFile(t, "libc6", "lib/arm-linux-gnueabihf/libc.so.6")
+}
+
+// armhfPackageFile returns the path of file (relative to /) in Debian's
+// armhf package pkg, downloaded with apt-get into the kboost cache and
+// unpacked with dpkg-deb into a temporary directory.
+func armhfPackageFile(t *testing.T, pkg, file string) string {
 	t.Helper()
 	dir := filepath.Join(kimage.CacheDir(), "debs")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	debs, _ := filepath.Glob(filepath.Join(dir, "libc6_*_armhf.deb"))
+	glob := filepath.Join(dir, pkg+"_*_armhf.deb")
+	debs, _ := filepath.Glob(glob)
 	if len(debs) == 0 {
-		cmd := exec.Command("apt-get", "download", "libc6:armhf")
+		cmd := exec.Command("apt-get", "download", pkg+":armhf")
 		cmd.Dir = dir
 		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("apt-get download libc6:armhf (needs `dpkg --add-architecture armhf && apt-get update`): %v: %s", err, out)
+			t.Fatalf("apt-get download %s:armhf (needs `dpkg --add-architecture armhf && apt-get update`, see scripts/setup.sh): %v: %s", pkg, err, out)
 		}
-		debs, _ = filepath.Glob(filepath.Join(dir, "libc6_*_armhf.deb"))
+		debs, _ = filepath.Glob(glob)
 		if len(debs) == 0 {
-			t.Fatal("apt-get download libc6:armhf left no package")
+			t.Fatalf("apt-get download %s:armhf left no package", pkg)
 		}
 	}
 	sort.Strings(debs)
@@ -842,9 +850,9 @@ func libcArmhf(t *testing.T) string {
 	if out, err := exec.Command("dpkg-deb", "-x", debs[len(debs)-1], tmp).CombinedOutput(); err != nil {
 		t.Fatalf("dpkg-deb -x: %v: %s", err, out)
 	}
-	so := filepath.Join(tmp, "lib", "arm-linux-gnueabihf", "libc.so.6")
-	if _, err := os.Stat(so); err != nil {
+	p := filepath.Join(tmp, file)
+	if _, err := os.Stat(p); err != nil {
 		t.Fatal(err)
 	}
-	return so
+	return p
 }

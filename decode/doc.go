@@ -21,6 +21,10 @@
 //     prefix. Its error is a *HexError wrapping ErrHex. Arch.DecodeOne
 //     decodes exactly one instruction: short input is ErrTruncated, input
 //     longer than the instruction ErrTrailing.
+//   - Sweep decodes linearly as objdump -d does, restarting at symbols;
+//     SweepSpans does so across instruction-set spans (an ARM ELF section's
+//     ARM code, Thumb code and data: no instruction reads past a symbol,
+//     data pieces come with ErrData).
 //
 // Text rendering (AT&T syntax) is done with golang.org/x/arch/x86/x86asm where it
 // can; see Format.

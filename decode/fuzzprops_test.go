@@ -152,3 +152,59 @@ func FuzzLookupArch(f *testing.F) {
 		}
 	})
 }
+
+// FuzzSweepSpans: SweepSpans covers the code exactly once, piece after
+// piece, never reads past the next symbol start or the end, decodes each
+// piece in its span's instruction set and cuts data as objdump does.
+func FuzzSweepSpans(f *testing.F) {
+	f.Add([]byte{0x10, 0xb5, 0x2d, 0xe9, 0xf0, 0x4f, 0, 0, 0, 0, 0x1e, 0xff, 0x2f, 0xe1, 0x70, 0x47}, uint16(0x0102), uint32(0x00020106))
+	f.Fuzz(func(t *testing.T, code []byte, startBits uint16, spanBits uint32) {
+		if len(code) > 256 {
+			code = code[:256]
+		}
+		const base = 0x40_0000
+		var starts []uint64
+		for i := 1; i < 16; i++ {
+			if startBits&(1<<i) != 0 {
+				if s := base + uint64(i*len(code)/16); len(starts) == 0 || starts[len(starts)-1] != s {
+					starts = append(starts, s)
+				}
+			}
+		}
+		arches := []*decode.Arch{nil, decode.ARM, decode.Thumb, decode.ARM}
+		var spans []decode.Span
+		for i := 0; i < 16; i++ {
+			s := base + uint64(i*len(code)/16)
+			if a := arches[spanBits>>(2*i)&3]; len(spans) == 0 || spans[len(spans)-1].Start < s {
+				spans = append(spans, decode.Span{Start: s, Arch: a})
+			}
+		}
+		next := uint64(base)
+		decode.SweepSpans(code, base, starts, spans, func(in *decode.Inst, arch *decode.Arch, err error) bool {
+			if in.Addr != next {
+				t.Fatalf("piece at %#x, previous ended at %#x", in.Addr, next)
+			}
+			end := in.Addr + uint64(max(in.Len, 1))
+			for _, s := range starts {
+				if s > in.Addr && s < end {
+					t.Fatalf("piece %#x+%d crosses the symbol start %#x", in.Addr, in.Len, s)
+				}
+			}
+			if end > base+uint64(len(code)) {
+				t.Fatalf("piece %#x+%d past the end", in.Addr, in.Len)
+			}
+			if arch == nil {
+				if !errors.Is(err, decode.ErrData) || in.Len < 1 || in.Len > 4 || in.Len == 3 {
+					t.Fatalf("data piece %#x+%d err %v", in.Addr, in.Len, err)
+				}
+			} else if in.Mode != arch.Mode {
+				t.Fatalf("%#x decoded as %s in a %s span", in.Addr, in.Mode, arch.Name)
+			}
+			next = end
+			return true
+		})
+		if len(code) > 0 && next != base+uint64(len(code)) {
+			t.Fatalf("sweep ended at %#x, code ends at %#x", next, base+len(code))
+		}
+	})
+}

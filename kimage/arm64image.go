@@ -324,31 +324,36 @@ func a64MarksOf(t *SymTab) a64Marks {
 	return m
 }
 
-// sections synthesizes the Image's sections: the whole Image when the text
-// bounds are unknown, else .head.text, .text (_stext.._etext), .rodata,
-// .init.text (_sinittext.._einittext), .data (the rest of the file) and
-// .bss (image_size beyond the file).
+// sections synthesizes the arm64 Image's sections (imageSections).
 func (im *arm64Image) sections(t *SymTab) []Section {
-	cache := func() *sectionCache { return &sectionCache{mem: im.data} }
-	end := im.base + uint64(len(im.data))
+	return imageSections(im.data, im.base, im.imageSize, t)
+}
+
+// imageSections synthesizes the sections of a kernel Image (data loaded at
+// base): the whole Image when the text bounds are unknown, else .head.text,
+// .text (_stext.._etext), .rodata, .init.text (_sinittext.._einittext),
+// .data (the rest of the file) and .bss (imageSize beyond the file).
+func imageSections(data []byte, base, imageSize uint64, t *SymTab) []Section {
+	cache := func() *sectionCache { return &sectionCache{mem: data} }
+	end := base + uint64(len(data))
 	mk := func(name string, start, stop uint64, exec bool) Section {
-		return Section{Name: name, Addr: start, Size: stop - start, Offset: start - im.base, Exec: exec, Alloc: true, cache: cache()}
+		return Section{Name: name, Addr: start, Size: stop - start, Offset: start - base, Exec: exec, Alloc: true, cache: cache()}
 	}
 	var out []Section
 	m := a64MarksOf(t)
-	inImage := func(a uint64) bool { return a >= im.base && a <= end }
+	inImage := func(a uint64) bool { return a >= base && a <= end }
 	if !m.ok || !inImage(m.stext) || !inImage(m.etext) {
-		out = append(out, mk("Image", im.base, end, false))
+		out = append(out, mk("Image", base, end, false))
 	} else {
-		out = append(out, mk(".head.text", im.base, m.stext, true), mk(".text", m.stext, m.etext, true))
+		out = append(out, mk(".head.text", base, m.stext, true), mk(".text", m.stext, m.etext, true))
 		if m.einit > m.sinit && m.sinit >= m.etext && inImage(m.einit) {
 			out = append(out, mk(".rodata", m.etext, m.sinit, false), mk(".init.text", m.sinit, m.einit, true), mk(".data", m.einit, end, false))
 		} else {
 			out = append(out, mk(".data", m.etext, end, false))
 		}
 	}
-	if im.imageSize > uint64(len(im.data)) {
-		out = append(out, Section{Name: ".bss", Addr: end, Size: im.imageSize - uint64(len(im.data)), Alloc: true, Write: true, NoBits: true})
+	if imageSize > uint64(len(data)) {
+		out = append(out, Section{Name: ".bss", Addr: end, Size: imageSize - uint64(len(data)), Alloc: true, Write: true, NoBits: true})
 	}
 	return out
 }

@@ -267,6 +267,7 @@ func arm64KernelTables(f *File) (*Tables, error) {
 		}
 	}
 	a64WidenBlacklist(f, t)
+	t.FtraceEntryNOP = true
 	t.Refused = []*Table{&t.KprobeBlacklist, &t.KprobesText, &t.NoinstrText, &t.EntryText, &t.IRQEntryText,
 		&t.IdmapText, &t.HypText, &t.HypIdmapText}
 	for _, x := range t.Refused[1:] {

@@ -218,7 +218,7 @@ func (dk *DebKernel) open() (*File, error) {
 		vml = v
 	case bytes.HasPrefix(dk.Vmlinuz, []byte("\x7fELF")):
 		vml = dk.Vmlinuz
-	case IsARM64Image(dk.Vmlinuz) || IsGzipARM64Image(dk.Vmlinuz):
+	case IsARM64Image(dk.Vmlinuz) || IsGzipARM64Image(dk.Vmlinuz) || IsARMZImage(dk.Vmlinuz):
 		f, err := OpenBytes(dk.Vmlinuz)
 		if f != nil {
 			f.Kind = KindDeb
@@ -227,7 +227,7 @@ func (dk *DebKernel) open() (*File, error) {
 		}
 		return f, err
 	default:
-		return nil, &FormatError{What: "Debian package vmlinuz", Off: -1, Why: "neither a bzImage, an ELF nor an arm64 Image", Err: ErrFormat}
+		return nil, &FormatError{What: "Debian package vmlinuz", Off: -1, Why: "neither a bzImage, an ELF, an arm64 Image nor an ARM zImage", Err: ErrFormat}
 	}
 	f, err := openELF("", nil, vml)
 	if err != nil {

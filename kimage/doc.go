@@ -6,9 +6,15 @@
 //
 // Open recognises its input by content, not by name:
 //
-//   - ELF: machine EM_X86_64 gives decode.X86_64, EM_386 gives decode.I386;
-//     any other machine is an error wrapping ErrUnsupportedArch that names the
-//     machine and the supported ones. Sections are read lazily from the file.
+//   - ELF: machine EM_X86_64 gives decode.X86_64, EM_386 decode.I386,
+//     EM_AARCH64 decode.ARM64, EM_ARM decode.ARM with per-section spans of
+//     ARM, Thumb and data (Section.Spans, File.CodeSpans) decided as GNU
+//     objdump does: the mapping symbols $a, $t, $d (and "$a.N" forms), else
+//     the Thumb bit of the function symbol a block starts at; mapping symbols
+//     are not in the SymTab and Thumb functions are there at their even
+//     address (see a32_elf.go). Any other machine is an error wrapping
+//     ErrUnsupportedArch that names the machine and the supported ones.
+//     Sections are read lazily from the file.
 //   - Debian package (ar archive): data.tar.{xz,zst,gz} is streamed until
 //     ./boot/vmlinuz-*, ./boot/config-* and ./boot/System.map-* are found. The
 //     vmlinuz is extracted, the config parsed, and a real System.map (not
@@ -16,6 +22,15 @@
 //   - x86 bzImage ("HdrS" at 0x202): the payload located by the setup header is
 //     decompressed (xz with or without the x86 BCJ filter, gzip, zstd, bzip2)
 //     into one buffer, the ELF vmlinux.
+//   - 32-bit ARM zImage (0x016f2818 at 0x24; Debian armmp's vmlinuz): the
+//     payload (xz with the ARM branch filter, or gzip) is found by its
+//     magic; the decompressed Image, given as such, is recognised by its
+//     first word and its banner and processor strings. Kind KindARMImage,
+//     Arch decode.ARM (decode.Thumb for CONFIG_THUMB2_KERNEL). With kallsyms,
+//     SetSymbols places the Image (_text, else the most frequent BL target,
+//     __gnu_mcount_nc) and synthesizes its sections as for arm64; KernelTables
+//     finds the ftrace call sites, the jump-label table by its shape and the
+//     NOKPROBE list between two addresses init_kprobes loads (a32_tables.go).
 //   - arm64 Image ("ARMd" at 0x38), plain or gzip-compressed: Arch
 //     decode.ARM64. An Image has no symbols and no section headers: SetSymbols
 //     with a kallsyms table synthesizes .text (_stext.._etext), .init.text

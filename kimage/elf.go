@@ -18,10 +18,11 @@ var elfArches = map[elf.Machine]*decode.Arch{
 	elf.EM_X86_64:  decode.X86_64,
 	elf.EM_386:     decode.I386,
 	elf.EM_AARCH64: decode.ARM64,
+	elf.EM_ARM:     decode.ARM, // with Thumb spans: a32_elf.go
 }
 
 func supportedMachines() string {
-	return "EM_X86_64 (x86-64), EM_386 (i386), EM_AARCH64 (arm64)"
+	return "EM_X86_64 (x86-64), EM_386 (i386), EM_AARCH64 (arm64), EM_ARM (arm and thumb)"
 }
 
 // openELF parses an ELF image either from an open file (fh) or from memory.
@@ -48,12 +49,13 @@ func openELF(path string, fh *os.File, mem []byte) (*File, error) {
 	if fh != nil {
 		f.closer = fh
 	}
-	for _, s := range ef.Sections {
+	for i, s := range ef.Sections {
 		if s.Type == elf.SHT_NULL {
 			continue
 		}
 		f.Sections = append(f.Sections, Section{
-			Name: s.Name, Addr: s.Addr, Size: s.Size, Offset: s.Offset,
+			index: i,
+			Name:  s.Name, Addr: s.Addr, Size: s.Size, Offset: s.Offset,
 			Exec:   s.Flags&elf.SHF_EXECINSTR != 0,
 			Alloc:  s.Flags&elf.SHF_ALLOC != 0,
 			Write:  s.Flags&elf.SHF_WRITE != 0,
@@ -79,6 +81,9 @@ func openELF(path string, fh *os.File, mem []byte) (*File, error) {
 		return nil, err
 	}
 	f.Symbols = syms
+	if ef.Machine == elf.EM_ARM {
+		f.setARMSpans(ef)
+	}
 	f.KernelVersion = f.findLinuxBanner()
 	return f, nil
 }
@@ -100,6 +105,14 @@ func elfSymbols(ef *elf.File) (*SymTab, error) {
 		typ := elf.ST_TYPE(s.Info)
 		if s.Name == "" || typ == elf.STT_SECTION || typ == elf.STT_FILE || s.Section == elf.SHN_UNDEF {
 			continue
+		}
+		if ef.Machine == elf.EM_ARM {
+			if _, ok := MappingSymbol(s.Name); ok {
+				continue
+			}
+			if armThumbSym(s) {
+				s.Value &^= 1 // a Thumb function's first instruction
+			}
 		}
 		bind := elf.ST_BIND(s.Info)
 		var exec, write, nobits bool

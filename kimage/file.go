@@ -21,9 +21,10 @@ const (
 	KindDeb             // a Debian kernel package; the File describes its vmlinux
 	KindBzImage         // an x86 bzImage (vmlinuz); the File describes its vmlinux
 	KindARM64Image      // an arm64 kernel Image (sections synthesized from symbols: see SetSymbols)
+	KindARMImage        // a 32-bit ARM kernel Image, alone or from a zImage (sections from symbols)
 )
 
-var kindNames = [...]string{"unknown", "ELF", "Deb", "BzImage", "ARM64Image"}
+var kindNames = [...]string{"unknown", "ELF", "Deb", "BzImage", "ARM64Image", "ARMImage"}
 
 func (k Kind) String() string {
 	if k >= 0 && int(k) < len(kindNames) {
@@ -43,7 +44,11 @@ type Section struct {
 	Alloc  bool   // SHF_ALLOC
 	Write  bool   // SHF_WRITE
 	NoBits bool   // SHT_NOBITS (.bss): no file contents
+	// Spans, for an EM_ARM executable section, say where it holds ARM code,
+	// Thumb code and data (see CodeSpans); nil elsewhere.
+	Spans []decode.Span
 
+	index int // ELF section header index (0: not from a section header)
 	cache *sectionCache
 }
 
@@ -109,6 +114,7 @@ type File struct {
 	image  []byte // the whole ELF image when in memory
 	closer io.Closer
 	a64    *arm64Image // arm64 Image only (arm64image.go)
+	a32    *armImage   // 32-bit ARM Image only (a32_image.go)
 }
 
 // Close releases the open file, if any. Sections already read stay valid.
@@ -258,9 +264,17 @@ func OpenBytes(b []byte) (*File, error) {
 		return f, nil
 	case IsARM64Image(b) || IsGzipARM64Image(b):
 		return openARM64Image(b)
+	case IsARMZImage(b):
+		img, err := ExtractARMZImage(b)
+		if err != nil {
+			return nil, err
+		}
+		return openARMImage(img), nil
+	case IsARMImage(b):
+		return openARMImage(b), nil
 	}
 	return nil, &FormatError{What: "input", Off: 0, Err: ErrFormat,
-		Why: "not an ELF file, Debian package (ar), x86 bzImage or arm64 Image"}
+		Why: "not an ELF file, Debian package (ar), x86 bzImage, arm64 Image, ARM zImage or ARM Image"}
 }
 
 func firstWord(s string) string {
@@ -284,6 +298,9 @@ func (f *File) SetSymbols(t *SymTab) int64 {
 	if f.a64 != nil {
 		return f.setSymbolsARM64(t)
 	}
+	if f.a32 != nil {
+		return f.setSymbolsARM(t)
+	}
 	var slide int64
 	if s, ok := t.ByName("_text"); ok {
 		if sec, ok := f.Section(".text"); ok && sec.Addr != s.Addr {
@@ -293,4 +310,38 @@ func (f *File) SetSymbols(t *SymTab) int64 {
 	}
 	f.Symbols = t
 	return slide
+}
+
+// SymbolStarts returns the sorted addresses of the symbols inside sec (but
+// its start) where an instruction can begin: where a linear sweep restarts,
+// as objdump restarts at every symbol of the section. Module symbols are
+// left out, and so are addresses no instruction set of the section aligns
+// to, and in a relocatable object the symbols of other sections.
+func (f *File) SymbolStarts(sec Section) []uint64 {
+	align := uint64(0)
+	for _, sp := range f.CodeSpans(sec) {
+		if sp.Arch != nil && (align == 0 || uint64(sp.Arch.InsnAlign) < align) {
+			align = uint64(sp.Arch.InsnAlign)
+		}
+	}
+	if align == 0 {
+		align = 1
+	}
+	var starts []uint64
+	// In a relocatable object every section starts at 0: only its own
+	// symbols are in it.
+	own := func(sym Symbol) bool { return f.Type != elf.ET_REL || sec.index == 0 || sym.region == sec.index+1 }
+	for sym := range f.Symbols.All() {
+		if sym.Module == "" && sec.Contains(sym.Addr) && sym.Addr != sec.Addr && sym.Addr%align == 0 && own(sym) {
+			starts = append(starts, sym.Addr)
+		}
+	}
+	sort.Slice(starts, func(i, j int) bool { return starts[i] < starts[j] })
+	out := starts[:0]
+	for i, v := range starts {
+		if i == 0 || v != starts[i-1] {
+			out = append(out, v)
+		}
+	}
+	return out
 }

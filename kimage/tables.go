@@ -90,11 +90,15 @@ type Tables struct {
 
 	// Ftrace: the kernel's ftrace record addresses (__mcount_loc entries after
 	// ftrace_call_adjust).
-	Ftrace       Table
-	CoreText     Table // _stext.._etext (core_kernel_text after boot)
-	IdmapText    Table // .idmap.text
-	HypText      Table // .hyp.text (KVM nVHE hypervisor)
-	HypIdmapText Table // .hyp.idmap.text
+	Ftrace Table
+	// FtraceEntryNOP: the kernel rewrites the NOP before each ftrace record
+	// at boot (arm64's ftrace_init_nop); elsewhere (arm: the records are the
+	// bl __gnu_mcount_nc themselves) it is false.
+	FtraceEntryNOP bool
+	CoreText       Table // _stext.._etext (core_kernel_text after boot)
+	IdmapText      Table // .idmap.text
+	HypText        Table // .hyp.text (KVM nVHE hypervisor)
+	HypIdmapText   Table // .hyp.idmap.text
 	// Refused lists, when non-nil, every table whose addresses or ranges the
 	// architecture's kprobe blacklist holds (populate_kprobe_blacklist and
 	// arch_populate_kprobe_blacklist), areas widened to whole functions.
@@ -162,6 +166,8 @@ func bugEntrySize(ptr int, relative, verbose bool) int {
 // x86's (x86Layouts); each is a function of the File.
 var archTables = map[string]func(f *File) (*Tables, error){
 	"arm64": arm64KernelTables, // arm64tables.go
+	"arm":   armKernelTables,   // a32_tables.go
+	"thumb": armKernelTables,
 }
 
 // KernelTables reads the special-site tables of a Linux kernel image (x86-64,

@@ -91,40 +91,8 @@ func (v *ARMVerification) boot(ctx context.Context, cfg Config, dk *kimage.DebKe
 	return bootFixed(ctx, cfg, dk, args, "zImage", guest.ARMVerifyStep, guest.ARMVerifyFile, &v.Report, &v.Timing)
 }
 
-// armBLTarget returns the target of an A32 BL (condition AL) at addr.
-func armBLTarget(w uint32, addr uint64) (uint64, bool) {
-	if w&0xFF000000 != 0xEB000000 {
-		return 0, false
-	}
-	return uint64(int64(addr) + 8 + int64(int32(w<<8)>>6)), true
-}
-
-// ARMImageBase returns where a 32-bit ARM Image is loaded (_text; Debian
-// armmp: 0xc0208000, TEXT_OFFSET 0x208000 for its MSM platforms), given the
-// address of __gnu_mcount_nc: every traced function calls it, so it is by far
-// the most frequent BL target; BL is PC-relative, so its target at an assumed
-// base is off by exactly the difference.
-func ARMImageBase(img []byte, mcount uint64) (uint64, error) {
-	const assumed = 0xC0000000
-	hist := map[uint64]int{}
-	for off := 0; off+4 <= len(img); off += 4 {
-		if t, ok := armBLTarget(binary.LittleEndian.Uint32(img[off:]), assumed+uint64(off)); ok {
-			hist[t]++
-		}
-	}
-	best, n, second := uint64(0), 0, 0
-	for t, c := range hist {
-		if c > n {
-			best, n, second = t, c, n
-		} else if c > second {
-			second = c
-		}
-	}
-	if n < 16 || n < 2*second {
-		return 0, fmt.Errorf("vm: no dominant BL target in the ARM Image (the mcount calls; %d, next %d)", n, second)
-	}
-	return assumed + mcount - best, nil
-}
+// ARMImageBase is kimage.ARMImageBase (kept for vm's callers).
+func ARMImageBase(img []byte, mcount uint64) (uint64, error) { return kimage.ARMImageBase(img, mcount) }
 
 // FillARMImage fills the functions' and boundary records' bytes of an ARM
 // record from the kernel Image loaded at textBase (0: ARMImageBase; the
@@ -174,13 +142,9 @@ func FillARMImage(img []byte, textBase uint64, rep *guest.ARM64Report) (*guest.A
 		} else {
 			f.Bytes = hex.EncodeToString(code)
 		}
-		calls := 0
-		for off := uint64(0); off+4 <= f.Size; off += 4 {
-			if t, ok := armBLTarget(binary.LittleEndian.Uint32(code[off:]), f.Addr+off); ok && t == mcount {
-				calls++
-				tables.Ftrace = append(tables.Ftrace, f.Addr+off)
-			}
-		}
+		sites := kimage.ARMMcountCalls(code, f.Addr, mcount)
+		calls := len(sites)
+		tables.Ftrace = append(tables.Ftrace, sites...)
 		if (f.Traced && calls == 1) || (!f.Traced && calls == 0) {
 			good++
 		} else {
@@ -222,61 +186,14 @@ func FillARMImage(img []byte, textBase uint64, rep *guest.ARM64Report) (*guest.A
 	return tables, nil
 }
 
-// FindARMJumpLabels finds the jump-label table (__jump_table) of a 32-bit ARM
-// Image loaded at textBase by its shape: 12-byte entries of absolute
-// addresses (u32 code, u32 target, u32 key; ARM has no relative jump labels),
-// code and target word-aligned in the core or init text, the code word a NOP
-// (e320f000) or B. The table is the longest run of such entries (at least
-// 64) joined with the runs on the same stride within 64 entries of it (an
-// entry whose code is elsewhere, such as exit text, breaks a run).
+// FindARMJumpLabels is kimage.FindARMJumpLabels over the record's core
+// and init text.
 func FindARMJumpLabels(img []byte, textBase uint64, rep *guest.ARM64Report) ([]uint64, error) {
-	le := binary.LittleEndian
-	inText := func(a uint64) bool {
-		return a%4 == 0 && (a >= rep.TextStart && a < rep.TextEnd || a >= rep.InitStart && a < rep.InitEnd) &&
-			a >= textBase && a-textBase+4 <= uint64(len(img))
+	jl, err := kimage.FindARMJumpLabels(img, textBase, [][2]uint64{{rep.TextStart, rep.TextEnd}, {rep.InitStart, rep.InitEnd}})
+	if err != nil {
+		return nil, fmt.Errorf("vm: %w", err)
 	}
-	ok := func(p int) bool {
-		c, t := uint64(le.Uint32(img[p:])), uint64(le.Uint32(img[p+4:]))
-		if !inText(c) || !inText(t) || le.Uint32(img[p+8:]) < uint32(textBase) {
-			return false
-		}
-		w := le.Uint32(img[c-textBase:])
-		return w == 0xE320F000 || w&0xFF000000 == 0xEA000000
-	}
-	runs := longestRuns(len(img), 12, 4, ok)
-	if len(runs) == 0 {
-		return nil, fmt.Errorf("vm: no jump-label table found in the ARM Image")
-	}
-	best := runs[0]
-	for _, r := range runs {
-		if r.n > best.n {
-			best = r
-		}
-	}
-	if best.n < 64 {
-		return nil, fmt.Errorf("vm: no jump-label table found in the ARM Image (longest run %d entries)", best.n)
-	}
-	lo, hi := best.start, best.start+12*best.n
-	for changed := true; changed; {
-		changed = false
-		for _, r := range runs {
-			end := r.start + 12*r.n
-			if (lo-r.start)%12 == 0 && r.start < lo && end >= lo-64*12 {
-				lo, changed = r.start, true
-			}
-			if (r.start-lo)%12 == 0 && r.start >= hi && r.start <= hi+64*12 {
-				hi, changed = end, true
-			}
-		}
-	}
-	var out []uint64
-	for p := lo; p < hi; p += 12 {
-		if ok(p) {
-			out = append(out, uint64(le.Uint32(img[p:])))
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
-	return out, nil
+	return jl, nil
 }
 
 // ARMMnemonic names an A32 word for tables: kboost's decoder's mnemonic
@@ -333,28 +250,3 @@ func (v *ARMVerification) WriteTable(w io.Writer) error {
 
 // FormatARMRecord is one line describing a probe.
 func FormatARMRecord(r *guest.VerifyRecord) string { return formatFixedRecord(r, armView) }
-
-type tableRun struct{ start, n int }
-
-// longestRuns returns the runs of at least 16 consecutive entries of size
-// stride (starting on multiples of align) for which ok holds.
-func longestRuns(size, stride, align int, ok func(p int) bool) []tableRun {
-	var out []tableRun
-	for p := 0; p+stride+8 <= size; {
-		if !ok(p) {
-			p += align
-			continue
-		}
-		q := p
-		for q+stride+8 <= size && ok(q) {
-			q += stride
-		}
-		if n := (q - p) / stride; n >= 16 {
-			out = append(out, tableRun{p, n})
-			p = q
-		} else {
-			p += align
-		}
-	}
-	return out
-}

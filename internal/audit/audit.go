@@ -150,6 +150,11 @@ func Env(f *kimage.File, pol *boost.Policy, cfg *kimage.KConfig) (env *boost.Env
 		notes = append(notes, "no kernel config given or found in the file: using the "+pol.Name+" defaults (give --config)")
 	}
 	env.Mode = f.Arch.Mode
+	if !pol.Supports(env.Mode) && len(pol.Modes) > 0 {
+		// An EM_ARM file holds ARM and Thumb code: the functions audited
+		// are those in the policy's instruction set.
+		env.Mode = pol.Modes[0]
+	}
 	sites := &boost.StaticSites{}
 	// The ftrace locations are read while the other tables are.
 	type mcount struct {
@@ -459,7 +464,7 @@ func NewFtraceInitPatcher(f *kimage.File) (*Patcher, error) {
 	if err != nil {
 		return nil, err
 	}
-	if tabs.Ftrace.Name == "" {
+	if tabs.Ftrace.Name == "" || !tabs.FtraceEntryNOP {
 		return nil, fmt.Errorf("%s: %s kernels do not rewrite their ftrace entry NOPs at boot (no arm64 ftrace table)", f.Path, f.Arch.Name)
 	}
 	if !tabs.Ftrace.Known() {

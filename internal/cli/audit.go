@@ -292,6 +292,11 @@ func prepareAudit(o auditOpts, file, policy string, sh shard.Shard) (_ *auditSet
 	if err != nil {
 		return nil, err
 	}
+	if policy == "" {
+		if p, n, ok := spanPolicy(f, o.funcs); ok {
+			pol, polNote = p, n
+		}
+	}
 	var cfg *kimage.KConfig
 	if o.configPath != "" {
 		if cfg, err = kimage.LoadKConfig(o.configPath); err != nil {
@@ -310,13 +315,15 @@ func prepareAudit(o auditOpts, file, policy string, sh shard.Shard) (_ *auditSet
 	// Choosing the functions, reading the code and building the site tables are
 	// independent: do them at the same time.
 	var (
-		reqs    []audit.Request
-		selErr  error
-		selDone = make(chan struct{})
+		reqs     []audit.Request
+		archNote string
+		selErr   error
+		selDone  = make(chan struct{})
 	)
 	go func() {
 		defer close(selDone)
 		if reqs, selErr = audit.Select(f, o.funcs); selErr == nil {
+			reqs, archNote = keepPolicyArch(f, pol, reqs)
 			reqs = audit.InShard(reqs, sh)
 			prefetchCode(f, reqs)
 		}
@@ -326,6 +333,9 @@ func prepareAudit(o auditOpts, file, policy string, sh shard.Shard) (_ *auditSet
 		notes = append([]string{polNote}, notes...)
 	}
 	<-selDone
+	if archNote != "" {
+		notes = append(notes, archNote)
+	}
 	o.preempt.apply(&env.Config.Preemption)
 	env.Config.PostHandler = o.post
 	if selErr != nil {

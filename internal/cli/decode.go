@@ -1,12 +1,12 @@
 package cli
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"runtime"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -141,7 +141,7 @@ func openImage(path, symsPath string) (*kimage.File, error) {
 	}
 	if f.Arch == nil {
 		f.Close()
-		return nil, fmt.Errorf("%s: machine %s is not supported yet (x86-64, i386 and arm64 are)", path, f.Machine)
+		return nil, fmt.Errorf("%s: machine %s is not supported yet (x86-64, i386, arm64 and 32-bit ARM are)", path, f.Machine)
 	}
 	if symsPath != "" {
 		r := <-syms
@@ -155,41 +155,11 @@ func openImage(path, symsPath string) (*kimage.File, error) {
 	return f, nil
 }
 
-// sectionStarts returns the sorted symbol addresses inside sec, where a sweep
-// restarts (objdump restarts at every symbol of the section).
-func sectionStarts(f *kimage.File, sec kimage.Section) []uint64 {
-	var starts []uint64
-	for sym := range f.Symbols.All() {
-		if sym.Module == "" && sec.Contains(sym.Addr) && sym.Addr != sec.Addr && aligned(f, sym.Addr) {
-			starts = append(starts, sym.Addr)
-		}
-	}
-	sort.Slice(starts, func(i, j int) bool { return starts[i] < starts[j] })
-	return compactU64(starts)
-}
-
-// aligned reports whether an instruction of f's architecture can start at
-// addr (A64 words are 4-byte aligned: symbols elsewhere, such as those of other
-// sections of a relocatable object, are not sweep starts).
-func aligned(f *kimage.File, addr uint64) bool {
-	return f.Arch == nil || f.Arch.InsnAlign <= 1 || addr%uint64(f.Arch.InsnAlign) == 0
-}
-
-func compactU64(s []uint64) []uint64 {
-	out := s[:0]
-	for i, v := range s {
-		if i == 0 || v != s[i-1] {
-			out = append(out, v)
-		}
-	}
-	return out
-}
-
 // chunk is a run of instruction starts formatted by one worker.
 type chunk struct {
 	data  []byte // section contents
 	base  uint64 // address of data[0]
-	offs  []uint32
+	offs  []sweptInst
 	out   []byte
 	ready chan struct{}
 }
@@ -202,7 +172,6 @@ func decodeFile(w io.Writer, f *kimage.File, jsonOut bool, errw io.Writer) error
 	if len(secs) == 0 {
 		return fmt.Errorf("%s: no executable sections to decode", f.Path)
 	}
-	mode := f.Arch.Mode
 	workers := runtime.GOMAXPROCS(0)
 	todo := make(chan *chunk, workers*2)
 	order := make(chan *chunk, workers*4)
@@ -213,8 +182,19 @@ func decodeFile(w io.Writer, f *kimage.File, jsonOut bool, errw io.Writer) error
 			lw := lineWriter{arch: f.Arch.Name}
 			for c := range todo {
 				buf := make([]byte, 0, len(c.offs)*128)
-				for _, off := range c.offs {
-					derr := decode.DecodeInto(&inst, c.data[off:], mode, c.base+uint64(off))
+				for _, si := range c.offs {
+					var derr error
+					if si.arch == nil {
+						inst = decode.Inst{Addr: c.base + uint64(si.off), Len: int(si.n)}
+						copy(inst.Raw[:], c.data[si.off:uint64(si.off)+uint64(si.n)])
+						derr = decode.ErrData
+					} else {
+						derr = si.arch.Decode(&inst, c.data[si.off:], c.base+uint64(si.off))
+					}
+					if si.inIT && derr == nil {
+						buf = lw.appendText(buf, &inst, decode.ARMFormatIT(&inst, si.itCond, true, nil), nil, jsonOut)
+						continue
+					}
 					buf = lw.appendInst(buf, &inst, derr, fm, jsonOut)
 				}
 				c.out = buf
@@ -253,19 +233,35 @@ func decodeFile(w io.Writer, f *kimage.File, jsonOut bool, errw io.Writer) error
 			close(c.ready)
 			order <- c
 		}
-		starts := sectionStarts(f, sec)
+		starts := f.SymbolStarts(sec)
 		const chunkLen = 1 << 15
-		cur := &chunk{data: data, base: sec.Addr, offs: make([]uint32, 0, chunkLen), ready: make(chan struct{})}
+		cur := &chunk{data: data, base: sec.Addr, offs: make([]sweptInst, 0, chunkLen), ready: make(chan struct{})}
 		flush := func() {
 			if len(cur.offs) == 0 {
 				return
 			}
 			order <- cur
 			todo <- cur
-			cur = &chunk{data: data, base: sec.Addr, offs: make([]uint32, 0, chunkLen), ready: make(chan struct{})}
+			cur = &chunk{data: data, base: sec.Addr, offs: make([]sweptInst, 0, chunkLen), ready: make(chan struct{})}
 		}
-		decode.Sweep(mode, data, sec.Addr, starts, func(inst *decode.Inst, _ error) bool {
-			cur.offs = append(cur.offs, uint32(inst.Addr-sec.Addr))
+		spans := f.CodeSpans(sec)
+		// IT blocks are followed through consecutive Thumb instructions, as
+		// objdump follows them.
+		var it decode.ITState
+		var next uint64
+		sweepSection(f, sec, data, starts, spans, func(inst *decode.Inst, arch *decode.Arch, derr error) bool {
+			si := sweptInst{off: uint32(inst.Addr - sec.Addr), arch: arch}
+			if arch == nil {
+				si.n = uint8(inst.Len)
+			}
+			if inst.Addr != next || derr != nil || arch == nil || arch.Mode != decode.ModeT32 {
+				it.Reset()
+			}
+			if derr == nil && arch != nil && arch.Mode == decode.ModeT32 {
+				si.itCond, si.inIT = it.Next(inst)
+			}
+			next = inst.Addr + uint64(inst.Len)
+			cur.offs = append(cur.offs, si)
 			if len(cur.offs) == chunkLen {
 				flush()
 				prog.update(doneBytes+(inst.Addr-sec.Addr), total)
@@ -286,6 +282,27 @@ func decodeFile(w io.Writer, f *kimage.File, jsonOut bool, errw io.Writer) error
 		return fmt.Errorf("writing output: %w", werr)
 	}
 	return nil
+}
+
+// sweepSection sweeps a section of one instruction set as before ARM
+// files (decode.Sweep: an instruction may run over a symbol start), and a
+// section with spans (EM_ARM) with decode.SweepSpans, as objdump does.
+func sweepSection(f *kimage.File, sec kimage.Section, data []byte, starts []uint64, spans []decode.Span, fn func(inst *decode.Inst, arch *decode.Arch, err error) bool) {
+	if sec.Spans != nil {
+		decode.SweepSpans(data, sec.Addr, starts, spans, fn)
+		return
+	}
+	decode.Sweep(f.Arch.Mode, data, sec.Addr, starts, func(inst *decode.Inst, err error) bool { return fn(inst, f.Arch, err) })
+}
+
+// sweptInst is where the sweep found an instruction (arch) or data (n bytes);
+// a Thumb instruction inside an IT block has the block's condition (inIT).
+type sweptInst struct {
+	off    uint32
+	n      uint8
+	inIT   bool
+	itCond decode.Cond
+	arch   *decode.Arch
 }
 
 // lineWriter renders one instruction as a text or JSON line.
@@ -343,7 +360,14 @@ func (lw *lineWriter) appendInst(buf []byte, inst *decode.Inst, derr error, fm *
 	text := "(bad)"
 	if derr == nil {
 		text = fm.Format(inst)
+	} else if errors.Is(derr, decode.ErrData) {
+		text, derr = dataText(inst), nil
 	}
+	return lw.appendText(buf, inst, text, derr, jsonOut)
+}
+
+// appendText renders inst with its text (and error).
+func (lw *lineWriter) appendText(buf []byte, inst *decode.Inst, text string, derr error, jsonOut bool) []byte {
 	n := inst.Len
 	if n == 0 {
 		n = 1
@@ -376,4 +400,16 @@ func (lw *lineWriter) appendInst(buf []byte, inst *decode.Inst, derr error, fm *
 		buf = append(buf, derr.Error()...)
 	}
 	return append(buf, '\n')
+}
+
+// dataText prints data bytes of an ARM file's $d span as objdump does.
+func dataText(inst *decode.Inst) string {
+	b := inst.Raw[:inst.Len]
+	switch len(b) {
+	case 4:
+		return fmt.Sprintf(".word\t0x%08x", binary.LittleEndian.Uint32(b))
+	case 2:
+		return fmt.Sprintf(".short\t0x%04x", binary.LittleEndian.Uint16(b))
+	}
+	return fmt.Sprintf(".byte\t0x%02x", b[0])
 }
