@@ -82,6 +82,7 @@ out of line, boosted (slot + jump back) or jump-optimized — and why, rule by r
 		newProbeCmd(s),
 		newUprobeCmd(s),
 		newMonitorCmd(s),
+		newTraceCmd(s),
 		newServeCmd(s),
 	)
 	return root

@@ -1,0 +1,709 @@
+//go:build linux && amd64
+
+package ptprobe
+
+import (
+	"encoding/binary"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+
+	"github.com/kboost/kboost/boost"
+	"github.com/kboost/kboost/decode"
+	"github.com/kboost/kboost/internal/ptregs"
+	"github.com/kboost/kboost/kernelsim"
+	"github.com/kboost/kboost/tracer"
+	"github.com/kboost/kboost/uprobe"
+	"golang.org/x/sys/unix"
+)
+
+// Engine is one `kboost trace` run: a tracer whose Handler plants and
+// serves the probes.
+type Engine struct {
+	opt     Options
+	targets []Target
+	bin     string // the probed binary, absolute, symlinks resolved
+	pol     *boost.Policy
+	emu     *kernelsim.Arch
+	tr      *tracer.Tracer
+	procs   map[int]*proc
+	tidPid  map[int]int
+	reports []Report
+	errs    []string
+}
+
+// proc is one probed address space.
+type proc struct {
+	pid   int
+	mem   *os.File
+	slot  uint64 // the slot pages (code page, then the counters' page)
+	sites []Site
+	at    map[uint64]int // point address -> site index (int3 sites)
+	int3  map[uint64]int // singlestep slots' int3 address -> site index
+	tids  map[int]bool
+	base  []uint64 // jump counters' values when this process began (fork)
+	last  []uint64 // jump counters as last read
+	done  bool
+}
+
+// New validates the points and starts (or attaches to) the tree.
+func New(opt Options) (*Engine, error) {
+	bin := opt.Binary
+	if bin == "" {
+		var err error
+		if bin, err = defaultBinary(opt); err != nil {
+			return nil, err
+		}
+	}
+	abs, err := filepath.EvalSymlinks(bin)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrPoint, bin, err)
+	}
+	if abs, err = filepath.Abs(abs); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrPoint, err)
+	}
+	ts, err := Resolve(abs, opt.Points)
+	if err != nil {
+		return nil, err
+	}
+	pol, err := boost.Lookup(PolicyName)
+	if err != nil {
+		return nil, err
+	}
+	emu, err := kernelsim.ArchFor(decode.Mode64)
+	if err != nil {
+		return nil, err
+	}
+	e := &Engine{opt: opt, targets: ts, bin: abs, pol: pol, emu: emu, procs: map[int]*proc{}, tidPid: map[int]int{}}
+	for _, t := range ts {
+		e.reports = append(e.reports, Report{Point: t.Point, Func: t.Func, Off: t.Off, Want: opt.Mode})
+	}
+	e.tr, err = tracer.New(tracer.Config{Argv: opt.Argv, Pid: opt.Pid, Env: opt.Env, Stdio: opt.Stdio,
+		Filter: map[uint32]map[uint64]bool{}, NoSyscalls: true, TraceExit: true})
+	if err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+func defaultBinary(opt Options) (string, error) {
+	if opt.Pid != 0 {
+		p, err := os.Readlink("/proc/" + strconv.Itoa(opt.Pid) + "/exe")
+		if err != nil {
+			return "", fmt.Errorf("%w: --pid %d: %w", ErrPoint, opt.Pid, err)
+		}
+		return p, nil
+	}
+	if len(opt.Argv) == 0 {
+		return "", fmt.Errorf("%w: give a command or a pid", ErrPoint)
+	}
+	return lookPath(opt.Argv[0])
+}
+
+func lookPath(name string) (string, error) {
+	if filepath.Base(name) != name {
+		return name, nil
+	}
+	for _, dir := range filepath.SplitList(os.Getenv("PATH")) {
+		p := filepath.Join(dir, name)
+		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("%w: %s: not found in PATH (give --binary FILE)", ErrPoint, name)
+}
+
+// Run serves the probes until the tree ends or Detach released it.
+func (e *Engine) Run() (Summary, error) {
+	res, err := e.tr.Run(e)
+	for _, p := range e.procs {
+		e.finish(p)
+	}
+	sum := Summary{Probes: e.reports, Status: res.Status, Detached: res.Detached,
+		Threads: res.Threads, Processes: res.Processes, Errors: e.errs}
+	if err == nil && len(e.errs) > 0 {
+		err = fmt.Errorf("%w: %s", ErrEngine, e.errs[0])
+	}
+	return sum, err
+}
+
+// Detach restores every process and releases the tree; safe from any goroutine.
+func (e *Engine) Detach() { e.tr.Detach() }
+
+func (e *Engine) fail(format string, args ...any) {
+	e.errs = append(e.errs, fmt.Sprintf(format, args...))
+}
+
+// Enter, Exit: no system call is monitored (Config.NoSyscalls).
+func (e *Engine) Enter(*tracer.Call) uintptr { return 0 }
+func (e *Engine) Exit(*tracer.Call)          {}
+
+// Event follows the processes: exec installs the probes into a process
+// executing the binary, fork copies its parent's probes (the child
+// inherits the patched text and slot pages), exit ends them.
+func (e *Engine) Event(ev tracer.Event) {
+	switch ev.Kind {
+	case tracer.EvExec:
+		if p := e.procs[ev.Pid]; p != nil {
+			e.finish(p)
+			delete(e.procs, ev.Pid)
+		}
+		e.tidPid[ev.Tid] = ev.Pid
+		if e.isBinary(ev.Pid) {
+			e.install(ev.Pid, []int{ev.Tid})
+		}
+	case tracer.EvNewThread:
+		if ev.Tid == ev.Parent {
+			return
+		}
+		e.tidPid[ev.Tid] = ev.Pid
+		ppid := e.tidPid[ev.Parent]
+		if p := e.procs[ev.Pid]; p != nil {
+			p.tids[ev.Tid] = true
+			return
+		}
+		if parent := e.procs[ppid]; parent != nil && ppid != ev.Pid && !parent.done {
+			e.forked(parent, ev.Pid, ev.Tid)
+		}
+	case tracer.EvExit, tracer.EvKilled:
+		pid := e.tidPid[ev.Tid]
+		delete(e.tidPid, ev.Tid)
+		if p := e.procs[pid]; p != nil {
+			delete(p.tids, ev.Tid)
+			if len(p.tids) == 0 {
+				e.finish(p)
+				delete(e.procs, pid)
+			}
+		}
+	}
+}
+
+func (e *Engine) isBinary(pid int) bool {
+	exe, err := os.Readlink("/proc/" + strconv.Itoa(pid) + "/exe")
+	if err != nil {
+		return false
+	}
+	r, err := filepath.EvalSymlinks(exe)
+	return err == nil && r == e.bin
+}
+
+// Attached installs the probes into every process of an attached tree.
+func (e *Engine) Attached(tids []int) {
+	by := map[int][]int{}
+	for _, tid := range tids {
+		pid := tgid(tid)
+		e.tidPid[tid] = pid
+		by[pid] = append(by[pid], tid)
+	}
+	pids := make([]int, 0, len(by))
+	for pid := range by {
+		pids = append(pids, pid)
+	}
+	sort.Ints(pids)
+	for _, pid := range pids {
+		if e.isBinary(pid) {
+			e.install(pid, by[pid])
+		}
+	}
+}
+
+// Exiting reads the jump counters while the exiting thread's address
+// space is still mapped.
+func (e *Engine) Exiting(tid, pid int) {
+	if p := e.procs[pid]; p != nil {
+		e.readCounters(p)
+	}
+}
+
+// Trap serves an int3 of a probe (or of a singlestep slot).
+func (e *Engine) Trap(tid, pid int) bool {
+	p := e.procs[pid]
+	if p == nil || p.done {
+		return false
+	}
+	regs, err := ptregs.Get(tid)
+	if err != nil || regs.L != ptregs.X86_64 {
+		return false
+	}
+	ip := regs.PC() - 1
+	if i, ok := p.int3[ip]; ok {
+		s := &p.sites[i]
+		regs.SetWord(regs.L.PC, s.Addr+uint64(s.Len))
+		return regs.Set(tid) == nil
+	}
+	i, ok := p.at[ip]
+	if !ok {
+		return false
+	}
+	s := &p.sites[i]
+	e.reports[i].Hits++
+	switch s.Mode {
+	case Emulate:
+		if err := e.emulate(p, tid, regs, s); err != nil {
+			e.fail("%s: emulation at %#x: %v", e.targets[i].Point, s.Addr, err)
+			return false
+		}
+		return true
+	default:
+		regs.SetWord(regs.L.PC, s.CodeAddr)
+	}
+	return regs.Set(tid) == nil
+}
+
+// Release restores every probed process whose threads are all stopped.
+func (e *Engine) Release(tids []int) {
+	by := map[int][]int{}
+	for _, tid := range tids {
+		pid, ok := e.tidPid[tid]
+		if !ok {
+			pid = tgid(tid)
+		}
+		by[pid] = append(by[pid], tid)
+	}
+	for pid, p := range e.procs {
+		if p.done {
+			continue
+		}
+		ts := by[pid]
+		for _, tid := range ts {
+			e.stepOut(p, tid)
+		}
+		e.readCounters(p)
+		e.restore(p)
+		unmapped := false
+		for _, tid := range ts {
+			if _, err := inject(p, tid, unix.SYS_MUNMAP, p.slot, SlotPages*PageSize); err == nil {
+				unmapped = true
+				break
+			}
+		}
+		if !unmapped && len(ts) > 0 {
+			e.fail("pid %d: could not unmap the slot pages at %#x", pid, p.slot)
+		}
+		e.finish(p)
+	}
+}
+
+// x86-64 user_regs_struct word indexes (arch/x86/include/asm/user_64.h).
+const (
+	wR15, wR14, wR13, wR12, wRBP, wRBX, wR11, wR10, wR9, wR8, wRAX, wRCX, wRDX, wRSI, wRDI, wOrigRAX, wRIP = 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16
+	wFlags, wRSP                                                                                           = 18, 19
+)
+
+// gprWord maps kernelsim's encoding-order GPRs to user_regs_struct words.
+var gprWord = [16]int{wRAX, wRCX, wRDX, wRBX, wRSP, wRBP, wRSI, wRDI, wR8, wR9, wR10, wR11, wR12, wR13, wR14, wR15}
+
+// emulate runs the kernel's emulation of the instruction (kernelsim's model
+// of 6.1's int3 handler) on the thread's registers and stack.
+func (e *Engine) emulate(p *proc, tid int, regs *ptregs.Regs, s *Site) error {
+	var r kernelsim.Regs
+	for i, w := range gprWord {
+		r.GPR[i] = regs.Word(w)
+	}
+	r.Flags = regs.Word(wFlags)
+	sp := r.GPR[4]
+	a := *e.emu
+	a.Layout.Stack = sp - kernelsim.StackSize + 64 // pushes below sp, a ret's pop above it
+	stack := make([]byte, kernelsim.StackSize)
+	if _, err := p.mem.ReadAt(stack, int64(a.Layout.Stack)); err != nil {
+		return fmt.Errorf("read the stack at %#x: %w", a.Layout.Stack, err)
+	}
+	out, st, err := a.Emulate6_1(s.Inst(), r, stack)
+	if err != nil {
+		return err
+	}
+	for i := 0; i < len(st); i += 8 {
+		if binary.LittleEndian.Uint64(st[i:]) != binary.LittleEndian.Uint64(stack[i:]) {
+			if _, err := p.mem.WriteAt(st[i:i+8], int64(a.Layout.Stack)+int64(i)); err != nil {
+				return err
+			}
+		}
+	}
+	for i, w := range gprWord {
+		regs.SetWord(w, out.GPR[i])
+	}
+	regs.SetWord(wFlags, out.Flags)
+	regs.SetWord(wRIP, out.PC)
+	return regs.Set(tid)
+}
+
+// install maps the slot pages into pid (an mmap injected into one of its
+// stopped threads), plans every probe there, writes the slots and patches
+// the points. Every other thread of the process is stopped.
+func (e *Engine) install(pid int, tids []int) {
+	mem, err := os.OpenFile("/proc/"+strconv.Itoa(pid)+"/mem", os.O_RDWR, 0)
+	if err != nil {
+		e.fail("pid %d: %v", pid, err)
+		return
+	}
+	p := &proc{pid: pid, mem: mem, at: map[uint64]int{}, int3: map[uint64]int{}, tids: map[int]bool{}}
+	for _, t := range tids {
+		p.tids[t] = true
+	}
+	maps, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/maps")
+	if err != nil {
+		e.fail("pid %d: %v", pid, err)
+		mem.Close()
+		return
+	}
+	ms := uprobe.ParseMaps(maps)
+	text, ok := e.textOf(ms)
+	if !ok {
+		e.fail("pid %d: %s is not mapped executable", pid, e.bin)
+		mem.Close()
+		return
+	}
+	p.sites = make([]Site, len(e.targets)) // index = target index; Patch nil: not installed
+	if err := e.mapSlot(p, tids[0], text); err != nil {
+		e.fail("pid %d: %v", pid, err)
+		mem.Close()
+		return
+	}
+	for i, t := range e.targets {
+		fnAddr, ok := runtimeAddr(ms, e.bin, t.FileOffset-t.Off)
+		if !ok {
+			e.fail("%s: file offset %#x is not mapped in pid %d", t.Point, t.FileOffset, pid)
+			continue
+		}
+		b := make([]byte, t.FuncSize)
+		if _, err := mem.ReadAt(b, int64(fnAddr)); err != nil {
+			e.fail("%s: read %#x in pid %d: %v", t.Point, fnAddr, pid, err)
+			continue
+		}
+		fn := boost.Func{Name: t.Func, Addr: fnAddr, Size: t.FuncSize, Bytes: b}
+		s, err := Plan(e.pol, fn, t.Off, e.opt.Mode, p.slot+uint64(i)*AreaSize, p.slot+PageSize+uint64(i)*8)
+		if err == nil && s.Mode == Jump {
+			s, err = e.checkJump(p, fn, s, tids)
+		}
+		if err != nil {
+			e.fail("%s: %v", t.Point, err)
+			continue
+		}
+		p.sites[i] = s
+	}
+	// Jumps are demoted where another probe falls among their displaced bytes.
+	for i := range p.sites {
+		s := &p.sites[i]
+		if s.Mode != Jump {
+			continue
+		}
+		for j := range p.sites {
+			if o := p.sites[j].Addr; j != i && o > s.Addr && o < s.Addr+uint64(s.Displaced) {
+				fn, _ := e.funcAt(p, ms, i)
+				if d, err := Demote(e.pol, fn, s, "ptprobe.jump_overlap", fmt.Sprintf("probe %s lies among the displaced bytes", e.targets[j].Point)); err == nil {
+					*s = d
+				}
+				break
+			}
+		}
+	}
+	for i := range p.sites {
+		s := &p.sites[i]
+		if s.Patch == nil {
+			continue
+		}
+		if _, err := mem.WriteAt(s.Code, int64(s.CodeAddr)); err != nil {
+			e.fail("%s: write the slot: %v", e.targets[i].Point, err)
+			s.Patch = nil
+			continue
+		}
+		if _, err := mem.WriteAt(s.Patch, int64(s.Addr)); err != nil {
+			e.fail("%s: patch %#x: %v", e.targets[i].Point, s.Addr, err)
+			s.Patch = nil
+			continue
+		}
+		switch s.Mode {
+		case Jump:
+		case SingleStep:
+			p.at[s.Addr] = i
+			p.int3[s.Int3At()] = i
+		default:
+			p.at[s.Addr] = i
+		}
+		r := &e.reports[i]
+		if r.Installs == 0 {
+			r.Mode, r.Addr, r.Reasons, r.Details, r.Displaced = s.Mode, Hex(s.Addr), s.Reasons, s.Details, s.Displaced
+		}
+		r.Installs++
+	}
+	p.base = make([]uint64, len(p.sites))
+	p.last = make([]uint64, len(p.sites))
+	e.procs[pid] = p
+	e.plan(p)
+}
+
+func (e *Engine) funcAt(p *proc, ms []uprobe.Mapping, i int) (boost.Func, bool) {
+	t := e.targets[i]
+	a, ok := runtimeAddr(ms, e.bin, t.FileOffset-t.Off)
+	if !ok {
+		return boost.Func{}, false
+	}
+	b := make([]byte, t.FuncSize)
+	if _, err := p.mem.ReadAt(b, int64(a)); err != nil {
+		return boost.Func{}, false
+	}
+	return boost.Func{Name: t.Func, Addr: a, Size: t.FuncSize, Bytes: b}, true
+}
+
+// checkJump demotes a jump when a stopped thread's IP lies among the
+// displaced bytes after the first (it would resume in the middle of the
+// jmp).
+func (e *Engine) checkJump(p *proc, fn boost.Func, s Site, tids []int) (Site, error) {
+	for _, tid := range tids {
+		ip, err := ptregs.PC(tid)
+		if err == nil && ip > s.Addr && ip < s.Addr+uint64(s.Displaced) {
+			return Demote(e.pol, fn, &s, "ptprobe.thread_inside", fmt.Sprintf("thread %d is stopped at %#x, among the displaced bytes", tid, ip))
+		}
+	}
+	return s, nil
+}
+
+func (e *Engine) plan(p *proc) {
+	if e.opt.Out == nil {
+		return
+	}
+	for i := range p.sites {
+		if p.sites[i].Patch != nil {
+			writePlan(e.opt.Out, e.opt.JSON, p.pid, e.targets[i], &p.sites[i])
+		}
+	}
+}
+
+// textOf finds the lowest executable mapping of the binary.
+func (e *Engine) textOf(ms []uprobe.Mapping) (uprobe.Mapping, bool) {
+	for _, m := range ms {
+		if m.Name == e.bin && len(m.Perms) > 2 && m.Perms[2] == 'x' {
+			return m, true
+		}
+	}
+	return uprobe.Mapping{}, false
+}
+
+// runtimeAddr turns a file offset of path into its address in a process.
+func runtimeAddr(ms []uprobe.Mapping, path string, off uint64) (uint64, bool) {
+	for _, m := range ms {
+		if m.Name == path && off >= m.Off && off < m.Off+(m.End-m.Start) {
+			return m.Start + off - m.Off, true
+		}
+	}
+	return 0, false
+}
+
+// mapSlot maps the two slot pages within rel32 reach of text: the code page
+// (r-x, written through /proc/PID/mem) and the counters' page (rw-).
+func (e *Engine) mapSlot(p *proc, tid int, text uprobe.Mapping) error {
+	size := uint64(SlotPages * PageSize)
+	hints := []uint64{text.Start - 16*size, text.End + 64<<20, text.Start - 1<<30}
+	for _, h := range hints {
+		h &^= PageSize - 1
+		a, err := inject(p, tid, unix.SYS_MMAP, h, size, unix.PROT_READ|unix.PROT_WRITE,
+			unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_FIXED_NOREPLACE, ^uint64(0), 0)
+		if err != nil {
+			return fmt.Errorf("%w: mmap of the slot pages: %w", ErrEngine, err)
+		}
+		if int64(a) < 0 && int64(a) > -4096 {
+			continue // EEXIST: something lives there
+		}
+		if d := int64(a) - int64(text.Start); d > 1<<31-int64(size)-(1<<24) || d < -(1<<31)+(1<<24) {
+			inject(p, tid, unix.SYS_MUNMAP, a, size)
+			continue
+		}
+		p.slot = a
+		if r, err := inject(p, tid, unix.SYS_MPROTECT, a, PageSize, unix.PROT_READ|unix.PROT_EXEC); err != nil || r != 0 {
+			inject(p, tid, unix.SYS_MUNMAP, a, size)
+			p.slot = 0
+			return fmt.Errorf("%w: mprotect of the slot page failed (%#x, %v)", ErrEngine, r, err)
+		}
+		return nil
+	}
+	return fmt.Errorf("%w: no free place for the slot pages within 2 GiB of %#x", ErrEngine, text.Start)
+}
+
+// inject makes stopped thread tid execute one system call: a syscall
+// instruction written at its IP, executed by PTRACE_SINGLESTEP, then its
+// bytes and registers put back (orig_rax -1 so no restart logic applies to
+// the injected call; the saved registers restart an interrupted one).
+func inject(p *proc, tid int, nr uint64, args ...uint64) (uint64, error) {
+	saved, err := ptregs.Get(tid)
+	if err != nil {
+		return 0, err
+	}
+	if saved.L != ptregs.X86_64 {
+		return 0, fmt.Errorf("%w: thread %d runs 32-bit code", decode.ErrNotSupported, tid)
+	}
+	regs, _ := ptregs.Get(tid)
+	ip := saved.PC()
+	var orig [2]byte
+	if _, err := p.mem.ReadAt(orig[:], int64(ip)); err != nil {
+		return 0, err
+	}
+	if _, err := p.mem.WriteAt([]byte{0x0f, 0x05}, int64(ip)); err != nil {
+		return 0, err
+	}
+	defer p.mem.WriteAt(orig[:], int64(ip))
+	defer saved.Set(tid)
+	argw := []int{wRDI, wRSI, wRDX, wR10, wR8, wR9}
+	for i, a := range args {
+		regs.SetWord(argw[i], a)
+	}
+	regs.SetWord(wRAX, nr)
+	regs.SetWord(wOrigRAX, ^uint64(0))
+	regs.SetWord(wRIP, ip)
+	if err := regs.Set(tid); err != nil {
+		return 0, err
+	}
+	var sigs []int
+	defer func() {
+		for _, s := range sigs { // signals that arrived meanwhile: pending again
+			unix.Tgkill(p.pid, tid, unix.Signal(s))
+		}
+	}()
+	for range 16 {
+		if err := unix.PtraceSingleStep(tid); err != nil {
+			return 0, err
+		}
+		var ws unix.WaitStatus
+		if _, err := unix.Wait4(tid, &ws, unix.WALL, nil); err != nil {
+			return 0, err
+		}
+		if !ws.Stopped() {
+			return 0, fmt.Errorf("%w: thread %d ended during an injected system call", ErrEngine, tid)
+		}
+		if ws.StopSignal() != unix.SIGTRAP {
+			sigs = append(sigs, int(ws.StopSignal()))
+			continue
+		}
+		r, err := ptregs.Get(tid)
+		if err != nil {
+			return 0, err
+		}
+		if r.PC() == ip+2 {
+			return r.Word(wRAX), nil
+		}
+		// A step reported at the exit of the system call the thread stopped
+		// in (exec) comes before the instruction runs.
+	}
+	return 0, fmt.Errorf("%w: thread %d did not complete the injected system call", ErrEngine, tid)
+}
+
+// stepOut single-steps tid until its IP leaves the slot page.
+func (e *Engine) stepOut(p *proc, tid int) {
+	var sigs []int
+	defer func() {
+		for _, s := range sigs {
+			unix.Tgkill(p.pid, tid, unix.Signal(s))
+		}
+	}()
+	for range 256 {
+		regs, err := ptregs.Get(tid)
+		if err != nil {
+			return
+		}
+		ip := regs.PC()
+		if i, ok := p.int3[ip-1]; ok && p.sites[i].Mode == SingleStep {
+			regs.SetWord(wRIP, p.sites[i].Addr+uint64(p.sites[i].Len))
+			regs.Set(tid)
+			return
+		}
+		if ip < p.slot || ip >= p.slot+PageSize {
+			return
+		}
+		if err := unix.PtraceSingleStep(tid); err != nil {
+			return
+		}
+		var ws unix.WaitStatus
+		if _, err := unix.Wait4(tid, &ws, unix.WALL, nil); err != nil || !ws.Stopped() {
+			return
+		}
+		if ws.StopSignal() != unix.SIGTRAP {
+			sigs = append(sigs, int(ws.StopSignal()))
+		}
+	}
+	e.fail("pid %d thread %d: still in the slot page after 256 steps", p.pid, tid)
+}
+
+func (e *Engine) restore(p *proc) {
+	for i := range p.sites {
+		s := &p.sites[i]
+		if s.Patch == nil {
+			continue
+		}
+		if _, err := p.mem.WriteAt(s.Orig, int64(s.Addr)); err != nil {
+			e.fail("%s: restore %#x in pid %d: %v", e.targets[i].Point, s.Addr, p.pid, err)
+		}
+	}
+}
+
+func (e *Engine) readCounters(p *proc) {
+	if p.slot == 0 || p.done {
+		return
+	}
+	buf := make([]byte, 8*len(p.sites))
+	if _, err := p.mem.ReadAt(buf, int64(p.slot+PageSize)); err != nil {
+		return
+	}
+	for i := range p.sites {
+		if p.sites[i].Mode == Jump && p.sites[i].Patch != nil {
+			p.last[i] = binary.LittleEndian.Uint64(buf[8*i:])
+		}
+	}
+}
+
+// forked gives a fork child its parent's probes: same addresses, same slot
+// pages (copied with the address space), counters counted from their value
+// at the fork.
+func (e *Engine) forked(parent *proc, pid, tid int) {
+	mem, err := os.OpenFile("/proc/"+strconv.Itoa(pid)+"/mem", os.O_RDWR, 0)
+	if err != nil {
+		e.fail("pid %d: %v", pid, err)
+		return
+	}
+	e.readCounters(parent)
+	c := &proc{pid: pid, mem: mem, slot: parent.slot, sites: parent.sites, at: parent.at, int3: parent.int3,
+		tids: map[int]bool{tid: true}, base: append([]uint64(nil), parent.last...), last: append([]uint64(nil), parent.last...)}
+	e.procs[pid] = c
+}
+
+// finish adds a process's jump hits to the reports and closes it.
+func (e *Engine) finish(p *proc) {
+	if p.done {
+		return
+	}
+	p.done = true
+	for i := range p.sites {
+		if p.sites[i].Mode == Jump && p.last[i] >= p.base[i] {
+			e.reports[i].Hits += p.last[i] - p.base[i]
+		}
+	}
+	if p.mem != nil {
+		p.mem.Close()
+	}
+}
+
+func tgid(tid int) int {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(tid) + "/status")
+	if err != nil {
+		return tid
+	}
+	var pid int
+	for _, l := range splitLines(b) {
+		if n, err := fmt.Sscanf(l, "Tgid: %d", &pid); n == 1 && err == nil {
+			return pid
+		}
+	}
+	return tid
+}
+
+func splitLines(b []byte) []string {
+	var out []string
+	start := 0
+	for i, c := range b {
+		if c == '\n' {
+			out = append(out, string(b[start:i]))
+			start = i + 1
+		}
+	}
+	return out
+}

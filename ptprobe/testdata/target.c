@@ -1,0 +1,90 @@
+// Tracee for ptprobe's tests and scripts/bench-trace.sh: probed functions
+// with known call counts. Usage: target MODE N [THREADS]
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <signal.h>
+#include <unistd.h>
+
+volatile long sink;
+static long table[16] = {3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5, 8, 9, 7, 9, 3};
+
+// Leaf with a frame, a RIP-relative load and arithmetic.
+__attribute__((noinline)) long work(long x) {
+	long r = x * 3 + table[x & 15];
+	if (r & 1)
+		r ^= 0x55;
+	return r;
+}
+
+// Starts with a branch-free run of boostable instructions (jump target).
+__attribute__((noinline, naked)) long flat(long x) {
+	__asm__ volatile(
+		"lea 0x7(%rdi),%rax\n\t"
+		"imul $0x3,%rax,%rax\n\t"
+		"add %rdi,%rax\n\t"
+		"xor $0x11,%rax\n\t"
+		"ret\n\t");
+}
+
+// The first instruction is a relative jump (emulated), the loop makes the
+// second a branch target (no jump optimization there).
+__attribute__((noinline, naked)) long branchy(long x) {
+	__asm__ volatile(
+		"jmp 1f\n\t"
+		"1: mov %rdi,%rax\n\t"
+		"2: dec %rdi\n\t"
+		"jg 2b\n\t"
+		"ret\n\t");
+}
+
+// An empty function for the per-hit cost (called in a tight loop).
+__attribute__((noinline)) void tick(void) { __asm__ volatile(""); }
+
+static long n;
+
+static void *runner(void *arg) {
+	long acc = 0;
+	for (long i = 0; i < n; i++)
+		acc += work(i) + flat(i) + branchy(i & 7);
+	return (void *)acc;
+}
+
+int main(int argc, char **argv) {
+	if (argc < 3) {
+		fprintf(stderr, "usage: target calls|loop|die|sleep N [THREADS]\n");
+		return 2;
+	}
+	n = atol(argv[2]);
+	if (strcmp(argv[1], "loop") == 0) {
+		for (long i = 0; i < n; i++)
+			tick();
+		return 0;
+	}
+	if (strcmp(argv[1], "sleep") == 0) { // probed while running: --pid
+		printf("%d\n", getpid());
+		fflush(stdout);
+		for (long i = 0;; i++) {
+			sink += work(i);
+			usleep(1000);
+		}
+	}
+	if (strcmp(argv[1], "die") == 0) {
+		for (long i = 0; i < n; i++)
+			sink += work(i);
+		kill(getpid(), SIGKILL);
+	}
+	int threads = argc > 3 ? atoi(argv[3]) : 1;
+	pthread_t t[64];
+	long total = 0;
+	for (int i = 0; i < threads && i < 64; i++)
+		pthread_create(&t[i], 0, runner, 0);
+	for (int i = 0; i < threads && i < 64; i++) {
+		void *r;
+		pthread_join(t[i], &r);
+		total += (long)r;
+	}
+	printf("%ld\n", total);
+	return 0;
+}
