@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 volatile long sink;
@@ -39,8 +40,14 @@ __attribute__((noinline, naked)) long branchy(long x) {
 		"ret\n\t");
 }
 
-// An empty function for the per-hit cost (called in a tight loop).
-__attribute__((noinline)) void tick(void) { __asm__ volatile(""); }
+// A tiny function for the per-hit cost (called in a tight loop): seven
+// bytes of boostable instructions before its ret, so every mode applies.
+__attribute__((noinline, naked)) long tick(long x) {
+	__asm__ volatile(
+		"mov %rdi,%rax\n\t"
+		"add $0x1,%rax\n\t"
+		"ret\n\t");
+}
 
 static long n;
 
@@ -53,14 +60,15 @@ static void *runner(void *arg) {
 
 int main(int argc, char **argv) {
 	if (argc < 3) {
-		fprintf(stderr, "usage: target calls|loop|die|sleep N [THREADS]\n");
+		fprintf(stderr, "usage: target calls|loop|fork|die|sleep N [THREADS]\n");
 		return 2;
 	}
 	n = atol(argv[2]);
 	if (strcmp(argv[1], "loop") == 0) {
+		long acc = 0;
 		for (long i = 0; i < n; i++)
-			tick();
-		return 0;
+			acc = tick(acc);
+		return acc != n;
 	}
 	if (strcmp(argv[1], "sleep") == 0) { // probed while running: --pid
 		printf("%d\n", getpid());
@@ -69,6 +77,18 @@ int main(int argc, char **argv) {
 			sink += work(i);
 			usleep(1000);
 		}
+	}
+	if (strcmp(argv[1], "fork") == 0) { // parent and child each call work N times
+		pid_t c = fork();
+		long acc = 0;
+		for (long i = 0; i < n; i++)
+			acc += work(i);
+		if (c == 0)
+			_exit(acc & 0x7f);
+		int st;
+		waitpid(c, &st, 0);
+		printf("%ld %d\n", acc, WEXITSTATUS(st));
+		return 0;
 	}
 	if (strcmp(argv[1], "die") == 0) {
 		for (long i = 0; i < n; i++)

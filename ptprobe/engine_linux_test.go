@@ -1,0 +1,354 @@
+//go:build linux && amd64
+
+package ptprobe
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/kboost/kboost/uprobe"
+)
+
+// These tests trace the test's own children (ptrace needs no root for
+// them) running testdata/target.c, built with gcc at test time.
+
+var targetBin string
+
+const envHelper = "KBOOST_PTPROBE_HELPER" // the test binary as a kboost that gets SIGKILLed
+
+func TestMain(m *testing.M) {
+	if os.Getenv(envHelper) != "" {
+		helperMain()
+		return
+	}
+	code := m.Run()
+	if targetBin != "" {
+		os.RemoveAll(filepath.Dir(targetBin))
+	}
+	os.Exit(code)
+}
+
+// helperMain traces `target sleep` with a jump and a boost probe until it
+// is killed; the tracee writes its pid to the file $KBOOST_PTPROBE_HELPER.
+func helperMain() {
+	f, err := os.Create(os.Getenv(envHelper))
+	if err != nil {
+		os.Exit(3)
+	}
+	e, err := New(Options{Argv: []string{os.Getenv("KBOOST_PTPROBE_TARGET"), "sleep", "0"}, Points: []string{"work"},
+		Mode: Boost, Stdio: [3]*os.File{nil, f, nil}})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(3)
+	}
+	e.Run()
+	os.Exit(0)
+}
+
+func target(t *testing.T) string {
+	t.Helper()
+	if targetBin != "" {
+		return targetBin
+	}
+	gcc, err := exec.LookPath("gcc")
+	if err != nil {
+		t.Fatalf("gcc: %v (scripts/setup.sh installs it)", err)
+	}
+	dir, err := os.MkdirTemp("", "kboost-ptprobe-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "target")
+	if out, err := exec.Command(gcc, "-O2", "-fno-omit-frame-pointer", "-pthread", "-o", bin, "testdata/target.c").CombinedOutput(); err != nil {
+		t.Fatalf("gcc: %v\n%s", err, out)
+	}
+	targetBin = bin
+	return bin
+}
+
+func native(t *testing.T, args ...string) (string, int) {
+	t.Helper()
+	cmd := exec.Command(target(t), args...)
+	out, err := cmd.Output()
+	if ee, ok := err.(*exec.ExitError); ok {
+		return string(out), ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return string(out), 0
+}
+
+// traced runs the target under the engine and returns its summary and stdout.
+func traced(t *testing.T, mode Mode, points []string, args ...string) (Summary, string) {
+	t.Helper()
+	outPath := filepath.Join(t.TempDir(), "stdout")
+	f, err := os.Create(outPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	e, err := New(Options{Argv: append([]string{target(t)}, args...), Points: points, Mode: mode, Stdio: [3]*os.File{nil, f, nil}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, err := e.Run()
+	if err != nil {
+		t.Fatalf("%v: %v", args, err)
+	}
+	b, _ := os.ReadFile(outPath)
+	return sum, string(b)
+}
+
+func calls(t *testing.T) int {
+	if testing.Short() {
+		return 300
+	}
+	return 3000
+}
+
+// wantModes: the mechanism each function of target.c gets under each mode
+// (work and flat start with boostable runs, branchy with a jmp).
+var wantModes = map[Mode]map[string]Mode{
+	SingleStep: {"work": SingleStep, "flat": SingleStep, "branchy": Emulate},
+	Boost:      {"work": Boost, "flat": Boost, "branchy": Emulate},
+	Jump:       {"work": Jump, "flat": Jump, "branchy": Emulate},
+}
+
+// TestHitsExact: every mode counts every call (the program's own count,
+// N calls per thread), on one thread and on four at once, and the program
+// prints what it prints untraced.
+func TestHitsExact(t *testing.T) {
+	n := calls(t)
+	pts := []string{"work", "flat", "branchy"}
+	for _, threads := range []int{1, 4} {
+		want, wst := native(t, "calls", strconv.Itoa(n), strconv.Itoa(threads))
+		for _, m := range []Mode{SingleStep, Boost, Jump} {
+			sum, got := traced(t, m, pts, "calls", strconv.Itoa(n), strconv.Itoa(threads))
+			if got != want || sum.Status != wst {
+				t.Errorf("%v, %d threads: output %q status %d, untraced %q %d", m, threads, got, sum.Status, want, wst)
+			}
+			for _, r := range sum.Probes {
+				if r.Hits != uint64(n*threads) {
+					t.Errorf("%v, %d threads: %s hits %d, the program made %d calls", m, threads, r.Point, r.Hits, n*threads)
+				}
+				if w, ok := wantModes[m][r.Point]; ok && r.Mode != w {
+					t.Errorf("%v: %s got mechanism %v (%v), want %v", m, r.Point, r.Mode, r.Reasons, w)
+				}
+				if r.Installs != 1 {
+					t.Errorf("%v: %s installed %d times", m, r.Point, r.Installs)
+				}
+			}
+			if sum.Threads != threads+1 {
+				t.Errorf("%v: %d threads seen, want %d", m, sum.Threads, threads+1)
+			}
+		}
+	}
+}
+
+// TestFallbackReasons: a jump on a one-instruction function and on a
+// branch target falls back and says which rule refused it.
+func TestFallbackReasons(t *testing.T) {
+	sum, _ := traced(t, Jump, []string{"branchy+0x2", "tick"}, "loop", "10")
+	r := sum.Probes[0]
+	if r.Mode == Jump || !strings.Contains(strings.Join(r.Reasons, ","), "can_optimize.jump_into") {
+		t.Errorf("branchy+0x2 (a loop's target is at +0x5): %v %v, want a fallback for can_optimize.jump_into", r.Mode, r.Reasons)
+	}
+	if r := sum.Probes[1]; r.Mode != Jump || r.Hits != 10 {
+		t.Errorf("tick: %v with %d hits, want jump with 10", r.Mode, r.Hits)
+	}
+}
+
+// TestJumpOverlap: a jump whose displaced bytes hold another probe is
+// demoted to boost; both probes count every call.
+func TestJumpOverlap(t *testing.T) {
+	n := calls(t)
+	sum, _ := traced(t, Jump, []string{"flat", "flat+0x4"}, "calls", strconv.Itoa(n), "2")
+	a, b := sum.Probes[0], sum.Probes[1]
+	if a.Mode != Boost || !strings.Contains(strings.Join(a.Reasons, ","), "ptprobe.jump_overlap") || b.Mode != Jump {
+		t.Errorf("flat %v %v, flat+0x4 %v: want boost (ptprobe.jump_overlap) and jump", a.Mode, a.Reasons, b.Mode)
+	}
+	if a.Hits != uint64(2*n) || b.Hits != uint64(2*n) {
+		t.Errorf("hits %d and %d, want %d each", a.Hits, b.Hits, 2*n)
+	}
+}
+
+// TestFork: the child inherits the probes and its hits are counted once.
+func TestFork(t *testing.T) {
+	n := calls(t)
+	want, _ := native(t, "fork", strconv.Itoa(n))
+	for _, m := range []Mode{SingleStep, Boost, Jump} {
+		sum, got := traced(t, m, []string{"work"}, "fork", strconv.Itoa(n))
+		if got != want {
+			t.Errorf("%v: output %q, untraced %q", m, got, want)
+		}
+		if h := sum.Probes[0].Hits; h != uint64(2*n) {
+			t.Errorf("%v: %d hits, parent and child made %d calls", m, h, 2*n)
+		}
+		if sum.Processes != 2 {
+			t.Errorf("%v: %d processes", m, sum.Processes)
+		}
+	}
+}
+
+// TestTargetDies: a tracee that SIGKILLs itself while probed; its hits up
+// to then are all counted (the jump counters are read at its exit stop).
+func TestTargetDies(t *testing.T) {
+	n := calls(t)
+	for _, m := range []Mode{SingleStep, Boost, Jump} {
+		sum, _ := traced(t, m, []string{"work"}, "die", strconv.Itoa(n))
+		if sum.Status != 128+9 {
+			t.Errorf("%v: status %d, want 137", m, sum.Status)
+		}
+		if h := sum.Probes[0].Hits; h != uint64(n) {
+			t.Errorf("%v: %d hits, want %d", m, h, n)
+		}
+	}
+}
+
+// startSleeper runs `target sleep` untraced and returns it with its pid.
+func startSleeper(t *testing.T) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(target(t), "sleep", "0")
+	pipe, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	line, err := bufio.NewReader(pipe).ReadString('\n')
+	if err != nil || strings.TrimSpace(line) != strconv.Itoa(cmd.Process.Pid) {
+		t.Fatalf("sleeper said %q (%v)", line, err)
+	}
+	return cmd
+}
+
+// siteBytes reads the function's bytes from the file and from the process.
+func siteBytes(t *testing.T, pid int, fn string) (file, live []byte) {
+	t.Helper()
+	b, err := uprobe.Open(target(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	f, ok := b.Func(fn)
+	if !ok {
+		t.Fatalf("no %s", fn)
+	}
+	file, err = b.Read(f.Addr, int(f.Size))
+	if err != nil {
+		t.Fatal(err)
+	}
+	off, _ := b.FileOffset(f.Addr)
+	maps, _ := os.ReadFile(fmt.Sprintf("/proc/%d/maps", pid))
+	addr, ok := runtimeAddr(uprobe.ParseMaps(maps), target(t), off)
+	if !ok {
+		t.Fatalf("%s not mapped", fn)
+	}
+	mem, err := os.Open(fmt.Sprintf("/proc/%d/mem", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mem.Close()
+	live = make([]byte, len(file))
+	if _, err := mem.ReadAt(live, int64(addr)); err != nil {
+		t.Fatal(err)
+	}
+	return file, live
+}
+
+// TestDetachRestores attaches to a running process in each mode, detaches
+// while it runs, and reads its memory back: the function's bytes are the
+// file's again, no mapping was added, and the process keeps running.
+func TestDetachRestores(t *testing.T) {
+	cmd := startSleeper(t)
+	pid := cmd.Process.Pid
+	maps0, _ := os.ReadFile(fmt.Sprintf("/proc/%d/maps", pid))
+	for _, m := range []Mode{SingleStep, Boost, Jump} {
+		e, err := New(Options{Pid: pid, Points: []string{"work"}, Mode: m})
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan Summary)
+		go func() {
+			s, err := e.Run()
+			if err != nil {
+				t.Error(err)
+			}
+			done <- s
+		}()
+		time.Sleep(300 * time.Millisecond)
+		e.Detach()
+		sum := <-done
+		if !sum.Detached || sum.Probes[0].Hits == 0 || sum.Probes[0].Mode != m {
+			t.Errorf("%v: detached %v, %d hits as %v", m, sum.Detached, sum.Probes[0].Hits, sum.Probes[0].Mode)
+		}
+		file, live := siteBytes(t, pid, "work")
+		if !bytes.Equal(file, live) {
+			t.Errorf("%v: after detach work is % x, the file has % x", m, live, file)
+		}
+		maps1, _ := os.ReadFile(fmt.Sprintf("/proc/%d/maps", pid))
+		if !bytes.Equal(maps0, maps1) {
+			t.Errorf("%v: mappings changed:\n%s\nbefore:\n%s", m, maps1, maps0)
+		}
+	}
+	time.Sleep(50 * time.Millisecond)
+	if st := procState(pid); st != "S" && st != "R" {
+		t.Errorf("the process is in state %q after the detaches", st)
+	}
+}
+
+func procState(pid int) string {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return "gone"
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	return s[i+2 : i+3]
+}
+
+// TestKboostKilled: SIGKILL of the tracing process takes the tree it
+// started with it (PTRACE_O_EXITKILL), so no tracee runs on with int3s and
+// no tracer.
+func TestKboostKilled(t *testing.T) {
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	h := exec.Command(os.Args[0], "-test.run=^$")
+	h.Env = append(os.Environ(), envHelper+"="+pidFile, "KBOOST_PTPROBE_TARGET="+target(t))
+	h.Stderr = os.Stderr
+	if err := h.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var pid int
+	for i := 0; i < 200 && pid == 0; i++ {
+		time.Sleep(20 * time.Millisecond)
+		b, _ := os.ReadFile(pidFile)
+		pid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+	}
+	if pid == 0 {
+		h.Process.Kill()
+		h.Wait()
+		t.Fatal("the traced sleeper never started")
+	}
+	time.Sleep(100 * time.Millisecond)
+	h.Process.Signal(syscall.SIGKILL)
+	h.Wait()
+	for i := 0; i < 100; i++ {
+		if st := procState(pid); st == "gone" || st == "Z" {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	syscall.Kill(pid, syscall.SIGKILL)
+	t.Errorf("tracee %d still runs after its tracer was killed", pid)
+}
