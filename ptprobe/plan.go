@@ -174,6 +174,12 @@ func Plan(p *boost.Policy, fn boost.Func, off uint64, want Mode, code, counter u
 	if err := decode.DecodeInto(&s.inst, fn.Bytes[off:], decode.Mode64, s.Addr); err != nil {
 		return s, fmt.Errorf("%w: %s+%#x: %w", ErrPoint, fn.Name, off, err)
 	}
+	if s.inst.Len != d.Len {
+		// The kernel's decoder (the policy's view) and the CPU's length
+		// (kboost's decoder) disagree: a copy of d.Len bytes would run
+		// another instruction.
+		return s, fmt.Errorf("%w: %s+%#x: the policy copies %d bytes, the instruction is %d (ptprobe.length_mismatch)", ErrPoint, fn.Name, off, d.Len, s.inst.Len)
+	}
 	s.Len = d.Len
 	if want == Jump {
 		if ok := s.planJump(p, fn, off, &d); ok {
@@ -236,6 +242,11 @@ func (s *Site) planJump(p *boost.Policy, fn boost.Func, off uint64, d *boost.Dec
 		at := s.Addr + uint64(x)
 		env.SlotAddr = s.CodeAddr + uint64(len(code))
 		di := p.ClassifyBytesEnv(fn.Bytes[off+uint64(x):], decode.Mode64, at, env)
+		var in decode.Inst
+		if decode.DecodeInto(&in, fn.Bytes[off+uint64(x):], decode.Mode64, at) != nil || in.Len != di.Len {
+			s.note("ptprobe.length_mismatch", fmt.Sprintf("displaced instruction at +%#x: the policy's length is not the CPU's", off+uint64(x)))
+			return false
+		}
 		if di.Verdict != boost.Boost {
 			s.notes(di.Reasons)
 			s.note("ptprobe.jump_copy", fmt.Sprintf("displaced instruction at +%#x is %s at its trampoline place: falling back to boost", off+uint64(x), di.Verdict))
