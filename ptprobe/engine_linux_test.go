@@ -352,3 +352,34 @@ func TestKboostKilled(t *testing.T) {
 	syscall.Kill(pid, syscall.SIGKILL)
 	t.Errorf("tracee %d still runs after its tracer was killed", pid)
 }
+
+// TestThreadedRuns repeats the four-thread case in every mode: every run's
+// output is the untraced one and every count exact, with no hung or
+// corrupted tracee. KBOOST_TRACE_RUNS sets the number of runs per mode
+// (default 10; the bar is 1,000).
+func TestThreadedRuns(t *testing.T) {
+	runs := 10
+	if v, err := strconv.Atoi(os.Getenv("KBOOST_TRACE_RUNS")); err == nil && v > 0 {
+		runs = v
+	}
+	if testing.Short() {
+		runs = 2
+	}
+	const n, threads = 200, 4
+	want, _ := native(t, "calls", strconv.Itoa(n), strconv.Itoa(threads))
+	bad := 0
+	for _, m := range []Mode{Jump, Boost, SingleStep} {
+		for r := 0; r < runs; r++ {
+			sum, got := traced(t, m, []string{"work", "flat", "branchy"}, "calls", strconv.Itoa(n), strconv.Itoa(threads))
+			ok := got == want && sum.Status == 0
+			for _, p := range sum.Probes {
+				ok = ok && p.Hits == n*threads
+			}
+			if !ok {
+				bad++
+				t.Errorf("%v run %d: output %q status %d, probes %+v", m, r, got, sum.Status, sum.Probes)
+			}
+		}
+	}
+	t.Logf("%d runs per mode, %d bad", runs, bad)
+}
