@@ -23,7 +23,9 @@ func policy(t testing.TB) *boost.Policy {
 	return p
 }
 
-func fn(b ...byte) boost.Func { return boost.Func{Name: "f", Addr: fnAddr, Size: uint64(len(b)), Bytes: b} }
+func fn(b ...byte) boost.Func {
+	return boost.Func{Name: "f", Addr: fnAddr, Size: uint64(len(b)), Bytes: b}
+}
 
 // sweep decodes code at addr into instructions (kboost's decoder is the
 // oracle for the bytes ptprobe assembles).

@@ -149,4 +149,3 @@ func pcMap(s *Site, fnb []byte, code, addr uint64) func(uint64) uint64 {
 		return pc
 	}
 }
-
