@@ -4,8 +4,6 @@ import (
 	"errors"
 	"io"
 	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/kboost/kboost/ptprobe"
 	"github.com/spf13/cobra"
@@ -70,26 +68,14 @@ releases the tree (exit 130). A tree kboost started dies with it if kboost is ki
 			if err != nil {
 				return err
 			}
-			sigs := make(chan os.Signal, 1)
-			signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
-			sigint := make(chan bool, 1)
-			go func() {
-				if _, ok := <-sigs; ok {
-					sigint <- true
-					e.Detach()
-				}
-			}()
-			sum, err := e.Run()
-			signal.Stop(sigs)
-			close(sigs)
+			var sum ptprobe.Summary
+			stopped := untilSIGINT(e.Detach, func() error { sum, err = e.Run(); return err })
 			ptprobe.WriteSummary(w, jsonOut, sum)
 			if err != nil {
 				return err
 			}
-			select {
-			case <-sigint:
+			if stopped {
 				return interrupted("trace (probes removed, tracee released)")
-			default:
 			}
 			return nil
 		},
