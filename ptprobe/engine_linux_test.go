@@ -383,3 +383,39 @@ func TestThreadedRuns(t *testing.T) {
 	}
 	t.Logf("%d runs per mode, %d bad", runs, bad)
 }
+
+// TestKernelUprobeAgrees (KBOOST_ROOT=1): the kernel's own uprobe on the
+// same sites (perf uprobe PMU, every process mapping the file) counts the
+// same calls untraced as kboost counts in each mode.
+func TestKernelUprobeAgrees(t *testing.T) {
+	if os.Getenv("KBOOST_ROOT") != "1" {
+		t.Skip("set KBOOST_ROOT=1 for the kernel's uprobes (root)")
+	}
+	n := calls(t)
+	ts, err := Resolve(target(t), []string{"work", "flat", "branchy"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kernel := map[string]uint64{}
+	for _, tg := range ts {
+		ev, err := uprobe.OpenPMU(uprobe.Probe{Path: target(t), Offset: tg.FileOffset, Pid: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		native(t, "calls", strconv.Itoa(n), "2")
+		h, err := ev.Hits()
+		ev.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		kernel[tg.Point] = h
+	}
+	for _, m := range []Mode{SingleStep, Boost, Jump} {
+		sum, _ := traced(t, m, []string{"work", "flat", "branchy"}, "calls", strconv.Itoa(n), "2")
+		for _, r := range sum.Probes {
+			if r.Hits != kernel[r.Point] {
+				t.Errorf("%v: %s: kboost %d hits, the kernel's uprobe %d", m, r.Point, r.Hits, kernel[r.Point])
+			}
+		}
+	}
+}

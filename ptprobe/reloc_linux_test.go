@@ -39,9 +39,9 @@ func TestRelocationOnCPU(t *testing.T) {
 	const codeOff, slotOff, ctrOff = 0x800, 0x400, 0x100
 	g := x86gen.New(x86gen.Config{Seed: 15, Bits: 64})
 	rng := rand.New(rand.NewPCG(15, 1))
-	want := 3000
+	want := 20000
 	if testing.Short() {
-		want = 400
+		want = 1000
 	}
 	addr := l.Orig + codeOff
 	code, ctr := l.Slot+slotOff, l.Scratch+ctrOff
