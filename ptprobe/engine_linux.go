@@ -3,6 +3,7 @@
 package ptprobe
 
 import (
+	"bufio"
 	"encoding/binary"
 	"fmt"
 	"os"
@@ -32,6 +33,7 @@ type Engine struct {
 	tidPid  map[int]int
 	reports []Report
 	errs    []string
+	hits    *bufio.Writer // per-hit records (Options.Hits)
 }
 
 // proc is one probed address space.
@@ -80,6 +82,9 @@ func New(opt Options) (*Engine, error) {
 	for _, t := range ts {
 		e.reports = append(e.reports, Report{Point: t.Point, Func: t.Func, Off: t.Off, Want: opt.Mode})
 	}
+	if opt.Hits && opt.Out != nil {
+		e.hits = bufio.NewWriterSize(opt.Out, 64<<10)
+	}
 	e.tr, err = tracer.New(tracer.Config{Argv: opt.Argv, Pid: opt.Pid, Env: opt.Env, Stdio: opt.Stdio,
 		Filter: map[uint32]map[uint64]bool{}, NoSyscalls: true, TraceExit: true})
 	if err != nil {
@@ -118,6 +123,9 @@ func lookPath(name string) (string, error) {
 // Run serves the probes until the tree ends or Detach released it.
 func (e *Engine) Run() (Summary, error) {
 	res, err := e.tr.Run(e)
+	if e.hits != nil {
+		e.hits.Flush()
+	}
 	for _, p := range e.procs {
 		e.finish(p)
 	}
@@ -239,6 +247,9 @@ func (e *Engine) Trap(tid, pid int) bool {
 	}
 	s := &p.sites[i]
 	e.reports[i].Hits++
+	if e.hits != nil {
+		writeHit(e.hits, e.opt.JSON, e.targets[i].Point, pid, tid, e.reports[i].Hits)
+	}
 	switch s.Mode {
 	case Emulate:
 		if err := e.emulate(p, tid, regs, s); err != nil {
@@ -463,6 +474,9 @@ func (e *Engine) checkJump(p *proc, fn boost.Func, s Site, tids []int) (Site, er
 func (e *Engine) plan(p *proc) {
 	if e.opt.Out == nil {
 		return
+	}
+	if e.hits != nil {
+		e.hits.Flush() // records stay in order
 	}
 	for i := range p.sites {
 		if p.sites[i].Patch != nil {

@@ -98,3 +98,14 @@ func WriteSummary(w io.Writer, asJSON bool, s Summary) {
 		fmt.Fprintf(w, "error: %s\n", e)
 	}
 }
+
+// writeHit writes one hit record: the probe, the thread, and the probe's
+// count so far.
+func writeHit(w io.Writer, asJSON bool, point string, pid, tid int, n uint64) {
+	if asJSON {
+		b, _ := json.Marshal(point)
+		fmt.Fprintf(w, "{\"hit\":{\"point\":%s,\"pid\":%d,\"tid\":%d,\"n\":%d}}\n", b, pid, tid, n)
+		return
+	}
+	fmt.Fprintf(w, "hit %s pid %d tid %d #%d\n", point, pid, tid, n)
+}

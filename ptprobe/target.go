@@ -26,6 +26,9 @@ type Options struct {
 	// Out receives the plan (one line per probe) when not nil.
 	Out  io.Writer
 	JSON bool
+	// Hits adds one record per hit of an int3-based probe to Out (jump
+	// probes, which never stop, are counted only).
+	Hits bool
 }
 
 // Target is a validated point of the binary (link-time address).

@@ -14,7 +14,7 @@ func newTraceCmd(s Streams) *cobra.Command {
 		pid            int
 		probes         []string
 		mode, out, bin string
-		jsonOut        bool
+		jsonOut, hits  bool
 	)
 	cmd := &cobra.Command{
 		Use:   "trace --probe SYM[+OFF]|0xADDR... [--mode singlestep|boost|jump] [--pid P | -- CMD ARGS...]",
@@ -34,7 +34,7 @@ rules, the RIP-relative rebase, optprobes' can_optimize):
 A point falls back (jump -> boost -> singlestep; kboost emulates address-dependent
 instructions as kprobes do) and the plan says why, with the rule ids.
 
-The plan and the final counts go to --out (default: kboost's stderr), never into
+The plan, the final counts and with --hits one record per hit go to --out (default: kboost's stderr), never into
 the tracee's output. Ctrl-C restores every patched byte, unmaps the slot pages and
 releases the tree (exit 130). A tree kboost started dies with it if kboost is killed
 (PTRACE_O_EXITKILL).`,
@@ -61,7 +61,7 @@ releases the tree (exit 130). A tree kboost started dies with it if kboost is ki
 				defer f.Close()
 				w = f
 			}
-			e, err := ptprobe.New(ptprobe.Options{Argv: args, Pid: pid, Binary: bin, Points: probes, Mode: m, Out: w, JSON: jsonOut})
+			e, err := ptprobe.New(ptprobe.Options{Argv: args, Pid: pid, Binary: bin, Points: probes, Mode: m, Out: w, JSON: jsonOut, Hits: hits})
 			if errors.Is(err, ptprobe.ErrPoint) {
 				return usagef("%v", err)
 			}
@@ -87,5 +87,6 @@ releases the tree (exit 130). A tree kboost started dies with it if kboost is ki
 	f.StringVar(&bin, "binary", "", "the ELF the points belong to (default: CMD or the --pid executable)")
 	f.StringVar(&out, "out", "", "write the plan and counts to this file (default: stderr)")
 	f.BoolVar(&jsonOut, "json", false, "plan and summary as JSON lines")
+	f.BoolVar(&hits, "hits", false, "one record per hit of an int3-based probe (jump probes never stop: counted only)")
 	return cmd
 }

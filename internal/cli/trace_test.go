@@ -58,7 +58,7 @@ func TestTraceUsage(t *testing.T) {
 func TestTraceJSON(t *testing.T) {
 	bin := traceTarget(t)
 	out := filepath.Join(t.TempDir(), "trace.jsonl")
-	_, stderr, code := run(t, "trace", "--mode", "jump", "--probe", "work", "--probe", "branchy", "--json", "--out", out, "--", bin, "calls", "150", "2")
+	_, stderr, code := run(t, "trace", "--mode", "jump", "--probe", "work", "--probe", "branchy", "--json", "--hits", "--out", out, "--", bin, "calls", "150", "2")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
@@ -67,7 +67,7 @@ func TestTraceJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	var installs int
+	var installs, hits int
 	var sum struct {
 		Summary struct {
 			Probes []struct {
@@ -86,6 +86,8 @@ func TestTraceJSON(t *testing.T) {
 		switch {
 		case strings.HasPrefix(line, `{"install":`):
 			installs++
+		case strings.HasPrefix(line, `{"hit":{"point":"branchy","pid":`):
+			hits++
 		case strings.HasPrefix(line, `{"summary":`):
 			if err := json.Unmarshal([]byte(line), &sum); err != nil {
 				t.Fatal(err)
@@ -94,8 +96,8 @@ func TestTraceJSON(t *testing.T) {
 			t.Errorf("unexpected line %q", line)
 		}
 	}
-	if installs != 2 || len(sum.Summary.Probes) != 2 {
-		t.Fatalf("%d installs, summary %+v", installs, sum)
+	if installs != 2 || len(sum.Summary.Probes) != 2 || hits != 300 {
+		t.Fatalf("%d installs, %d hit records of branchy (want 300; work's jump never stops), summary %+v", installs, hits, sum)
 	}
 	for i, want := range []string{"jump", "emulate"} {
 		p := sum.Summary.Probes[i]
