@@ -18,8 +18,8 @@
 //     A SingleStep verdict falls back to SingleStep.
 //   - Jump (Decision.Optimizable): a jmp rel32 over the Decision.OptLen
 //     displaced bytes to a trampoline that moves the stack pointer past the
-//     red zone, saves the flags, increments the probe's counter with a
-//     locked add, restores both, runs each displaced instruction's copy
+//     red zone, saves the arithmetic flags (lahf, seto), increments the
+//     probe's counter with a locked add, restores them, runs each displaced instruction's copy
 //     (each re-classified at its own trampoline address: it must be Boost
 //     there, so a RIP-relative operand out of rel32 reach refuses the jump)
 //     and jumps back. No stop. Else it falls back to Boost.

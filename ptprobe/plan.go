@@ -144,14 +144,24 @@ func (s *Site) notes(rs []boost.Reason) {
 // The trampoline's prologue and epilogue count a hit without touching the
 // red zone (the stack pointer moves past it first; a call would write its
 // return address there, the bug of the kernel's optimized uprobes) or any
-// register or flag.
+// register or flag. The locked increment changes OF SF ZF AF PF: SZAPC go
+// to AH (lahf) and OF to AL (seto), and come back with add $0x7f,%al (OF
+// set exactly when AL was 1) then sahf — cheaper than pushfq/popfq, whose
+// popf is microcoded.
 var (
-	tramPre  = []byte{0x48, 0x8d, 0x64, 0x24, 0x80, 0x9c, 0xf0, 0x48, 0xff, 0x05, 0, 0, 0, 0} // lea -0x80(%rsp),%rsp; pushfq; lock incq rel32(%rip)
-	tramPost = []byte{0x9d, 0x48, 0x8d, 0xa4, 0x24, 0x80, 0x00, 0x00, 0x00}                   // popfq; lea 0x80(%rsp),%rsp
+	tramPre = []byte{0x48, 0x8d, 0x64, 0x24, 0x80, // lea -0x80(%rsp),%rsp
+		0x50,             // push %rax
+		0x0f, 0x90, 0xc0, // seto %al
+		0x9f,                               // lahf
+		0xf0, 0x48, 0xff, 0x05, 0, 0, 0, 0} // lock incq rel32(%rip)
+	tramPost = []byte{0x04, 0x7f, // add $0x7f,%al
+		0x9e,                                           // sahf
+		0x58,                                           // pop %rax
+		0x48, 0x8d, 0xa4, 0x24, 0x80, 0x00, 0x00, 0x00} // lea 0x80(%rsp),%rsp
 )
 
 // counterDispOff is where tramPre's rel32 sits (it ends the prologue).
-const counterDispOff = 10
+const counterDispOff = 14
 
 // Plan decides the probe at fn.Addr+off under the policy, for a slot area at
 // code (counter word at counter), wanting mode want. fn holds the function's

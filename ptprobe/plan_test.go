@@ -59,20 +59,21 @@ func TestPlanJump(t *testing.T) {
 		t.Fatalf("patch % x is not jmp %#x", s.Patch, slotAt)
 	}
 	insts := sweep(t, s.Code, slotAt)
-	// lea -0x80(%rsp),%rsp; pushfq; lock incq counter(%rip); popfq; lea 0x80(%rsp),%rsp; the three copies; jmp back
-	if len(insts) != 9 {
-		t.Fatalf("trampoline % x: %d instructions, want 9", s.Code, len(insts))
+	// lea -0x80(%rsp),%rsp; push %rax; seto %al; lahf; lock incq counter(%rip);
+	// add $0x7f,%al; sahf; pop %rax; lea 0x80(%rsp),%rsp; the three copies; jmp back
+	if len(insts) != 13 {
+		t.Fatalf("trampoline % x: %d instructions, want 13", s.Code, len(insts))
 	}
-	inc := insts[2]
+	inc := insts[4]
 	if !inc.RIPRel || uint64(int64(inc.End())+inc.Disp) != counter || inc.Prefixes&decode.PfxLock == 0 {
-		t.Errorf("third instruction % x does not lock-increment the counter at %#x", inc.Bytes(), counter)
+		t.Errorf("fifth instruction % x does not lock-increment the counter at %#x", inc.Bytes(), counter)
 	}
 	for i, want := range [][]byte{{0x55}, {0x48, 0x89, 0xe5}, {0x48, 0x83, 0xec, 0x10}} {
-		if got := insts[5+i].Bytes(); string(got) != string(want) {
+		if got := insts[9+i].Bytes(); string(got) != string(want) {
 			t.Errorf("copy %d is % x, want % x", i, got, want)
 		}
 	}
-	if j := insts[8]; j.Branch != decode.BranchJmp || j.Target != fnAddr+8 {
+	if j := insts[12]; j.Branch != decode.BranchJmp || j.Target != fnAddr+8 {
 		t.Errorf("trampoline ends with % x, want jmp %#x", j.Bytes(), fnAddr+8)
 	}
 	if string(s.Orig) != string(prologue[:8]) {

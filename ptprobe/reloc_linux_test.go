@@ -87,10 +87,10 @@ func TestRelocationOnCPU(t *testing.T) {
 		}
 		a.RandomTrial(rng, &trial)
 		if jump {
-			// the word the trampoline's pushfq writes below the red zone
-			// holds those flags already: code reading it sees the same
+			// the word the trampoline saves %rax to below the red zone
+			// holds it already: code reading it sees the same
 			if o := int(l.InitialSP()-l.Stack) - 0x88; o >= 0 {
-				binary.LittleEndian.PutUint64(trial.Stack[o:], trial.Regs.Flags|0x202)
+				binary.LittleEndian.PutUint64(trial.Stack[o:], trial.Regs.GPR[0])
 			}
 		}
 		ref := kernelsim.Case{Code: body, CodeOffset: codeOff, Regs: trial.Regs, Scratch: trial.Scratch, Stack: trial.Stack}
