@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/kboost/kboost/boost"
 	"github.com/kboost/kboost/decode"
@@ -34,6 +35,7 @@ type Engine struct {
 	reports []Report
 	errs    []string
 	hits    *bufio.Writer // per-hit records (Options.Hits)
+	ready   chan struct{} // closed at the first install
 }
 
 // proc is one probed address space.
@@ -78,7 +80,7 @@ func New(opt Options) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &Engine{opt: opt, targets: ts, bin: abs, pol: pol, emu: emu, procs: map[int]*proc{}, tidPid: map[int]int{}}
+	e := &Engine{opt: opt, targets: ts, bin: abs, pol: pol, emu: emu, procs: map[int]*proc{}, tidPid: map[int]int{}, ready: make(chan struct{})}
 	for _, t := range ts {
 		e.reports = append(e.reports, Report{Point: t.Point, Func: t.Func, Off: t.Off, Want: opt.Mode})
 	}
@@ -136,6 +138,9 @@ func (e *Engine) Run() (Summary, error) {
 	}
 	return sum, err
 }
+
+// Installed is closed once the probes are planted in a first process.
+func (e *Engine) Installed() <-chan struct{} { return e.ready }
 
 // Detach restores every process and releases the tree; safe from any goroutine.
 func (e *Engine) Detach() { e.tr.Detach() }
@@ -217,6 +222,25 @@ func (e *Engine) Attached(tids []int) {
 	}
 }
 
+// allStopped says whether every task of pid is among tids (a jump's five
+// bytes are written while no thread runs).
+func allStopped(pid int, tids []int) bool {
+	ents, err := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/task")
+	if err != nil {
+		return false
+	}
+	in := map[int]bool{}
+	for _, t := range tids {
+		in[t] = true
+	}
+	for _, d := range ents {
+		if n, err := strconv.Atoi(d.Name()); err == nil && !in[n] {
+			return false
+		}
+	}
+	return true
+}
+
 // Exiting reads the jump counters while the exiting thread's address
 // space is still mapped.
 func (e *Engine) Exiting(tid, pid int) {
@@ -279,6 +303,7 @@ func (e *Engine) Release(tids []int) {
 		}
 		ts := by[pid]
 		for _, tid := range ts {
+			e.flushTrap(p, tid)
 			e.stepOut(p, tid)
 		}
 		e.readCounters(p)
@@ -367,6 +392,7 @@ func (e *Engine) install(pid int, tids []int) {
 		return
 	}
 	p.sites = make([]Site, len(e.targets)) // index = target index; Patch nil: not installed
+	running := !allStopped(pid, tids)
 	if err := e.mapSlot(p, tids[0], text); err != nil {
 		e.fail("pid %d: %v", pid, err)
 		mem.Close()
@@ -386,7 +412,7 @@ func (e *Engine) install(pid int, tids []int) {
 		fn := boost.Func{Name: t.Func, Addr: fnAddr, Size: t.FuncSize, Bytes: b}
 		s, err := Plan(e.pol, fn, t.Off, e.opt.Mode, p.slot+uint64(i)*AreaSize, p.slot+PageSize+uint64(i)*8)
 		if err == nil && s.Mode == Jump {
-			s, err = e.checkJump(p, fn, s, tids)
+			s, err = e.checkJump(p, fn, s, tids, running)
 		}
 		if err != nil {
 			e.fail("%s: %v", t.Point, err)
@@ -443,6 +469,11 @@ func (e *Engine) install(pid int, tids []int) {
 	p.last = make([]uint64, len(p.sites))
 	e.procs[pid] = p
 	e.plan(p)
+	select {
+	case <-e.ready:
+	default:
+		close(e.ready)
+	}
 }
 
 func (e *Engine) funcAt(p *proc, ms []uprobe.Mapping, i int) (boost.Func, bool) {
@@ -461,7 +492,10 @@ func (e *Engine) funcAt(p *proc, ms []uprobe.Mapping, i int) (boost.Func, bool) 
 // checkJump demotes a jump when a stopped thread's IP lies among the
 // displaced bytes after the first (it would resume in the middle of the
 // jmp).
-func (e *Engine) checkJump(p *proc, fn boost.Func, s Site, tids []int) (Site, error) {
+func (e *Engine) checkJump(p *proc, fn boost.Func, s Site, tids []int, running bool) (Site, error) {
+	if running {
+		return Demote(e.pol, fn, &s, "ptprobe.threads_running", "a thread of the process did not stop: a jump is written only while none runs")
+	}
 	for _, tid := range tids {
 		ip, err := ptregs.PC(tid)
 		if err == nil && ip > s.Addr && ip < s.Addr+uint64(s.Displaced) {
@@ -600,6 +634,63 @@ func inject(p *proc, tid int, nr uint64, args ...uint64) (uint64, error) {
 		// in (exec) comes before the instruction runs.
 	}
 	return 0, fmt.Errorf("%w: thread %d did not complete the injected system call", ErrEngine, tid)
+}
+
+// flushTrap handles a thread stopped (by the detach's interrupt) right
+// after one of kboost's int3s, its SIGTRAP still pending: the interrupt is
+// reported before a signal is dequeued. Released like that, the SIGTRAP
+// would kill the process. The thread is let run just far enough to dequeue
+// it (signals are taken before any user instruction runs) and stops again
+// at its signal-delivery-stop, where the detach discards it; its IP is
+// then moved as Trap would. A SIGTRAP bit in /proc's SigPnd tells this
+// from a thread that legitimately is at the same IP (after a one-byte
+// instruction's slot).
+func (e *Engine) flushTrap(p *proc, tid int) {
+	regs, err := ptregs.Get(tid)
+	if err != nil || regs.L != ptregs.X86_64 {
+		return
+	}
+	ip := regs.PC() - 1
+	i, site := p.at[ip]
+	j, slot := p.int3[ip]
+	if !site && !slot || !trapPending(tid) {
+		return
+	}
+	if err := unix.PtraceCont(tid, 0); err != nil {
+		return
+	}
+	var ws unix.WaitStatus
+	if _, err := unix.Wait4(tid, &ws, unix.WALL, nil); err != nil || !ws.Stopped() {
+		return
+	}
+	if sig := ws.StopSignal(); sig != unix.SIGTRAP {
+		unix.Tgkill(p.pid, tid, sig) // another signal came first: pending again
+	}
+	if regs, err = ptregs.Get(tid); err != nil {
+		return
+	}
+	if site {
+		e.reports[i].Hits++
+		regs.SetWord(wRIP, p.sites[i].Addr) // the original instruction runs after the restore
+	} else {
+		regs.SetWord(wRIP, p.sites[j].Addr+uint64(p.sites[j].Len))
+	}
+	regs.Set(tid)
+}
+
+// trapPending reads whether SIGTRAP is pending for the thread itself.
+func trapPending(tid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(tid) + "/status")
+	if err != nil {
+		return false
+	}
+	for _, l := range splitLines(b) {
+		if v, ok := strings.CutPrefix(l, "SigPnd:"); ok {
+			m, err := strconv.ParseUint(strings.TrimSpace(v), 16, 64)
+			return err == nil && m&(1<<(unix.SIGTRAP-1)) != 0
+		}
+	}
+	return false
 }
 
 // stepOut single-steps tid until its IP leaves the slot page.

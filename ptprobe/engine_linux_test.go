@@ -215,9 +215,13 @@ func TestTargetDies(t *testing.T) {
 }
 
 // startSleeper runs `target sleep` untraced and returns it with its pid.
-func startSleeper(t *testing.T) *exec.Cmd {
+func startSleeper(t *testing.T) *exec.Cmd { return startTarget(t, "sleep", "0") }
+
+// startTarget runs a target mode that prints its pid and runs until killed.
+func startTarget(t *testing.T, args ...string) *exec.Cmd {
 	t.Helper()
-	cmd := exec.Command(target(t), "sleep", "0")
+	cmd := exec.Command(target(t), args...)
+	cmd.Stderr = os.Stderr
 	pipe, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -287,7 +291,8 @@ func TestDetachRestores(t *testing.T) {
 			}
 			done <- s
 		}()
-		time.Sleep(300 * time.Millisecond)
+		waitInstalled(t, e)
+		time.Sleep(100 * time.Millisecond)
 		e.Detach()
 		sum := <-done
 		if !sum.Detached || sum.Probes[0].Hits == 0 || sum.Probes[0].Mode != m {
@@ -305,6 +310,69 @@ func TestDetachRestores(t *testing.T) {
 	time.Sleep(50 * time.Millisecond)
 	if st := procState(pid); st != "S" && st != "R" {
 		t.Errorf("the process is in state %q after the detaches", st)
+	}
+}
+
+// TestAttachSpinningThreads attaches to four threads calling the probed
+// functions without pause (some are inside the displaced bytes when the
+// jump is planned, some inside slots or trampolines at detach), in every
+// mode, several times: each thread checks every result against an
+// unprobed copy and ends the process on a wrong one.
+func TestAttachSpinningThreads(t *testing.T) {
+	cmd := startTarget(t, "spin", "4")
+	pid := cmd.Process.Pid
+	rounds := 3
+	if testing.Short() {
+		rounds = 1
+	}
+	for r := 0; r < rounds; r++ {
+		for _, m := range []Mode{Jump, Boost, SingleStep} {
+			e, err := New(Options{Pid: pid, Points: []string{"work", "flat"}, Mode: m})
+			if err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan Summary)
+			go func() {
+				s, err := e.Run()
+				if err != nil {
+					t.Error(err)
+				}
+				done <- s
+			}()
+			waitInstalled(t, e)
+			time.Sleep(100 * time.Millisecond)
+			e.Detach()
+			sum := <-done
+			if st := procState(pid); st != "S" && st != "R" {
+				t.Fatalf("%v round %d: the spinning process is %q after detach: %+v", m, r, st, sum)
+			}
+			if !sum.Detached || sum.Threads != 5 {
+				t.Errorf("%v: detached %v, %d threads", m, sum.Detached, sum.Threads)
+			}
+			for _, p := range sum.Probes {
+				if p.Hits == 0 {
+					t.Errorf("%v: %s: no hit (%v)", m, p.Point, p.Mode)
+				}
+			}
+			for _, fn := range []string{"work", "flat"} {
+				if file, live := siteBytes(t, pid, fn); !bytes.Equal(file, live) {
+					t.Errorf("%v: after detach %s is % x, the file has % x", m, fn, live, file)
+				}
+			}
+		}
+	}
+	time.Sleep(100 * time.Millisecond)
+	if st := procState(pid); st != "S" && st != "R" {
+		t.Errorf("the spinning process is %q (a wrong result ends it with status 3)", st)
+	}
+}
+
+func waitInstalled(t *testing.T, e *Engine) {
+	t.Helper()
+	select {
+	case <-e.Installed():
+	case <-time.After(30 * time.Second):
+		t.Fatal("the probes were not installed within 30 s")
 	}
 }
 

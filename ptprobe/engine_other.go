@@ -21,3 +21,6 @@ func (e *Engine) Run() (Summary, error) { return Summary{}, decode.ErrNotSupport
 
 // Detach is a no-op off linux/amd64.
 func (e *Engine) Detach() {}
+
+// Installed never fires off linux/amd64.
+func (e *Engine) Installed() <-chan struct{} { return nil }

@@ -676,7 +676,7 @@ type stop struct {
 
 // collectWait bounds how long collect waits for a thread that never stops
 // (a zombie group leader whose exit is reported only with its group's).
-const collectWait = 3 * time.Second
+const collectWait = 10 * time.Second
 
 // collect waits until every thread in want, and every task they create
 // meanwhile, is in ptrace-stop, and returns those stops unprocessed (none

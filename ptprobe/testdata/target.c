@@ -19,6 +19,28 @@ __attribute__((noinline)) long work(long x) {
 	return r;
 }
 
+long flat(long x);
+
+// work's computation again, never probed: the reference spin checks against.
+__attribute__((noinline)) long work_ref(long x) {
+	long r = x * 3 + table[x & 15];
+	if (r & 1)
+		r ^= 0x55;
+	return r;
+}
+
+// spinner calls work for ever and ends the process with status 3 if a
+// result is ever wrong (a corrupted probe).
+static void *spinner(void *arg) {
+	for (long i = 0;; i++) {
+		if (work(i) != work_ref(i) || flat(i) != (((i + 7) * 3 + i) ^ 0x11)) {
+			write(2, "corrupt\n", 8);
+			_exit(3);
+		}
+	}
+	return 0;
+}
+
 // Starts with a branch-free run of boostable instructions (jump target).
 __attribute__((noinline, naked)) long flat(long x) {
 	__asm__ volatile(
@@ -60,7 +82,7 @@ static void *runner(void *arg) {
 
 int main(int argc, char **argv) {
 	if (argc < 3) {
-		fprintf(stderr, "usage: target calls|loop|fork|die|sleep N [THREADS]\n");
+		fprintf(stderr, "usage: target calls|loop|spin|fork|die|sleep N [THREADS]\n");
 		return 2;
 	}
 	n = atol(argv[2]);
@@ -77,6 +99,15 @@ int main(int argc, char **argv) {
 			sink += work(i);
 			usleep(1000);
 		}
+	}
+	if (strcmp(argv[1], "spin") == 0) { // N threads in work for ever: probed while running
+		pthread_t t;
+		for (long i = 0; i < n; i++)
+			pthread_create(&t, 0, spinner, 0);
+		printf("%d\n", getpid());
+		fflush(stdout);
+		for (;;)
+			pause();
 	}
 	if (strcmp(argv[1], "fork") == 0) { // parent and child each call work N times
 		pid_t c = fork();
