@@ -199,6 +199,24 @@ func TestFork(t *testing.T) {
 	}
 }
 
+// TestExecFromThread: a thread calls work N times and executes the binary
+// again, which calls it N more times: the new image is probed again and
+// every call counted (the old image's jump counters are read at the exit
+// stop of the thread the exec kills).
+func TestExecFromThread(t *testing.T) {
+	n := calls(t)
+	want, _ := native(t, "calls", strconv.Itoa(n), "1")
+	for _, m := range []Mode{SingleStep, Boost, Jump} {
+		sum, got := traced(t, m, []string{"work"}, "execthread", strconv.Itoa(n))
+		if got != want {
+			t.Errorf("%v: output %q, want %q", m, got, want)
+		}
+		if r := sum.Probes[0]; r.Hits != uint64(2*n) || r.Installs != 2 {
+			t.Errorf("%v: %d hits in %d installs, want %d in 2", m, r.Hits, r.Installs, 2*n)
+		}
+	}
+}
+
 // TestTargetDies: a tracee that SIGKILLs itself while probed; its hits up
 // to then are all counted (the jump counters are read at its exit stop).
 func TestTargetDies(t *testing.T) {

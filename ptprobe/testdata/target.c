@@ -80,9 +80,18 @@ static void *runner(void *arg) {
 	return (void *)acc;
 }
 
+static void *execer(void *arg) {
+	char **argv = arg;
+	for (long i = 0; i < n; i++)
+		sink += work(i);
+	char *args[] = {argv[0], "calls", argv[2], "1", 0};
+	execv("/proc/self/exe", args);
+	_exit(4);
+}
+
 int main(int argc, char **argv) {
 	if (argc < 3) {
-		fprintf(stderr, "usage: target calls|loop|spin|fork|die|sleep N [THREADS]\n");
+		fprintf(stderr, "usage: target calls|loop|spin|execthread|fork|die|sleep N [THREADS]\n");
 		return 2;
 	}
 	n = atol(argv[2]);
@@ -106,6 +115,12 @@ int main(int argc, char **argv) {
 			pthread_create(&t, 0, spinner, 0);
 		printf("%d\n", getpid());
 		fflush(stdout);
+		for (;;)
+			pause();
+	}
+	if (strcmp(argv[1], "execthread") == 0) { // a thread calls work N times, then execs "calls N 1"
+		pthread_t t;
+		pthread_create(&t, 0, execer, argv);
 		for (;;)
 			pause();
 	}
