@@ -505,3 +505,59 @@ func TestKernelUprobeAgrees(t *testing.T) {
 		}
 	}
 }
+
+// TestSignals: a probed tracee stops on SIGSTOP (group-stop, state T),
+// resumes on SIGCONT and keeps hitting, and dies of SIGTERM as untraced.
+func TestSignals(t *testing.T) {
+	outPath := filepath.Join(t.TempDir(), "stdout")
+	f, err := os.Create(outPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for _, m := range []Mode{Boost, Jump} {
+		e, err := New(Options{Argv: []string{target(t), "sleep", "0"}, Points: []string{"work"}, Mode: m, Stdio: [3]*os.File{nil, f, nil}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan Summary)
+		go func() {
+			s, err := e.Run()
+			if err != nil {
+				t.Error(err)
+			}
+			done <- s
+		}()
+		waitInstalled(t, e)
+		var pid int
+		for i := 0; i < 500 && pid == 0; i++ {
+			time.Sleep(10 * time.Millisecond)
+			b, _ := os.ReadFile(outPath)
+			lines := strings.Fields(string(b))
+			if len(lines) > 0 {
+				pid, _ = strconv.Atoi(lines[len(lines)-1])
+			}
+		}
+		f.Truncate(0)
+		f.Seek(0, 0)
+		syscall.Kill(pid, syscall.SIGSTOP)
+		time.Sleep(200 * time.Millisecond)
+		if st := procState(pid); st != "T" && st != "t" {
+			t.Errorf("%v: after SIGSTOP the tracee is %q", m, st)
+		}
+		syscall.Kill(pid, syscall.SIGCONT)
+		time.Sleep(200 * time.Millisecond)
+		if st := procState(pid); st != "S" && st != "R" {
+			t.Errorf("%v: after SIGCONT the tracee is %q", m, st)
+		}
+		syscall.Kill(pid, syscall.SIGTERM)
+		select {
+		case sum := <-done:
+			if sum.Status != 128+15 || sum.Probes[0].Hits == 0 {
+				t.Errorf("%v: status %d, %d hits", m, sum.Status, sum.Probes[0].Hits)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("%v: the trace did not end after SIGTERM", m)
+		}
+	}
+}
