@@ -57,5 +57,16 @@
 // process with SIGTRAP; its jump probes keep running correctly (and
 // counting) from their trampolines.
 //
+// # Limits
+//
+// x86-64 tracees only (an i386 binary is refused; arm64 and ARM have no
+// engine). Jump probes are counted, not recorded hit by hit (Options.Hits
+// records int3-based hits only). A single-threaded process that calls
+// execve loses its jump counts since its last thread exit (the old address
+// space is gone at the exec stop); int3-based counts are exact. A vfork
+// child that hits jump probes and exits without exec is counted twice (it
+// shares its parent's counters). A thread whose signal frame holds an IP
+// inside a slot when the tracee is detached returns into unmapped memory.
+//
 // Elsewhere New returns an error wrapping decode.ErrNotSupported.
 package ptprobe
