@@ -41,11 +41,14 @@
 // thread (a syscall instruction written at its IP, single-stepped, bytes
 // and registers restored) for two pages within rel32 reach of the text:
 // the slot areas (AreaSize bytes per probe, r-x, written through
-// /proc/PID/mem) and the jump counters (rw-). Jumps are demoted to Boost
-// where a stopped thread's IP or another probe lies among the displaced
-// bytes. Fork children inherit probes and slots; their counters count from
-// their value at the fork. Jump counters are read at every thread's
-// PTRACE_EVENT_EXIT, so a process killed by a signal still reports them.
+// /proc/PID/mem) and the jump counters: a memfd kboost maps too, which the
+// tracee opens through /proc/KBOOST/fd/N and maps MAP_SHARED (injected
+// openat, mmap, close), so one counter per probe serves the whole tree and
+// survives exec, fork, vfork and a tracee killed by a signal. Jumps are
+// written only while every thread of the process is stopped and are
+// demoted to Boost where a stopped thread's IP or another probe lies among
+// the displaced bytes. Fork children inherit probes, slots and counters; a
+// process that executes the binary again is probed again.
 //
 // Detach (Ctrl-C) stops every thread at once, moves any thread whose IP is
 // in a slot or trampoline out of it by single-stepping, writes every
@@ -61,11 +64,7 @@
 //
 // x86-64 tracees only (an i386 binary is refused; arm64 and ARM have no
 // engine). Jump probes are counted, not recorded hit by hit (Options.Hits
-// records int3-based hits only). A single-threaded process that calls
-// execve loses its jump counts since its last thread exit (the old address
-// space is gone at the exec stop); int3-based counts are exact. A vfork
-// child that hits jump probes and exits without exec is counted twice (it
-// shares its parent's counters). A thread whose signal frame holds an IP
+// records int3-based hits only). A thread whose signal frame holds an IP
 // inside a slot when the tracee is detached returns into unmapped memory.
 //
 // Elsewhere New returns an error wrapping decode.ErrNotSupported.

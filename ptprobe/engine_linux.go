@@ -36,6 +36,11 @@ type Engine struct {
 	errs    []string
 	hits    *bufio.Writer // per-hit records (Options.Hits)
 	ready   chan struct{} // closed at the first install
+	// The jump counters live in a memfd that kboost maps too and every
+	// probed process maps (MAP_SHARED) as its counters' page: one count per
+	// probe for the whole tree, read without a stop, kept across exec.
+	ctrFd int
+	ctr   []byte
 }
 
 // proc is one probed address space.
@@ -47,8 +52,6 @@ type proc struct {
 	at    map[uint64]int // point address -> site index (int3 sites)
 	int3  map[uint64]int // singlestep slots' int3 address -> site index
 	tids  map[int]bool
-	base  []uint64 // jump counters' values when this process began (fork)
-	last  []uint64 // jump counters as last read
 	done  bool
 }
 
@@ -87,9 +90,21 @@ func New(opt Options) (*Engine, error) {
 	if opt.Hits && opt.Out != nil {
 		e.hits = bufio.NewWriterSize(opt.Out, 64<<10)
 	}
+	if e.ctrFd, err = unix.MemfdCreate("kboost-trace-counters", unix.MFD_CLOEXEC); err != nil {
+		return nil, fmt.Errorf("%w: memfd for the counters: %w", ErrEngine, err)
+	}
+	if err := unix.Ftruncate(e.ctrFd, PageSize); err != nil {
+		unix.Close(e.ctrFd)
+		return nil, fmt.Errorf("%w: memfd for the counters: %w", ErrEngine, err)
+	}
+	if e.ctr, err = unix.Mmap(e.ctrFd, 0, PageSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED); err != nil {
+		unix.Close(e.ctrFd)
+		return nil, fmt.Errorf("%w: memfd for the counters: %w", ErrEngine, err)
+	}
 	e.tr, err = tracer.New(tracer.Config{Argv: opt.Argv, Pid: opt.Pid, Env: opt.Env, Stdio: opt.Stdio,
-		Filter: map[uint32]map[uint64]bool{}, NoSyscalls: true, TraceExit: true})
+		Filter: map[uint32]map[uint64]bool{}, NoSyscalls: true})
 	if err != nil {
+		e.closeCounters()
 		return nil, err
 	}
 	return e, nil
@@ -131,12 +146,21 @@ func (e *Engine) Run() (Summary, error) {
 	for _, p := range e.procs {
 		e.finish(p)
 	}
+	for i := range e.reports {
+		e.reports[i].Hits += binary.LittleEndian.Uint64(e.ctr[8*i:])
+	}
+	e.closeCounters()
 	sum := Summary{Probes: e.reports, Status: res.Status, Detached: res.Detached,
 		Threads: res.Threads, Processes: res.Processes, Errors: e.errs}
 	if err == nil && len(e.errs) > 0 {
 		err = fmt.Errorf("%w: %s", ErrEngine, e.errs[0])
 	}
 	return sum, err
+}
+
+func (e *Engine) closeCounters() {
+	unix.Munmap(e.ctr)
+	unix.Close(e.ctrFd)
 }
 
 // Installed is closed once the probes are planted in a first process.
@@ -241,14 +265,6 @@ func allStopped(pid int, tids []int) bool {
 	return true
 }
 
-// Exiting reads the jump counters while the exiting thread's address
-// space is still mapped.
-func (e *Engine) Exiting(tid, pid int) {
-	if p := e.procs[pid]; p != nil {
-		e.readCounters(p)
-	}
-}
-
 // Trap serves an int3 of a probe (or of a singlestep slot).
 func (e *Engine) Trap(tid, pid int) bool {
 	p := e.procs[pid]
@@ -306,7 +322,6 @@ func (e *Engine) Release(tids []int) {
 			e.flushTrap(p, tid)
 			e.stepOut(p, tid)
 		}
-		e.readCounters(p)
 		e.restore(p)
 		unmapped := false
 		for _, tid := range ts {
@@ -465,8 +480,6 @@ func (e *Engine) install(pid int, tids []int) {
 		}
 		r.Installs++
 	}
-	p.base = make([]uint64, len(p.sites))
-	p.last = make([]uint64, len(p.sites))
 	e.procs[pid] = p
 	e.plan(p)
 	select {
@@ -559,6 +572,11 @@ func (e *Engine) mapSlot(p *proc, tid int, text uprobe.Mapping) error {
 			continue
 		}
 		p.slot = a
+		if err := e.mapCounters(p, tid); err != nil {
+			inject(p, tid, unix.SYS_MUNMAP, a, size)
+			p.slot = 0
+			return err
+		}
 		if r, err := inject(p, tid, unix.SYS_MPROTECT, a, PageSize, unix.PROT_READ|unix.PROT_EXEC); err != nil || r != 0 {
 			inject(p, tid, unix.SYS_MUNMAP, a, size)
 			p.slot = 0
@@ -567,6 +585,28 @@ func (e *Engine) mapSlot(p *proc, tid int, text uprobe.Mapping) error {
 		return nil
 	}
 	return fmt.Errorf("%w: no free place for the slot pages within 2 GiB of %#x", ErrEngine, text.Start)
+}
+
+// mapCounters maps kboost's counters memfd over the second slot page:
+// the tracee opens it as /proc/KBOOST/fd/N (the path written into that
+// page first), maps it MAP_SHARED|MAP_FIXED and closes the descriptor.
+func (e *Engine) mapCounters(p *proc, tid int) error {
+	at := p.slot + PageSize
+	path := fmt.Sprintf("/proc/%d/fd/%d\x00", os.Getpid(), e.ctrFd)
+	if _, err := p.mem.WriteAt([]byte(path), int64(at)); err != nil {
+		return fmt.Errorf("%w: %w", ErrEngine, err)
+	}
+	const atFDCWD = ^uint64(99) // -100
+	fd, err := inject(p, tid, unix.SYS_OPENAT, atFDCWD, at, unix.O_RDWR|unix.O_CLOEXEC, 0)
+	if err != nil || int64(fd) < 0 {
+		return fmt.Errorf("%w: the tracee could not open the counters (%s): %d %v", ErrEngine, path[:len(path)-1], int64(fd), err)
+	}
+	r, err := inject(p, tid, unix.SYS_MMAP, at, PageSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|unix.MAP_FIXED, fd, 0)
+	inject(p, tid, unix.SYS_CLOSE, fd)
+	if err != nil || r != at {
+		return fmt.Errorf("%w: the tracee could not map the counters: %#x %v", ErrEngine, r, err)
+	}
+	return nil
 }
 
 // inject makes stopped thread tid execute one system call: a syscall
@@ -741,47 +781,25 @@ func (e *Engine) restore(p *proc) {
 	}
 }
 
-func (e *Engine) readCounters(p *proc) {
-	if p.slot == 0 || p.done {
-		return
-	}
-	buf := make([]byte, 8*len(p.sites))
-	if _, err := p.mem.ReadAt(buf, int64(p.slot+PageSize)); err != nil {
-		return
-	}
-	for i := range p.sites {
-		if p.sites[i].Mode == Jump && p.sites[i].Patch != nil {
-			p.last[i] = binary.LittleEndian.Uint64(buf[8*i:])
-		}
-	}
-}
-
 // forked gives a fork child its parent's probes: same addresses, same slot
-// pages (copied with the address space), counters counted from their value
-// at the fork.
+// pages (copied with the address space), the same counters (shared).
 func (e *Engine) forked(parent *proc, pid, tid int) {
 	mem, err := os.OpenFile("/proc/"+strconv.Itoa(pid)+"/mem", os.O_RDWR, 0)
 	if err != nil {
 		e.fail("pid %d: %v", pid, err)
 		return
 	}
-	e.readCounters(parent)
 	c := &proc{pid: pid, mem: mem, slot: parent.slot, sites: parent.sites, at: parent.at, int3: parent.int3,
-		tids: map[int]bool{tid: true}, base: append([]uint64(nil), parent.last...), last: append([]uint64(nil), parent.last...)}
+		tids: map[int]bool{tid: true}}
 	e.procs[pid] = c
 }
 
-// finish adds a process's jump hits to the reports and closes it.
+// finish closes a process that ended or was released.
 func (e *Engine) finish(p *proc) {
 	if p.done {
 		return
 	}
 	p.done = true
-	for i := range p.sites {
-		if p.sites[i].Mode == Jump && p.last[i] >= p.base[i] {
-			e.reports[i].Hits += p.last[i] - p.base[i]
-		}
-	}
 	if p.mem != nil {
 		p.mem.Close()
 	}

@@ -199,15 +199,19 @@ func TestFork(t *testing.T) {
 	}
 }
 
-// TestExecFromThread: a thread calls work N times and executes the binary
-// again, which calls it N more times: the new image is probed again and
-// every call counted (the old image's jump counters are read at the exit
-// stop of the thread the exec kills).
+// TestExecFromThread: a thread (or the only one) calls work N times and
+// executes the binary again, which calls it N more times: the new image is
+// probed again and every call of both counted (the jump counters are
+// shared with kboost, so the old image's survive the exec).
 func TestExecFromThread(t *testing.T) {
 	n := calls(t)
 	want, _ := native(t, "calls", strconv.Itoa(n), "1")
-	for _, m := range []Mode{SingleStep, Boost, Jump} {
-		sum, got := traced(t, m, []string{"work"}, "execthread", strconv.Itoa(n))
+	for _, c := range []struct {
+		m    Mode
+		mode string
+	}{{SingleStep, "execthread"}, {Boost, "execthread"}, {Jump, "execthread"}, {Jump, "exec"}, {Boost, "exec"}} {
+		m := c.m
+		sum, got := traced(t, m, []string{"work"}, c.mode, strconv.Itoa(n))
 		if got != want {
 			t.Errorf("%v: output %q, want %q", m, got, want)
 		}

@@ -29,9 +29,6 @@ type Config struct {
 	// NoSyscalls resumes tracees with PTRACE_CONT once the traced command
 	// runs: no system call stops at all (a breakpoint engine needs none).
 	NoSyscalls bool
-	// TraceExit adds PTRACE_O_TRACEEXIT: a Prober sees every thread at its
-	// exit while its address space is still mapped.
-	TraceExit bool
 }
 
 // Prober is what a Handler that plants breakpoints in tracees (kboost
@@ -42,8 +39,6 @@ type Prober interface {
 	// when the trap was the prober's own (it is then not delivered and the
 	// thread resumes from the registers the prober left).
 	Trap(tid, pid int) bool
-	// Exiting is called at each thread's PTRACE_EVENT_EXIT (Config.TraceExit).
-	Exiting(tid, pid int)
 	// Attached is called once, with every thread of an attached (--pid)
 	// tree stopped, before any of them runs again.
 	Attached(tids []int)

@@ -158,13 +158,6 @@ func (t *Tracer) stopSentinel() {
 const baseOpts = unix.PTRACE_O_TRACEFORK | unix.PTRACE_O_TRACEVFORK | unix.PTRACE_O_TRACECLONE |
 	unix.PTRACE_O_TRACEEXEC | unix.PTRACE_O_TRACESYSGOOD
 
-func (t *Tracer) opts() int {
-	if t.cfg.TraceExit {
-		return baseOpts | unix.PTRACE_O_TRACEEXIT
-	}
-	return baseOpts
-}
-
 func (t *Tracer) spawn() error {
 	t.seccomp = t.cfg.UseSeccomp
 	var prog []byte
@@ -188,7 +181,7 @@ func (t *Tracer) spawn() error {
 	if err != nil {
 		return fmt.Errorf("%w: start %s: %w", ErrTracer, t.cfg.Argv[0], err)
 	}
-	opts := t.opts() | unix.PTRACE_O_EXITKILL
+	opts := baseOpts | unix.PTRACE_O_EXITKILL
 	if t.seccomp {
 		opts |= unix.PTRACE_O_TRACESECCOMP
 	}
@@ -240,7 +233,7 @@ func (t *Tracer) attach() error {
 				if t.threads[tid] != nil {
 					continue
 				}
-				if err := ptrace(unix.PTRACE_SEIZE, tid, 0, uintptr(t.opts())); err != nil {
+				if err := ptrace(unix.PTRACE_SEIZE, tid, 0, baseOpts); err != nil {
 					if p == t.cfg.Pid && tid == p {
 						return fmt.Errorf("%w: PTRACE_SEIZE %d: %w", ErrTracer, tid, err)
 					}
@@ -437,11 +430,6 @@ func (t *Tracer) stopped(th *thread, ws unix.WaitStatus) {
 		// helper may report that exec too: only the tracee's counts.
 		th.hidden = th.hidden && !t.armed
 		t.event(th, Event{Kind: EvExec, FormerTid: former})
-		t.resume(th, 0)
-	case ev == unix.PTRACE_EVENT_EXIT:
-		if p := t.prober(); p != nil {
-			p.Exiting(th.tid, th.pid)
-		}
 		t.resume(th, 0)
 	case ev == eventStop:
 		if isStopSignal(sig) {

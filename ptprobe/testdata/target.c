@@ -91,7 +91,7 @@ static void *execer(void *arg) {
 
 int main(int argc, char **argv) {
 	if (argc < 3) {
-		fprintf(stderr, "usage: target calls|loop|spin|execthread|fork|die|sleep N [THREADS]\n");
+		fprintf(stderr, "usage: target calls|loop|spin|exec|execthread|fork|die|sleep N [THREADS]\n");
 		return 2;
 	}
 	n = atol(argv[2]);
@@ -118,6 +118,8 @@ int main(int argc, char **argv) {
 		for (;;)
 			pause();
 	}
+	if (strcmp(argv[1], "exec") == 0) // the same on the only thread
+		execer(argv);
 	if (strcmp(argv[1], "execthread") == 0) { // a thread calls work N times, then execs "calls N 1"
 		pthread_t t;
 		pthread_create(&t, 0, execer, argv);
