@@ -469,6 +469,9 @@ func TestThreadedRuns(t *testing.T) {
 				bad++
 				t.Errorf("%v run %d: output %q status %d, probes %+v", m, r, got, sum.Status, sum.Probes)
 			}
+			if (r+1)%100 == 0 {
+				t.Logf("%v: %d runs, %d bad so far", m, r+1, bad)
+			}
 		}
 	}
 	t.Logf("%d runs per mode, %d bad", runs, bad)
