@@ -278,6 +278,7 @@ func (e *Engine) Trap(tid, pid int) bool {
 	ip := regs.PC() - 1
 	if i, ok := p.int3[ip]; ok {
 		s := &p.sites[i]
+		e.reports[i].Stops++
 		regs.SetWord(regs.L.PC, s.Addr+uint64(s.Len))
 		return regs.Set(tid) == nil
 	}
@@ -287,6 +288,7 @@ func (e *Engine) Trap(tid, pid int) bool {
 	}
 	s := &p.sites[i]
 	e.reports[i].Hits++
+	e.reports[i].Stops++
 	if e.hits != nil {
 		writeHit(e.hits, e.opt.JSON, e.targets[i].Point, pid, tid, e.reports[i].Hits)
 	}

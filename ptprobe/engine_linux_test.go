@@ -143,6 +143,10 @@ func TestHitsExact(t *testing.T) {
 				if w, ok := wantModes[m][r.Point]; ok && r.Mode != w {
 					t.Errorf("%v: %s got mechanism %v (%v), want %v", m, r.Point, r.Mode, r.Reasons, w)
 				}
+				// two stops per hit single-stepped, one boosted or emulated, none jumped
+				if want := map[Mode]uint64{SingleStep: 2, Boost: 1, Emulate: 1, Jump: 0}[r.Mode] * r.Hits; r.Stops != want {
+					t.Errorf("%v: %s (%v) cost %d stops for %d hits, want %d", m, r.Point, r.Mode, r.Stops, r.Hits, want)
+				}
 				if r.Installs != 1 {
 					t.Errorf("%v: %s installed %d times", m, r.Point, r.Installs)
 				}

@@ -28,6 +28,9 @@ type Report struct {
 	// of them.
 	Installs int    `json:"installs"`
 	Hits     uint64 `json:"hits"`
+	// Stops counts the tracee stops the probe cost (its int3s and its
+	// singlestep slots' int3s).
+	Stops uint64 `json:"stops"`
 }
 
 // Summary is a finished trace.
@@ -87,7 +90,7 @@ func WriteSummary(w io.Writer, asJSON bool, s Summary) {
 		if p.Installs == 0 {
 			mode = "not installed"
 		}
-		fmt.Fprintf(w, "%-24s %-10s hits %d\n", p.Point, mode, p.Hits)
+		fmt.Fprintf(w, "%-24s %-10s hits %d, stops %d\n", p.Point, mode, p.Hits, p.Stops)
 	}
 	fmt.Fprintf(w, "%d processes, %d threads, status %d", s.Processes, s.Threads, s.Status)
 	if s.Detached {
