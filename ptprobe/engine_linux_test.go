@@ -572,3 +572,47 @@ func TestSignals(t *testing.T) {
 		}
 	}
 }
+
+// TestDetachStartedTree: Detach (Ctrl-C) in the middle of a run kboost
+// started releases it; it finishes untraced with its original code and
+// prints what it prints untraced.
+func TestDetachStartedTree(t *testing.T) {
+	const n = 20000
+	want, _ := native(t, "calls", strconv.Itoa(n), "2")
+	for _, m := range []Mode{SingleStep, Boost, Jump} {
+		outPath := filepath.Join(t.TempDir(), "stdout")
+		f, err := os.Create(outPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, err := New(Options{Argv: []string{target(t), "calls", strconv.Itoa(n), "2"}, Points: []string{"work", "flat", "branchy"}, Mode: m, Stdio: [3]*os.File{nil, f, nil}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan Summary)
+		go func() {
+			s, err := e.Run()
+			if err != nil {
+				t.Error(err)
+			}
+			done <- s
+		}()
+		waitInstalled(t, e)
+		time.Sleep(50 * time.Millisecond)
+		e.Detach()
+		sum := <-done
+		f.Close()
+		if m != Jump && !sum.Detached { // a jumped run may end before the detach
+			t.Errorf("%v: the run ended before the detach (%d hits)", m, sum.Probes[0].Hits)
+		}
+		var got string
+		for i := 0; i < 3000 && got == ""; i++ {
+			b, _ := os.ReadFile(outPath)
+			got = string(b)
+			time.Sleep(10 * time.Millisecond)
+		}
+		if got != want {
+			t.Errorf("%v (detached %v after %d hits of work): output %q, untraced %q", m, sum.Detached, sum.Probes[0].Hits, got, want)
+		}
+	}
+}
