@@ -305,22 +305,7 @@ func TestDetachRestores(t *testing.T) {
 	pid := cmd.Process.Pid
 	maps0, _ := os.ReadFile(fmt.Sprintf("/proc/%d/maps", pid))
 	for _, m := range []Mode{SingleStep, Boost, Jump} {
-		e, err := New(Options{Pid: pid, Points: []string{"work"}, Mode: m})
-		if err != nil {
-			t.Fatal(err)
-		}
-		done := make(chan Summary)
-		go func() {
-			s, err := e.Run()
-			if err != nil {
-				t.Error(err)
-			}
-			done <- s
-		}()
-		waitInstalled(t, e)
-		time.Sleep(100 * time.Millisecond)
-		e.Detach()
-		sum := <-done
+		sum := detachAfter(t, Options{Pid: pid, Points: []string{"work"}, Mode: m}, 100*time.Millisecond)
 		if !sum.Detached || sum.Probes[0].Hits == 0 || sum.Probes[0].Mode != m {
 			t.Errorf("%v: detached %v, %d hits as %v", m, sum.Detached, sum.Probes[0].Hits, sum.Probes[0].Mode)
 		}
@@ -353,22 +338,7 @@ func TestAttachSpinningThreads(t *testing.T) {
 	}
 	for r := 0; r < rounds; r++ {
 		for _, m := range []Mode{Jump, Boost, SingleStep} {
-			e, err := New(Options{Pid: pid, Points: []string{"work", "flat"}, Mode: m})
-			if err != nil {
-				t.Fatal(err)
-			}
-			done := make(chan Summary)
-			go func() {
-				s, err := e.Run()
-				if err != nil {
-					t.Error(err)
-				}
-				done <- s
-			}()
-			waitInstalled(t, e)
-			time.Sleep(100 * time.Millisecond)
-			e.Detach()
-			sum := <-done
+			sum := detachAfter(t, Options{Pid: pid, Points: []string{"work", "flat"}, Mode: m}, 100*time.Millisecond)
 			if st := procState(pid); st != "S" && st != "R" {
 				t.Fatalf("%v round %d: the spinning process is %q after detach: %+v", m, r, st, sum)
 			}
@@ -391,6 +361,36 @@ func TestAttachSpinningThreads(t *testing.T) {
 	if st := procState(pid); st != "S" && st != "R" {
 		t.Errorf("the spinning process is %q (a wrong result ends it with status 3)", st)
 	}
+}
+
+// start runs the engine in the background until its probes are installed;
+// done receives its summary.
+func start(t *testing.T, opt Options) (*Engine, chan Summary) {
+	t.Helper()
+	e, err := New(opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan Summary, 1)
+	go func() {
+		s, err := e.Run()
+		if err != nil {
+			t.Error(err)
+		}
+		done <- s
+	}()
+	waitInstalled(t, e)
+	return e, done
+}
+
+// detachAfter runs the engine, detaches it d after its probes are
+// installed and returns its summary.
+func detachAfter(t *testing.T, opt Options, d time.Duration) Summary {
+	t.Helper()
+	e, done := start(t, opt)
+	time.Sleep(d)
+	e.Detach()
+	return <-done
 }
 
 func waitInstalled(t *testing.T, e *Engine) {
@@ -527,19 +527,7 @@ func TestSignals(t *testing.T) {
 	}
 	defer f.Close()
 	for _, m := range []Mode{Boost, Jump} {
-		e, err := New(Options{Argv: []string{target(t), "sleep", "0"}, Points: []string{"work"}, Mode: m, Stdio: [3]*os.File{nil, f, nil}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		done := make(chan Summary)
-		go func() {
-			s, err := e.Run()
-			if err != nil {
-				t.Error(err)
-			}
-			done <- s
-		}()
-		waitInstalled(t, e)
+		_, done := start(t, Options{Argv: []string{target(t), "sleep", "0"}, Points: []string{"work"}, Mode: m, Stdio: [3]*os.File{nil, f, nil}})
 		var pid int
 		for i := 0; i < 500 && pid == 0; i++ {
 			time.Sleep(10 * time.Millisecond)
@@ -585,22 +573,7 @@ func TestDetachStartedTree(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		e, err := New(Options{Argv: []string{target(t), "calls", strconv.Itoa(n), "2"}, Points: []string{"work", "flat", "branchy"}, Mode: m, Stdio: [3]*os.File{nil, f, nil}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		done := make(chan Summary)
-		go func() {
-			s, err := e.Run()
-			if err != nil {
-				t.Error(err)
-			}
-			done <- s
-		}()
-		waitInstalled(t, e)
-		time.Sleep(50 * time.Millisecond)
-		e.Detach()
-		sum := <-done
+		sum := detachAfter(t, Options{Argv: []string{target(t), "calls", strconv.Itoa(n), "2"}, Points: []string{"work", "flat", "branchy"}, Mode: m, Stdio: [3]*os.File{nil, f, nil}}, 50*time.Millisecond)
 		f.Close()
 		if m != Jump && !sum.Detached { // a jumped run may end before the detach
 			t.Errorf("%v: the run ended before the detach (%d hits)", m, sum.Probes[0].Hits)
