@@ -185,12 +185,17 @@ func TestJumpOverlap(t *testing.T) {
 	}
 }
 
-// TestFork: the child inherits the probes and its hits are counted once.
+// TestFork: the child of a fork (or of a vfork, sharing its parent's
+// memory) inherits the probes and its hits are counted once.
 func TestFork(t *testing.T) {
 	n := calls(t)
-	want, _ := native(t, "fork", strconv.Itoa(n))
-	for _, m := range []Mode{SingleStep, Boost, Jump} {
-		sum, got := traced(t, m, []string{"work"}, "fork", strconv.Itoa(n))
+	for _, c := range []struct {
+		m    Mode
+		mode string
+	}{{SingleStep, "fork"}, {Boost, "fork"}, {Jump, "fork"}, {SingleStep, "vfork"}, {Boost, "vfork"}, {Jump, "vfork"}} {
+		m := c.m
+		want, _ := native(t, c.mode, strconv.Itoa(n))
+		sum, got := traced(t, m, []string{"work"}, c.mode, strconv.Itoa(n))
 		if got != want {
 			t.Errorf("%v: output %q, untraced %q", m, got, want)
 		}

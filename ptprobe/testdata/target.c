@@ -91,7 +91,7 @@ static void *execer(void *arg) {
 
 int main(int argc, char **argv) {
 	if (argc < 3) {
-		fprintf(stderr, "usage: target calls|loop|spin|exec|execthread|fork|die|sleep N [THREADS]\n");
+		fprintf(stderr, "usage: target calls|loop|spin|exec|execthread|fork|vfork|die|sleep N [THREADS]\n");
 		return 2;
 	}
 	n = atol(argv[2]);
@@ -126,8 +126,8 @@ int main(int argc, char **argv) {
 		for (;;)
 			pause();
 	}
-	if (strcmp(argv[1], "fork") == 0) { // parent and child each call work N times
-		pid_t c = fork();
+	if (strcmp(argv[1], "fork") == 0 || strcmp(argv[1], "vfork") == 0) { // parent and child each call work N times
+		pid_t c = argv[1][0] == 'v' ? vfork() : fork();
 		long acc = 0;
 		for (long i = 0; i < n; i++)
 			acc += work(i);
