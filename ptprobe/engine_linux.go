@@ -325,8 +325,11 @@ func (e *Engine) Release(tids []int) {
 			e.stepOut(p, tid)
 		}
 		e.restore(p)
-		unmapped := false
+		unmapped := p.slot == 0 // nothing was mapped
 		for _, tid := range ts {
+			if unmapped {
+				break
+			}
 			if _, err := inject(p, tid, unix.SYS_MUNMAP, p.slot, SlotPages*PageSize); err == nil {
 				unmapped = true
 				break
