@@ -52,7 +52,10 @@ ns[singlestep]=$(perhit 20000 "$work/kboost" trace --mode singlestep --probe tic
 if [ "$(id -u)" = 0 ]; then
     "$work/kboost" uprobe watch --interval 1h "$work/target:tick" >"$work/watch.out" 2>&1 &
     watcher=$!
-    sleep 1
+    for _ in $(seq 200); do # until the probe is registered
+        grep -q watching "$work/watch.out" 2>/dev/null && break
+        sleep 0.1
+    done
     ns[uprobe]=$(perhit 40000 env)
     kill -INT "$watcher"; wait "$watcher" 2>/dev/null || true; watcher=""
 fi
