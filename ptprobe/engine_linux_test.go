@@ -231,7 +231,7 @@ func TestExecFromThread(t *testing.T) {
 }
 
 // TestTargetDies: a tracee that SIGKILLs itself while probed; its hits up
-// to then are all counted (the jump counters are read at its exit stop).
+// to then are all counted (the jump counters live in memory kboost shares).
 func TestTargetDies(t *testing.T) {
 	n := calls(t)
 	for _, m := range []Mode{SingleStep, Boost, Jump} {

@@ -34,10 +34,12 @@ rules, the RIP-relative rebase, optprobes' can_optimize):
 A point falls back (jump -> boost -> singlestep; kboost emulates address-dependent
 instructions as kprobes do) and the plan says why, with the rule ids.
 
-The plan, the final counts and with --hits one record per hit go to --out (default: kboost's stderr), never into
-the tracee's output. Ctrl-C restores every patched byte, unmaps the slot pages and
-releases the tree (exit 130). A tree kboost started dies with it if kboost is killed
-(PTRACE_O_EXITKILL).`,
+The plan, the final counts (hits and stops per probe) and, with --hits, one record per
+int3 hit go to --out (default: kboost's stderr), never into the tracee's output.
+Ctrl-C restores every patched byte, unmaps the slot pages and releases the tree
+(exit 130). A tree kboost started dies with it if kboost is killed (PTRACE_O_EXITKILL);
+an attached one does not: its jump probes keep working, and the next hit of an int3
+probe ends it with SIGTRAP.`,
 		Example: `  kboost trace --probe compute --mode jump -- ./a.out
   kboost trace --probe 'loop+0x8' --probe 0x401136 --json --out hits.jsonl -- ./a.out 100
   kboost trace --pid 1234 --probe handle_request --mode boost`,
