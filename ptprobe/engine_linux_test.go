@@ -44,12 +44,22 @@ func helperMain() {
 	if err != nil {
 		os.Exit(3)
 	}
-	e, err := New(Options{Argv: []string{os.Getenv("KBOOST_PTPROBE_TARGET"), "sleep", "0"}, Points: []string{"work"},
-		Mode: Boost, Stdio: [3]*os.File{nil, f, nil}})
+	opt := Options{Argv: []string{os.Getenv("KBOOST_PTPROBE_TARGET"), "sleep", "0"}, Points: []string{"work"},
+		Mode: Boost, Stdio: [3]*os.File{nil, f, nil}}
+	if pid, err := strconv.Atoi(os.Getenv("KBOOST_PTPROBE_ATTACH")); err == nil { // attach, jump, say when ready
+		opt = Options{Pid: pid, Points: []string{"work", "flat"}, Mode: Jump}
+	}
+	e, err := New(opt)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(3)
 	}
+	go func() {
+		<-e.Installed()
+		if opt.Pid != 0 {
+			fmt.Fprintln(f, "installed")
+		}
+	}()
 	e.Run()
 	os.Exit(0)
 }
@@ -592,5 +602,37 @@ func TestDetachStartedTree(t *testing.T) {
 		if got != want {
 			t.Errorf("%v (detached %v after %d hits of work): output %q, untraced %q", m, sum.Detached, sum.Probes[0].Hits, got, want)
 		}
+	}
+}
+
+// TestKboostKilledAttached: SIGKILL of a tracer attached with --pid in
+// jump mode leaves the process running on its trampolines (no stop is
+// needed), with correct results (its threads check each one).
+func TestKboostKilledAttached(t *testing.T) {
+	cmd := startTarget(t, "spin", "2")
+	pid := cmd.Process.Pid
+	ready := filepath.Join(t.TempDir(), "ready")
+	h := exec.Command(os.Args[0], "-test.run=^$")
+	h.Env = append(os.Environ(), envHelper+"="+ready, "KBOOST_PTPROBE_TARGET="+target(t), "KBOOST_PTPROBE_ATTACH="+strconv.Itoa(pid))
+	h.Stderr = os.Stderr
+	if err := h.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 1500; i++ {
+		if b, _ := os.ReadFile(ready); strings.Contains(string(b), "installed") {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	time.Sleep(100 * time.Millisecond)
+	h.Process.Signal(syscall.SIGKILL)
+	h.Wait()
+	time.Sleep(300 * time.Millisecond)
+	if st := procState(pid); st != "S" && st != "R" {
+		t.Fatalf("the attached process is %q after its tracer was killed", st)
+	}
+	_, live := siteBytes(t, pid, "work")
+	if live[0] != 0xe9 {
+		t.Errorf("work starts with % x: the jump was not planted (the test checks nothing)", live[:5])
 	}
 }
