@@ -16,6 +16,12 @@
 //     filter cannot be released (the filter stays installed and would fail
 //     the monitored calls with ENOSYS without a tracer), so kboost keeps
 //     serving its stops silently until the tree exits.
+//   - A Handler that also implements Prober (a breakpoint engine) is given
+//     every SIGTRAP signal-delivery-stop first (its own traps are not
+//     delivered), every thread of an attached tree stopped at once before
+//     any runs (Attached), and at Detach every thread stopped at once
+//     before any is released (Release). Config.NoSyscalls resumes with
+//     PTRACE_CONT, so such a trace has no system call stops.
 //   - Every ptrace request is made from one locked OS thread (the tracer).
 //
 // Linux on amd64 only (x86-64 and i386 tracees); elsewhere Run returns an

@@ -26,6 +26,25 @@ type Config struct {
 	// passed on without a report.
 	Filter     map[uint32]map[uint64]bool
 	UseSeccomp bool
+	// NoSyscalls resumes tracees with PTRACE_CONT once the traced command
+	// runs: no system call stops at all (a breakpoint engine needs none).
+	NoSyscalls bool
+}
+
+// Prober is what a Handler that plants breakpoints in tracees (kboost
+// trace) implements besides Handler. Its methods run on the tracer thread
+// with the named threads in ptrace-stop.
+type Prober interface {
+	// Trap is called at a SIGTRAP signal-delivery-stop; it returns true
+	// when the trap was the prober's own (it is then not delivered and the
+	// thread resumes from the registers the prober left).
+	Trap(tid, pid int) bool
+	// Attached is called once, with every thread of an attached (--pid)
+	// tree stopped, before any of them runs again.
+	Attached(tids []int)
+	// Release is called when Detach has stopped every thread, before any is
+	// released: the prober puts back everything it changed.
+	Release(tids []int)
 }
 
 // Call is one system call of one thread.

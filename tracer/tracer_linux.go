@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 	"unsafe"
 
 	"github.com/kboost/kboost/internal/procstat"
@@ -50,9 +52,11 @@ type Tracer struct {
 	sentinelW *os.File
 	detachMu  sync.Once
 	detaching bool
-	quiet     bool
-	res       Result
-	h         Handler
+	// detachAsked: the sentinel exited while collect held every thread.
+	detachAsked bool
+	quiet       bool
+	res         Result
+	h           Handler
 }
 
 func ptrace(req int, pid int, addr, data uintptr) error {
@@ -107,7 +111,12 @@ func (t *Tracer) do(f func()) {
 func (t *Tracer) Run(h Handler) (Result, error) {
 	var err error
 	t.h = h
-	t.do(func() { err = t.loop() })
+	t.do(func() {
+		if p := t.prober(); p != nil && t.cfg.Pid != 0 {
+			t.attachedBarrier(p)
+		}
+		err = t.loop()
+	})
 	t.stopSentinel()
 	close(t.owner)
 	return t.res, err
@@ -328,7 +337,7 @@ func (t *Tracer) event(th *thread, e Event) {
 
 func (t *Tracer) resume(th *thread, sig int) {
 	req := unix.PTRACE_SYSCALL
-	if t.seccomp && th.call == nil {
+	if th.call == nil && (t.seccomp || t.cfg.NoSyscalls && t.armed) {
 		req = unix.PTRACE_CONT
 	}
 	ptrace(req, th.tid, 0, uintptr(sig)) // ESRCH: killed meanwhile, its exit follows
@@ -387,6 +396,10 @@ func (t *Tracer) stopped(th *thread, ws unix.WaitStatus) {
 		th.listening = false
 		t.resume(th, 0)
 	default: // signal-delivery-stop: deliver it unchanged
+		if p := t.prober(); p != nil && sig == unix.SIGTRAP && p.Trap(th.tid, th.pid) {
+			t.resume(th, 0)
+			return
+		}
 		t.event(th, Event{Kind: EvSignal, Signal: int(sig)})
 		t.resume(th, int(sig))
 	}
@@ -504,12 +517,22 @@ func (t *Tracer) beginDetach() {
 	}
 	t.detaching = true
 	t.res.Detached = true
+	if p := t.prober(); p != nil {
+		t.releaseAll(p)
+		return
+	}
 	for tid := range t.threads {
 		ptrace(unix.PTRACE_INTERRUPT, tid, 0, 0)
 	}
 }
 
 func (t *Tracer) detachStopped(th *thread, ws unix.WaitStatus) {
+	t.detachStoppedAs(th, ws, false)
+}
+
+// detachStoppedAs releases th from its stop ws; consumed says a Prober
+// took the stop's SIGTRAP as its own (it is not delivered).
+func (t *Tracer) detachStoppedAs(th *thread, ws unix.WaitStatus, consumed bool) {
 	sig := ws.StopSignal()
 	ev := int(ws) >> 16
 	deliver := 0
@@ -520,6 +543,7 @@ func (t *Tracer) detachStopped(th *thread, ws unix.WaitStatus) {
 			t.addThread(c, tgid(c), true) // detached at its first stop
 		}
 	case sig == unix.SIGTRAP|0x80 || ev != 0:
+	case consumed:
 	default:
 		deliver = int(sig) // a signal on its way in: let it arrive
 	}
@@ -580,4 +604,144 @@ func ReadMem(pid int, addr uint64, buf []byte) (int, error) {
 	local[0].SetLen(len(buf))
 	remote := []unix.RemoteIovec{{Base: uintptr(addr), Len: len(buf)}}
 	return unix.ProcessVMReadv(pid, local, remote, 0)
+}
+
+func (t *Tracer) prober() Prober {
+	p, _ := t.h.(Prober)
+	return p
+}
+
+// stop is one thread held in ptrace-stop by collect.
+type stop struct {
+	th *thread
+	ws unix.WaitStatus
+}
+
+// collectWait bounds how long collect waits for a thread that never stops
+// (a zombie group leader whose exit is reported only with its group's).
+const collectWait = 10 * time.Second
+
+// collect waits until every thread in want, and every task they create
+// meanwhile, is in ptrace-stop, and returns those stops unprocessed (none
+// of the threads runs until the caller resumes or detaches it). Exits are
+// processed as the loop would.
+func (t *Tracer) collect(want []int) []stop {
+	pending, seen := map[int]bool{}, map[int]bool{}
+	for _, tid := range want {
+		pending[tid] = true
+	}
+	var out []stop
+	deadline := time.Now().Add(collectWait)
+	for len(pending) > 0 {
+		var ws unix.WaitStatus
+		tid, err := unix.Wait4(-1, &ws, unix.WALL|unix.WNOHANG, nil)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			break
+		}
+		if tid == 0 {
+			if time.Now().After(deadline) {
+				break
+			}
+			for p := range pending {
+				if zombie(p) {
+					delete(pending, p)
+				}
+			}
+			time.Sleep(200 * time.Microsecond)
+			continue
+		}
+		if tid == t.sentinel {
+			t.sentinel = 0
+			t.detachAsked = true
+			continue
+		}
+		th := t.threads[tid]
+		if th == nil {
+			th = t.addThread(tid, tgid(tid), false)
+		}
+		delete(pending, tid)
+		if ws.Exited() || ws.Signaled() {
+			t.gone(th, ws)
+			continue
+		}
+		if !ws.Stopped() {
+			continue
+		}
+		seen[tid] = true
+		if ev := int(ws) >> 16; ev == unix.PTRACE_EVENT_FORK || ev == unix.PTRACE_EVENT_VFORK || ev == unix.PTRACE_EVENT_CLONE {
+			if msg, err := unix.PtraceGetEventMsg(tid); err == nil && !seen[int(msg)] {
+				pending[int(msg)] = true
+			}
+		}
+		out = append(out, stop{th, ws})
+	}
+	return out
+}
+
+// zombie says whether tid has exited but is not yet reaped.
+func zombie(tid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(tid) + "/stat")
+	if err != nil {
+		return true
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	return i < 0 || i+2 >= len(s) || s[i+2] == 'Z' || s[i+2] == 'X'
+}
+
+func (t *Tracer) tids() []int {
+	tids := make([]int, 0, len(t.threads))
+	for tid := range t.threads {
+		tids = append(tids, tid)
+	}
+	sort.Ints(tids)
+	return tids
+}
+
+func stopTids(stops []stop) []int {
+	tids := make([]int, len(stops))
+	for i, s := range stops {
+		tids[i] = s.th.tid
+	}
+	return tids
+}
+
+// attachedBarrier holds every thread of an attached tree at its first stop
+// while the Prober plants its probes, then processes those stops.
+func (t *Tracer) attachedBarrier(p Prober) {
+	stops := t.collect(t.tids())
+	p.Attached(stopTids(stops))
+	for _, s := range stops {
+		t.stopped(s.th, s.ws)
+	}
+	if t.detachAsked {
+		t.beginDetach()
+	}
+}
+
+// releaseAll is Detach for a Prober: every thread is stopped at once, the
+// prober's own traps are consumed, the prober restores the tracees, then
+// every thread is released.
+func (t *Tracer) releaseAll(p Prober) {
+	for tid := range t.threads {
+		ptrace(unix.PTRACE_INTERRUPT, tid, 0, 0)
+	}
+	stops := t.collect(t.tids())
+	consumed := make([]bool, len(stops))
+	for i, s := range stops {
+		if s.ws.StopSignal() == unix.SIGTRAP && int(s.ws)>>16 == 0 {
+			consumed[i] = p.Trap(s.th.tid, s.th.pid)
+		}
+	}
+	p.Release(stopTids(stops))
+	for i, s := range stops {
+		t.detachStoppedAs(s.th, s.ws, consumed[i])
+	}
+	for tid := range t.threads { // never stopped (zombie leaders): released as they are
+		ptrace(unix.PTRACE_DETACH, tid, 0, 0)
+		delete(t.threads, tid)
+	}
 }

@@ -85,26 +85,14 @@ until it exits. Exit status 130 after SIGINT.`,
 			if err != nil {
 				return err
 			}
-			sigs := make(chan os.Signal, 1)
-			signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
-			sigint := make(chan bool, 1)
-			go func() {
-				if _, ok := <-sigs; ok {
-					sigint <- true
-					m.Detach()
-				}
-			}()
-			sum, err := m.Run()
-			signal.Stop(sigs)
-			close(sigs)
+			var sum monitor.Summary
+			stopped := untilSIGINT(m.Detach, func() error { sum, err = m.Run(); return err })
 			if err != nil {
 				return err
 			}
 			monitor.WriteSummary(s.Err, sum)
-			select {
-			case <-sigint:
+			if stopped {
 				return interrupted("monitor (tracee released)")
-			default:
 			}
 			return nil
 		},
@@ -118,4 +106,27 @@ until it exits. Exit status 130 after SIGINT.`,
 	f.BoolVar(&backtrace, "backtrace", false, "record each call's user stack with symbols")
 	f.BoolVar(&useSeccomp, "seccomp", true, "install a seccomp filter so only monitored calls stop (when kboost starts CMD)")
 	return cmd
+}
+
+// untilSIGINT runs run with SIGINT and SIGTERM calling release (a tracer's
+// Detach) instead of ending kboost, and says whether one arrived.
+func untilSIGINT(release func(), run func() error) bool {
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	sigint := make(chan bool, 1)
+	go func() {
+		if _, ok := <-sigs; ok {
+			sigint <- true
+			release()
+		}
+	}()
+	run()
+	signal.Stop(sigs)
+	close(sigs)
+	select {
+	case <-sigint:
+		return true
+	default:
+		return false
+	}
 }

@@ -85,6 +85,7 @@ out of line, boosted (slot + jump back) or jump-optimized — and why, rule by r
 		newProbeCmd(s),
 		newUprobeCmd(s),
 		newMonitorCmd(s),
+		newTraceCmd(s),
 		newServeCmd(s),
 		newVersionCmd(s),
 	)
