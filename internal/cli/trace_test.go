@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/kboost/kboost/internal/schemacheck"
 )
 
 // traceTarget builds ptprobe's test program with gcc.
@@ -67,6 +69,11 @@ func TestTraceJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
+	if b, err := os.ReadFile(out); err != nil {
+		t.Fatal(err)
+	} else if err := schemacheck.Validate("trace", b); err != nil {
+		t.Error(err)
+	}
 	var installs, hits int
 	var sum struct {
 		Summary struct {
