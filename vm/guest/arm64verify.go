@@ -46,7 +46,8 @@ type ProbeArch struct {
 	Width uint64
 	// SlotSize is the size of one kernel instruction slot (MAX_INSN_SIZE words).
 	SlotSize int
-	// DefaultPolicy is the boost policy that predicts this kernel ("" none).
+	// DefaultPolicy is the boost policy that predicts a kernel whose release
+	// is unknown ("" none); a known release picks by boost.ForKernel.
 	DefaultPolicy string
 	// Step and File are the guest step recording this architecture and its
 	// result entry.
@@ -162,11 +163,9 @@ func PredictARM64Report(rep *ARM64Report, policy string, cfg *kimage.KConfig, ta
 }
 
 // PredictFixedReport is PredictARM64Report for any fixed-width ProbeArch
-// (policy "" is arch's DefaultPolicy).
+// (policy "": the one boost.ForKernel picks for the recorded kernel release,
+// else arch's DefaultPolicy).
 func PredictFixedReport(rep *ARM64Report, arch *ProbeArch, policy string, cfg *kimage.KConfig, tables *ARM64Tables) {
-	if policy == "" {
-		policy = arch.DefaultPolicy
-	}
 	rep.Predicted, rep.Policy = false, ""
 	notes := rep.Notes[:0]
 	for _, n := range rep.Notes {
@@ -175,6 +174,13 @@ func PredictFixedReport(rep *ARM64Report, arch *ProbeArch, policy string, cfg *k
 		}
 	}
 	rep.Notes = notes
+	if policy == "" {
+		policy = arch.DefaultPolicy
+		if p, note := boost.ForKernel(rep.Release, arch.Mode); p != nil && rep.Release != "" {
+			policy = p.Name
+			rep.Notes = append(rep.Notes, predictionNote+" "+note)
+		}
+	}
 	for i := range rep.Records {
 		r := &rep.Records[i]
 		r.Verdict, r.Rules, r.Predicted = "", nil, Outcome{}
