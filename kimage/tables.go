@@ -362,17 +362,19 @@ func (r *tableReader) altRanges(t *Table) error {
 	if err != nil || !ok {
 		return err
 	}
-	if err := checkMultiple(t, len(d), altEntrySize); err != nil {
+	size, lenOff := altLayout(r.f.KernelVersion, len(d))
+	t.Entry = size
+	if err := checkMultiple(t, len(d), size); err != nil {
 		return err
 	}
-	rs := make([]Range, 0, len(d)/altEntrySize)
-	starts := make([]uint64, 0, len(d)/altEntrySize)
+	rs := make([]Range, 0, len(d)/size)
+	starts := make([]uint64, 0, len(d)/size)
 	memhint.Prefault(rs)
 	memhint.Prefault(starts)
 	empty := 0
-	for off := 0; off+altEntrySize <= len(d); off += altEntrySize {
+	for off := 0; off+size <= len(d); off += size {
 		a := r.wrap(base + uint64(off) + uint64(s32(d[off:])))
-		n := uint64(d[off+altLenOff])
+		n := uint64(d[off+lenOff])
 		if n == 0 {
 			empty++
 			continue
@@ -386,6 +388,31 @@ func (r *tableReader) altRanges(t *Table) error {
 		t.Note = fmt.Sprintf("%d entries with instrlen 0 skipped", empty)
 	}
 	return nil
+}
+
+// alt_instr after Linux 6.1 (read in the 6.12.117 and 7.2.13 sources): the
+// u16 cpuid became a u32 of cpuid:16 and flags:16, so entries are 14 bytes,
+// instrlen at 12. Releases between 6.1 and 6.12 are taken to have it too.
+const (
+	altEntrySize62 = 14
+	altLenOff62    = 12
+)
+
+// altLayout is the alt_instr size and instrlen offset for a kernel release
+// (uname -r form); without a readable release, the one whose size divides
+// the table (6.1's when both do).
+func altLayout(release string, n int) (size, lenOff int) {
+	var major, minor int
+	if _, err := fmt.Sscanf(release, "%d.%d", &major, &minor); err == nil {
+		if major > 6 || (major == 6 && minor > 1) {
+			return altEntrySize62, altLenOff62
+		}
+		return altEntrySize, altLenOff
+	}
+	if n%altEntrySize != 0 && n%altEntrySize62 == 0 {
+		return altEntrySize62, altLenOff62
+	}
+	return altEntrySize, altLenOff
 }
 
 // blacklist reads the NOKPROBE_SYMBOL address array and widens each address to

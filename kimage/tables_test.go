@@ -130,3 +130,23 @@ func TestBugEntrySize(t *testing.T) {
 		}
 	}
 }
+
+// struct alt_instr: 12 bytes in 6.1 (u16 cpuid), 14 in 6.12 and 7.2 (u32
+// ft_flags), instrlen after the flags.
+func TestAltLayout(t *testing.T) {
+	for _, c := range []struct {
+		release      string
+		n            int
+		size, lenOff int
+	}{
+		{"6.1.0-57-amd64", 120, 12, 10},
+		{"6.12.117+deb12-amd64", 132440, 14, 12},
+		{"7.2.13+deb14-amd64", 140, 14, 12},
+		{"", 132440, 14, 12}, // only 14 divides it
+		{"", 168, 12, 10},    // both do: 6.1's
+	} {
+		if s, o := altLayout(c.release, c.n); s != c.size || o != c.lenOff {
+			t.Errorf("%q (%d bytes): size %d, instrlen at %d; want %d, %d", c.release, c.n, s, o, c.size, c.lenOff)
+		}
+	}
+}
