@@ -203,6 +203,9 @@ func KernelTables(f *File) (*Tables, error) {
 		bugNote = "no config: assumed DEBUG_BUGVERBOSE=y"
 	}
 	t.Bug.Entry = bugEntrySize(lay.ptr, rel, verbose)
+	if rel && lay.ptr == 8 && r.bugFormat(t.Bug.Entry) {
+		t.Bug.Entry += 4 // s32 bug_entry::format
+	}
 	if rel {
 		if err := r.relSites(&t.Bug, "__bug_table", "__start___bug_table", "__stop___bug_table", t.Bug.Entry, 0, 0); err != nil {
 			return nil, err
@@ -388,6 +391,22 @@ func (r *tableReader) altRanges(t *Table) error {
 		t.Note = fmt.Sprintf("%d entries with instrlen 0 skipped", empty)
 	}
 	return nil
+}
+
+// bugFormat says whether x86-64's bug_entry holds the format displacement
+// after bug_addr (HAVE_ARCH_BUG_FORMAT: in the 7.2.13 source, not in
+// 6.12.117; an unreadable release is taken as older). For a release
+// between those the table's size decides: a multiple of size+4, not of size.
+func (r *tableReader) bugFormat(size int) bool {
+	var major, minor int
+	if _, err := fmt.Sscanf(r.f.KernelVersion, "%d.%d", &major, &minor); err != nil || major < 6 || (major == 6 && minor <= 12) {
+		return false
+	}
+	if major >= 7 {
+		return true
+	}
+	sec, ok := r.f.Section("__bug_table")
+	return ok && sec.Size%uint64(size) != 0 && sec.Size%uint64(size+4) == 0
 }
 
 // alt_instr after Linux 6.1 (read in the 6.12.117 and 7.2.13 sources): the

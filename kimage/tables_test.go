@@ -150,3 +150,25 @@ func TestAltLayout(t *testing.T) {
 		}
 	}
 }
+
+// x86-64's bug_entry gained an s32 format (HAVE_ARCH_BUG_FORMAT) after 6.12:
+// 7.2's is 16 bytes with DEBUG_BUGVERBOSE, 6.12's 12.
+func TestBugFormat(t *testing.T) {
+	for _, c := range []struct {
+		release string
+		secSize uint64
+		want    bool
+	}{
+		{"7.2.13+deb14-amd64", 176512, true},
+		{"6.12.117+deb12-amd64", 176512 - 176512%12, false},
+		{"6.1.0-57-amd64", 48, false},
+		{"6.15.2", 176512, true}, // between: 16 divides it, 12 does not
+		{"6.15.2", 48, false},    // both do
+		{"", 176512, false},      // unknown: the older layout
+	} {
+		r := tableReader{f: &File{KernelVersion: c.release, Sections: []Section{{Name: "__bug_table", Size: c.secSize}}}}
+		if got := r.bugFormat(12); got != c.want {
+			t.Errorf("%q (%d bytes): format %v, want %v", c.release, c.secSize, got, c.want)
+		}
+	}
+}
