@@ -219,6 +219,9 @@ func PredictFixedReport(rep *ARM64Report, arch *ProbeArch, policy string, cfg *k
 		if tables.ExTable == nil {
 			known = strings.Replace(known, " and 0 exception-table entries", "", 1)
 			unknown = "exception table (not checked by arm kprobes), BUG sites"
+			if tables.ExTableUnknown {
+				unknown = "exception table (not located in the Image), BUG sites"
+			}
 		}
 		if tables.Ftrace != nil {
 			known += fmt.Sprintf(", %d ftrace locations from the Image", len(tables.Ftrace))
@@ -615,6 +618,9 @@ func LiveSites(bl []BlacklistEntry, textStart, textEnd, initStart, initEnd uint6
 type ARM64Tables struct {
 	JumpLabels []uint64
 	ExTable    []uint64
+	// ExTableUnknown: the exception table exists but was not located
+	// (ExTable is nil).
+	ExTableUnknown bool
 	// Ftrace, when not nil, are the ftrace locations (32-bit ARM: the
 	// bl __gnu_mcount_nc calls found in the Image).
 	Ftrace []uint64
