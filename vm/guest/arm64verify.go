@@ -646,6 +646,7 @@ func NewArchPredictor(arch *ProbeArch, policy string, cfg *kimage.KConfig, sites
 	// ftrace entry site there has no ftrace location, so kprobe_events
 	// refuses it (notrace).
 	env.InferNotrace = true
+	env.BootedEntry = true
 	if sites != nil {
 		env.Sites = sites
 	}
