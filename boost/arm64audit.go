@@ -104,12 +104,22 @@ func (a *FuncAudit) findFtraceA64(env *Env, words []uint32) {
 		a.baseTraced(env)
 		return
 	}
-	if off, ok := FtraceEntrySiteA64(words); ok {
+	if off, ok := FtraceEntrySiteA64(words); ok && (!env.BootedEntry || bootedEntryA64(words)) {
 		a.FtraceOff, a.FtraceFrom = int64(off), "bytes"
 	}
 	a.Notrace = a.FtraceOff < 0
 	a.NotraceKnown = env.InferNotrace
 	a.baseTraced(env)
+}
+
+// bootedEntryA64: the entry (after a BTI) is `mov x9, x30`, as
+// ftrace_init_nop leaves a function that has an ftrace record.
+func bootedEntryA64(words []uint32) bool {
+	e := 0
+	if len(words) > 0 && a64Hint.is(words[0]) && words[0]&0xF20 == 0x400 {
+		e = 1
+	}
+	return e < len(words) && words[e] == a64MovX9LR
 }
 
 // FtraceEntrySiteA64 reports the offset of an arm64 function's ftrace location

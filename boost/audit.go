@@ -293,12 +293,39 @@ func (a *FuncAudit) ftraceTableKnown(env *Env) bool {
 	return known
 }
 
-func isEndbr(b []byte) bool {
+// endbrPoison61 is the sealed-ENDBR poison of Linux 6.1-6.x (nopw (%rax));
+// endbrPoison72 is 7.2's (nopl -42(%rax), carrying UDB 0xd6).
+var (
+	endbrPoison61 = [4]byte{0x66, 0x0f, 0x1f, 0x00}
+	endbrPoison72 = [4]byte{0x0f, 0x1f, 0x40, 0xd6}
+)
+
+// isEndbr is the kernel's is_endbr: ENDBR64/ENDBR32, or one of the poisons
+// apply_seal_endbr writes (nil: any kboost knows).
+func isEndbr(b []byte, poisons ...[4]byte) bool {
 	if len(b) < 4 {
 		return false
 	}
-	return (b[0] == 0xf3 && b[1] == 0x0f && b[2] == 0x1e && (b[3] == 0xfa || b[3] == 0xfb)) ||
-		(b[0] == 0x66 && b[1] == 0x0f && b[2] == 0x1f && b[3] == 0x00)
+	if b[0] == 0xf3 && b[1] == 0x0f && b[2] == 0x1e && (b[3] == 0xfa || b[3] == 0xfb) {
+		return true
+	}
+	if poisons == nil {
+		poisons = [][4]byte{endbrPoison61, endbrPoison72}
+	}
+	for _, p := range poisons {
+		if [4]byte(b[:4]) == p {
+			return true
+		}
+	}
+	return false
+}
+
+// poisons is the policy's ENDBR poison (6.1's unless set).
+func (p *Policy) poisons() [][4]byte {
+	if p.endbrPoison != ([4]byte{}) {
+		return [][4]byte{p.endbrPoison}
+	}
+	return [][4]byte{endbrPoison61}
 }
 
 // findFtrace locates the ftrace location: from the table when known, else the
@@ -306,7 +333,7 @@ func isEndbr(b []byte) bool {
 // i386 images keep the call) at the entry, after an ENDBR.
 func (a *FuncAudit) findFtrace(env *Env) {
 	fn := a.Func
-	a.Endbr = isEndbr(fn.Bytes)
+	a.Endbr = isEndbr(fn.Bytes, a.Policy.poisons()...)
 	if !a.Policy.FtraceEntry {
 		return
 	}

@@ -324,3 +324,33 @@ func TestAuditI386Fentry(t *testing.T) {
 		{0x5, SingleStep, 0, "prepare_singlestep.int3", true, "can_optimize.ok", 5},
 	})
 }
+
+// TestAuditEndbrPoison: a sealed function starts with apply_seal_endbr's
+// poison, which is_endbr takes like ENDBR: 66 0f 1f 00 up to 6.x, 0f 1f 40 d6
+// in 7.2 (arch/x86/include/asm/ibt.h of each source), so sym+0 probes sym+4
+// only where the poison is that version's.
+func TestAuditEndbrPoison(t *testing.T) {
+	for _, c := range []struct {
+		policy string
+		poison []byte
+		endbr  bool
+	}{
+		{"linux-6.12", []byte{0x66, 0x0f, 0x1f, 0x00}, true},
+		{"linux-6.12", []byte{0x0f, 0x1f, 0x40, 0xd6}, false},
+		{"linux-7.2", []byte{0x0f, 0x1f, 0x40, 0xd6}, true},
+		{"linux-7.2", []byte{0x66, 0x0f, 0x1f, 0x00}, false},
+	} {
+		p, _ := Lookup(c.policy)
+		env := p.DefaultEnv()
+		env.Config.IBT = true
+		b := append(append([]byte{}, c.poison...), testFuncBytes...)
+		a, err := p.AuditFunc(Func{Name: "g", Addr: testFuncAddr, Bytes: b}, env)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, _ := a.At(0)
+		if a.Endbr != c.endbr || (d.Addr == testFuncAddr+4) != c.endbr {
+			t.Errorf("%s, % x: endbr %v, sym+0 probes %#x; want endbr %v", c.policy, c.poison, a.Endbr, d.Addr, c.endbr)
+		}
+	}
+}

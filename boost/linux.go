@@ -55,6 +55,7 @@ var linux612 = &Policy{
 // long in 64-bit mode (upstream 6.16). The decision code in core.c and opt.c
 // is 6.12's (kernel-evolution.md 2.1-2.4: renames, the CS call fix in the hit
 // path only); boosting cannot be configured on any x86 7.x kernel (PREEMPTION).
+// Its sealed-ENDBR poison is 0f 1f 40 d6 (is_endbr takes that one, not 6.x's).
 var linux72 = &Policy{
 	Name:          "linux-7.2",
 	Title:         "Linux 7.2 kprobes on x86-64 and i386: linux-6.12 plus XOP decoding and i64 opcodes stopping at the opcode",
@@ -68,6 +69,7 @@ var linux72 = &Policy{
 	canBoost:      canBoost612,
 	dec:           kdec72,
 	indirectRule:  linux612.indirectRule,
+	endbrPoison:   endbrPoison72,
 }
 
 func init() {

@@ -39,6 +39,9 @@ type Policy struct {
 	canBoost func(c *cls, k *kinsn, addr uint64, env *Env) bool
 	// indirectRule says which can_optimize indirect-jump tests apply.
 	indirectRule func(cfg Config) (indirect, thunk bool)
+	// endbrPoison is what is_endbr takes for a sealed ENDBR besides ENDBR
+	// itself (zero: 6.1's, 66 0f 1f 00).
+	endbrPoison [4]byte
 	// audit, when set, replaces the x86 linear sweep of Auditor.Audit, and
 	// explainAt FuncAudit.ExplainAt (ARM policies: fixed-width words).
 	audit     func(au *Auditor, fn Func) (*FuncAudit, error)

@@ -229,6 +229,12 @@ type Env struct {
 	// entry as notrace (kprobe_events refuses it) when no ftrace table is known.
 	// Off by default: right for a vmlinux, wrong for code built without -mfentry.
 	InferNotrace bool
+	// BootedEntry says the bytes are the running kernel's, after
+	// ftrace_init_nop: on arm64 a function with an ftrace record then starts
+	// `mov x9, x30` (after a BTI), so one still starting with two NOPs has no
+	// record (an assembly vector padded with NOPs) and InferNotrace makes it
+	// notrace.
+	BootedEntry bool
 }
 
 // Func is one symbol to audit.

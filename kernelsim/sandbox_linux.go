@@ -241,6 +241,10 @@ func describeStatus(ws unix.WaitStatus) string {
 	return fmt.Sprintf("wait status %#x", uint32(ws))
 }
 
+// runnerFDs is how many fds the runner starts with (stdin, stdout, stderr,
+// the shared memory).
+const runnerFDs = 4
+
 // spawn creates the shared memory, starts the runner under ptrace, lets
 // it set itself up, checks where it stopped and detaches. Runs on the owner
 // thread.
@@ -249,6 +253,18 @@ func (s *Sandbox) spawn() error {
 		fd, err := unix.MemfdCreate("kboost-runner", unix.MFD_CLOEXEC)
 		if err != nil {
 			return s.setupErr("memfd_create: %v", err)
+		}
+		// The child execs /proc/self/fd/<exeFD> after its fds 0-3 are set
+		// (ProcAttr.Files): a lower exeFD would name the shared memory
+		// instead, and exec fails with ENOEXEC. That happens in a process
+		// started with few fds open (a VM's /init, seen on Debian 6.12).
+		if fd < runnerFDs {
+			hi, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, runnerFDs)
+			unix.Close(fd)
+			if err != nil {
+				return s.setupErr("fcntl(F_DUPFD_CLOEXEC): %v", err)
+			}
+			fd = hi
 		}
 		s.exeFD = fd
 		if _, err := unix.Pwrite(fd, s.image, 0); err != nil {

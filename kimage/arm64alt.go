@@ -144,6 +144,27 @@ var a64CapWitnesses = []struct{ desc, name string }{
 type A64CapNames struct {
 	Names []string // by number, without the ARM64_ prefix
 	From  string   // which numbering and how it was checked
+	// described returns the cpucaps whose capability descriptors in the
+	// Image carry this description (the text the kernel logs as "CPU
+	// features: detected: DESC"); nil when there is no Image.
+	described func(desc string) []A64Cap
+}
+
+// BootLogMarker starts the kernel's boot-log line for each cpucap it
+// detects: "CPU features: detected: <description>".
+const BootLogMarker = "CPU features: detected: "
+
+// Described returns the cpucaps whose descriptors carry desc (a boot-log
+// description such as "ARM erratum 832075"), none if unknown.
+func (n *A64CapNames) Described(desc string) []A64Cap {
+	desc = strings.TrimSpace(desc)
+	if i := strings.Index(desc, BootLogMarker); i >= 0 {
+		desc = strings.TrimSpace(desc[i+len(BootLogMarker):])
+	}
+	if n.described == nil || desc == "" {
+		return nil
+	}
+	return n.described(desc)
 }
 
 // Name is the cpucap's name ("WORKAROUND_DEVICE_LOAD_ACQUIRE"), or "cpucap
@@ -178,11 +199,17 @@ var a64CapsImplied = map[string][]string{
 	"HAS_GENERIC_AUTH": {"HAS_GENERIC_AUTH_ARCH_QARMA5", "HAS_GENERIC_AUTH_ARCH_QARMA3", "HAS_GENERIC_AUTH_IMP_DEF"},
 }
 
-// ParseCaps reads a --cpu-caps list: comma-separated cpucap names, or "none".
-// The result always holds A64CapsAlways, and the cpucaps the kernel derives
-// from the listed ones (HAS_ADDRESS_AUTH from any HAS_ADDRESS_AUTH_*, the
-// same for HAS_GENERIC_AUTH).
+// ParseCaps reads a --cpu-caps list: comma-separated cpucap names, or "none",
+// or a kernel log: every "CPU features: detected: DESC" line of it names the
+// cpucaps whose descriptors in the Image carry DESC (other lines are
+// ignored). In a list, an item that is no cpucap name may be such a
+// description too. The result always holds A64CapsAlways, and the cpucaps
+// the kernel derives from the listed ones (HAS_ADDRESS_AUTH from any
+// HAS_ADDRESS_AUTH_*, the same for HAS_GENERIC_AUTH).
 func (n *A64CapNames) ParseCaps(list string) (A64CapSet, error) {
+	if strings.Contains(list, BootLogMarker) {
+		return n.parseBootLog(list)
+	}
 	var s A64CapSet
 	for _, name := range A64CapsAlways {
 		if c, ok := n.Lookup(name); ok {
@@ -199,10 +226,41 @@ func (n *A64CapNames) ParseCaps(list string) (A64CapSet, error) {
 		}
 		c, ok := n.Lookup(name)
 		if !ok {
-			return s, &CapError{Name: strings.TrimSpace(name), Known: n.Names}
+			desc := n.Described(name)
+			if len(desc) == 0 {
+				return s, &CapError{Name: strings.TrimSpace(name), Known: n.Names}
+			}
+			for _, c := range desc {
+				s.Add(c)
+			}
+			continue
 		}
 		s.Add(c)
 	}
+	n.addImplied(&s)
+	return s, nil
+}
+
+// parseBootLog is ParseCaps for a kernel log. A detected feature that no
+// descriptor carries is no alternatives cpucap (the Image patches nothing
+// for it) and is skipped; a log with no detected line at all is an error.
+func (n *A64CapNames) parseBootLog(log string) (A64CapSet, error) {
+	s, _ := n.ParseCaps("none")
+	if n.described == nil {
+		return s, &CapError{Name: "CPU features: detected: ...", Known: n.Names, Why: "boot-log descriptions need the Image's capability descriptors"}
+	}
+	for _, line := range strings.Split(log, "\n") {
+		if strings.Contains(line, BootLogMarker) {
+			for _, c := range n.Described(line) {
+				s.Add(c)
+			}
+		}
+	}
+	n.addImplied(&s)
+	return s, nil
+}
+
+func (n *A64CapNames) addImplied(s *A64CapSet) {
 	for meta, from := range a64CapsImplied {
 		for _, name := range from {
 			if c, ok := n.Lookup(name); ok && s.Has(c) {
@@ -212,17 +270,20 @@ func (n *A64CapNames) ParseCaps(list string) (A64CapSet, error) {
 			}
 		}
 	}
-	return s, nil
 }
 
 // CapError is an unknown cpucap name.
 type CapError struct {
 	Name  string
 	Known []string
+	Why   string // "" an unknown name
 }
 
 func (e *CapError) Error() string {
-	return fmt.Sprintf("unknown arm64 cpucap %q: want names from arch/arm64/tools/cpucaps (%s), comma-separated, or none", e.Name, strings.Join(e.Known, ", "))
+	if e.Why != "" {
+		return fmt.Sprintf("arm64 cpucaps %q: %s", e.Name, e.Why)
+	}
+	return fmt.Sprintf("unknown arm64 cpucap %q: want names from arch/arm64/tools/cpucaps (%s), or the kernel's boot-log descriptions (\"ARM erratum 832075\", or a dmesg file), comma-separated, or none", e.Name, strings.Join(e.Known, ", "))
 }
 
 // A64Alt is one alt_instr.
@@ -408,6 +469,9 @@ func ARM64Alternatives(f *File) (*A64Alternatives, error) {
 		}
 	}
 	t.Caps = a64CapNumbering(im)
+	t.Caps.described = func(desc string) []A64Cap {
+		return a64DescCaps(im, []struct{ desc, name string }{{desc, ""}})[0]
+	}
 	return t, nil
 }
 

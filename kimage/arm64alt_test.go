@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math/rand"
 	"slices"
+	"strings"
 	"testing"
 
 	"golang.org/x/arch/arm64/arm64asm"
@@ -445,4 +446,35 @@ func xarchPCRel(t *testing.T, w uint32, pc uint64) (arm64asm.Inst, uint64) {
 	}
 	t.Fatalf("x/arch: %v has no PC-relative operand", in)
 	return in, 0
+}
+
+// The kernel logs "CPU features: detected: ARM erratum 832075" for
+// WORKAROUND_DEVICE_LOAD_ACQUIRE (arch/arm64/kernel/cpu_errata.c); the
+// synthetic Image's descriptor carries that description.
+func TestARM64CapsFromBootLog(t *testing.T) {
+	old := a64Caps61Old()
+	s := newSynImage()
+	withAlternatives(t, s, old, slices.Index(old, "WORKAROUND_DEVICE_LOAD_ACQUIRE"))
+	tab, err := ARM64Alternatives(s.open(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := tab.Caps.Lookup("WORKAROUND_DEVICE_LOAD_ACQUIRE")
+	lse, _ := tab.Caps.Lookup("HAS_LSE_ATOMICS")
+	log := "[    0.000000] Booting Linux on physical CPU 0x0000000000 [0x411fd070]\n" +
+		"[    0.100000] CPU features: detected: ARM erratum 832075\n" +
+		"[    0.100001] CPU features: detected: Some feature this Image does not describe\n"
+	for _, in := range []string{log, "ARM erratum 832075", "HAS_LSE_ATOMICS, ARM erratum 832075"} {
+		caps, err := tab.Caps.ParseCaps(in)
+		if err != nil {
+			t.Fatalf("%q: %v", in, err)
+		}
+		if !caps.Has(want) || caps.Has(lse) != strings.Contains(in, "LSE") {
+			t.Errorf("%q: cpucaps %v, want WORKAROUND_DEVICE_LOAD_ACQUIRE (%d)", in, caps.Caps(), want)
+		}
+	}
+	var ce *CapError
+	if _, err := tab.Caps.ParseCaps("ARM erratum 999999"); !errors.As(err, &ce) {
+		t.Errorf("an undescribed erratum: %v", err)
+	}
 }

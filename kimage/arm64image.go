@@ -256,7 +256,11 @@ func (im *arm64Image) fileOff(base, a uint64, n int) (uint64, bool) {
 // they fit; without relocations it stays 0 until SetSymbols places the Image
 // at kallsyms' _stext.
 func (im *arm64Image) findBase(cfg *KConfig) {
-	if a, ok := kimageVAddr(cfg); ok && (len(im.rela) == 0 || im.relocsFit(a)) {
+	// Without relocations to check it against, the 6.1 formula is not
+	// trusted: KIMAGE_VADDR moved (6.12's is 2 GiB above the modules' start,
+	// found here through the relocations) and 7.2's Image has no RELA
+	// table kboost reads (RELR), so kallsyms places it (SetSymbols).
+	if a, ok := kimageVAddr(cfg); ok && len(im.rela) > 0 && im.relocsFit(a) {
 		im.base, im.baseFrom = a, "KIMAGE_VADDR from CONFIG_ARM64_VA_BITS"
 		return
 	}

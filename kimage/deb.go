@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -85,7 +86,33 @@ type DebKernel struct {
 // ReadDeb reads the kernel files of a Debian kernel package on disk. It streams
 // data.tar.* and stops as soon as the three ./boot files are found; only those
 // files are kept in memory.
+//
+// A Debian 7.x linux-binary-<release> package holds only the image: its
+// config and System.map are then read from the linux-base-<release> package
+// beside it (same directory, any version), when there is one.
 func ReadDeb(p string) (*DebKernel, error) {
+	dk, err := readDebFile(p)
+	if err != nil || dk.Config != nil {
+		return dk, err
+	}
+	name := filepath.Base(p)
+	if rest, ok := strings.CutPrefix(name, "linux-binary-"); ok {
+		pkg, _, _ := strings.Cut(rest, "_")
+		got, _ := filepath.Glob(filepath.Join(filepath.Dir(p), "linux-base-"+pkg+"_*.deb"))
+		if len(got) > 0 {
+			base, err := readDebFiles(got[len(got)-1], false)
+			if err != nil {
+				return nil, err
+			}
+			dk.Config, dk.SystemMap = base.Config, base.SystemMap
+		}
+	}
+	return dk, nil
+}
+
+func readDebFile(p string) (*DebKernel, error) { return readDebFiles(p, true) }
+
+func readDebFiles(p string, needImage bool) (*DebKernel, error) {
 	fh, err := os.Open(p)
 	if err != nil {
 		return nil, err
@@ -95,7 +122,7 @@ func ReadDeb(p string) (*DebKernel, error) {
 	if err != nil {
 		return nil, err
 	}
-	dk, err := readDeb(fh, st.Size())
+	dk, err := readDeb(fh, st.Size(), needImage)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", p, err)
 	}
@@ -104,10 +131,10 @@ func ReadDeb(p string) (*DebKernel, error) {
 
 // ReadDebBytes is ReadDeb for a package in memory.
 func ReadDebBytes(b []byte) (*DebKernel, error) {
-	return readDeb(bytes.NewReader(b), int64(len(b)))
+	return readDeb(bytes.NewReader(b), int64(len(b)), true)
 }
 
-func readDeb(ra io.ReaderAt, size int64) (*DebKernel, error) {
+func readDeb(ra io.ReaderAt, size int64, needImage bool) (*DebKernel, error) {
 	members, err := ReadAr(ra, size)
 	if err != nil {
 		return nil, err
@@ -162,11 +189,18 @@ func readDeb(ra io.ReaderAt, size int64) (*DebKernel, error) {
 		}
 		name := strings.TrimPrefix(path.Clean("/"+h.Name), "/")
 		dir, base := path.Split(name)
-		if dir != "boot/" || h.Typeflag != tar.TypeReg {
+		if h.Typeflag != tar.TypeReg {
 			continue
 		}
 		var dst *[]byte
 		var release string
+		// Debian 7.x keeps a kernel's files under usr/lib/modules/<release>/
+		// (vmlinuz in linux-binary-*, config and System.map in linux-base-*).
+		if rel, ok := strings.CutPrefix(dir, "usr/lib/modules/"); ok && strings.Count(rel, "/") == 1 {
+			base += "-" + strings.TrimSuffix(rel, "/")
+		} else if dir != "boot/" {
+			continue
+		}
 		switch {
 		case strings.HasPrefix(base, "vmlinuz-"), strings.HasPrefix(base, "vmlinux-"):
 			dst, release = &dk.Vmlinuz, base[len("vmlinuz-"):]
@@ -193,7 +227,7 @@ func readDeb(ra io.ReaderAt, size int64) (*DebKernel, error) {
 			break
 		}
 	}
-	if dk.Vmlinuz == nil {
+	if dk.Vmlinuz == nil && needImage {
 		return nil, fmt.Errorf("no ./boot/vmlinuz-* in %s (is this a linux-image package, not the meta package?): %w", data.Name, ErrNoKernel)
 	}
 	if dk.SystemMap != nil && isPlaceholderMap(dk.SystemMap) {

@@ -38,7 +38,13 @@
 //     table to the link address (KIMAGE_VADDR, checked against .rela.dyn).
 //
 // Everything is pure Go: no external program is run, except by
-// FetchDebianKernel, which drives apt.
+// FetchDebianKernel and FetchDebianKernelVersion, which drive apt. The latter
+// looks for a version in the system's sources, then in Debian trixie and
+// unstable through apt configurations of their own under CacheDir()/apt
+// (sources list, lists, cache), never changing the system's. A Debian 7.x
+// kernel comes in a linux-binary-<release> package (the image, under
+// usr/lib/modules/<release>/) and a linux-base-<release> one (config,
+// System.map); ReadDeb of the first reads the second beside it.
 //
 // # Memory
 //

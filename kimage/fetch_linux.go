@@ -65,26 +65,7 @@ func FetchDebianKernel(ctx context.Context, meta string) (string, error) {
 		}
 		return "", err
 	}
-	if p := newestCached(dir, pkg, arch); p != "" {
-		return p, nil
-	}
-	tmp, err := os.MkdirTemp(dir, ".download-")
-	if err != nil {
-		return "", err
-	}
-	defer os.RemoveAll(tmp)
-	if out, err := runIn(ctx, tmp, "apt-get", "download", pkg+":"+arch); err != nil {
-		return "", fmt.Errorf("apt-get download %s:%s: %v: %s", pkg, arch, err, lastLines(out))
-	}
-	got, _ := filepath.Glob(filepath.Join(tmp, pkg+"_*_"+arch+".deb"))
-	if len(got) != 1 {
-		return "", fmt.Errorf("apt-get download %s:%s left %d matching files in %s", pkg, arch, len(got), tmp)
-	}
-	dst := filepath.Join(dir, filepath.Base(got[0]))
-	if err := os.Rename(got[0], dst); err != nil {
-		return "", err
-	}
-	return dst, nil
+	return downloadOne(ctx, nil, dir, pkg, arch)
 }
 
 func knownMetas() []string {

@@ -24,3 +24,8 @@ func CacheDir() string {
 func FetchDebianKernel(ctx context.Context, meta string) (string, error) {
 	return "", fmt.Errorf("fetching %s: %w", meta, ErrNotSupported)
 }
+
+// FetchDebianKernelVersion needs apt on Linux; elsewhere it returns ErrNotSupported.
+func FetchDebianKernelVersion(ctx context.Context, meta, version string) (string, error) {
+	return "", fmt.Errorf("fetching %s %s: %w", meta, version, ErrNotSupported)
+}

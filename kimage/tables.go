@@ -209,6 +209,9 @@ func KernelTables(f *File) (*Tables, error) {
 		bugNote = "no config: assumed DEBUG_BUGVERBOSE=y"
 	}
 	t.Bug.Entry = bugEntrySize(lay.ptr, rel, verbose)
+	if rel && lay.ptr == 8 && r.bugFormat(t.Bug.Entry) {
+		t.Bug.Entry += 4 // s32 bug_entry::format
+	}
 	if rel {
 		if err := r.relSites(&t.Bug, "__bug_table", "__start___bug_table", "__stop___bug_table", t.Bug.Entry, 0, 0); err != nil {
 			return nil, err
@@ -368,17 +371,19 @@ func (r *tableReader) altRanges(t *Table) error {
 	if err != nil || !ok {
 		return err
 	}
-	if err := checkMultiple(t, len(d), altEntrySize); err != nil {
+	size, lenOff := altLayout(r.f.KernelVersion, len(d))
+	t.Entry = size
+	if err := checkMultiple(t, len(d), size); err != nil {
 		return err
 	}
-	rs := make([]Range, 0, len(d)/altEntrySize)
-	starts := make([]uint64, 0, len(d)/altEntrySize)
+	rs := make([]Range, 0, len(d)/size)
+	starts := make([]uint64, 0, len(d)/size)
 	memhint.Prefault(rs)
 	memhint.Prefault(starts)
 	empty := 0
-	for off := 0; off+altEntrySize <= len(d); off += altEntrySize {
+	for off := 0; off+size <= len(d); off += size {
 		a := r.wrap(base + uint64(off) + uint64(s32(d[off:])))
-		n := uint64(d[off+altLenOff])
+		n := uint64(d[off+lenOff])
 		if n == 0 {
 			empty++
 			continue
@@ -392,6 +397,47 @@ func (r *tableReader) altRanges(t *Table) error {
 		t.Note = fmt.Sprintf("%d entries with instrlen 0 skipped", empty)
 	}
 	return nil
+}
+
+// bugFormat says whether x86-64's bug_entry holds the format displacement
+// after bug_addr (HAVE_ARCH_BUG_FORMAT: in the 7.2.13 source, not in
+// 6.12.117; an unreadable release is taken as older). For a release
+// between those the table's size decides: a multiple of size+4, not of size.
+func (r *tableReader) bugFormat(size int) bool {
+	var major, minor int
+	if _, err := fmt.Sscanf(r.f.KernelVersion, "%d.%d", &major, &minor); err != nil || major < 6 || (major == 6 && minor <= 12) {
+		return false
+	}
+	if major >= 7 {
+		return true
+	}
+	sec, ok := r.f.Section("__bug_table")
+	return ok && sec.Size%uint64(size) != 0 && sec.Size%uint64(size+4) == 0
+}
+
+// alt_instr after Linux 6.1 (read in the 6.12.117 and 7.2.13 sources): the
+// u16 cpuid became a u32 of cpuid:16 and flags:16, so entries are 14 bytes,
+// instrlen at 12. Releases between 6.1 and 6.12 are taken to have it too.
+const (
+	altEntrySize62 = 14
+	altLenOff62    = 12
+)
+
+// altLayout is the alt_instr size and instrlen offset for a kernel release
+// (uname -r form); without a readable release, the one whose size divides
+// the table (6.1's when both do).
+func altLayout(release string, n int) (size, lenOff int) {
+	var major, minor int
+	if _, err := fmt.Sscanf(release, "%d.%d", &major, &minor); err == nil {
+		if major > 6 || (major == 6 && minor > 1) {
+			return altEntrySize62, altLenOff62
+		}
+		return altEntrySize, altLenOff
+	}
+	if n%altEntrySize != 0 && n%altEntrySize62 == 0 {
+		return altEntrySize62, altLenOff62
+	}
+	return altEntrySize, altLenOff
 }
 
 // blacklist reads the NOKPROBE_SYMBOL address array and widens each address to

@@ -130,3 +130,45 @@ func TestBugEntrySize(t *testing.T) {
 		}
 	}
 }
+
+// struct alt_instr: 12 bytes in 6.1 (u16 cpuid), 14 in 6.12 and 7.2 (u32
+// ft_flags), instrlen after the flags.
+func TestAltLayout(t *testing.T) {
+	for _, c := range []struct {
+		release      string
+		n            int
+		size, lenOff int
+	}{
+		{"6.1.0-57-amd64", 120, 12, 10},
+		{"6.12.117+deb12-amd64", 132440, 14, 12},
+		{"7.2.13+deb14-amd64", 140, 14, 12},
+		{"", 132440, 14, 12}, // only 14 divides it
+		{"", 168, 12, 10},    // both do: 6.1's
+	} {
+		if s, o := altLayout(c.release, c.n); s != c.size || o != c.lenOff {
+			t.Errorf("%q (%d bytes): size %d, instrlen at %d; want %d, %d", c.release, c.n, s, o, c.size, c.lenOff)
+		}
+	}
+}
+
+// x86-64's bug_entry gained an s32 format (HAVE_ARCH_BUG_FORMAT) after 6.12:
+// 7.2's is 16 bytes with DEBUG_BUGVERBOSE, 6.12's 12.
+func TestBugFormat(t *testing.T) {
+	for _, c := range []struct {
+		release string
+		secSize uint64
+		want    bool
+	}{
+		{"7.2.13+deb14-amd64", 176512, true},
+		{"6.12.117+deb12-amd64", 176512 - 176512%12, false},
+		{"6.1.0-57-amd64", 48, false},
+		{"6.15.2", 176512, true}, // between: 16 divides it, 12 does not
+		{"6.15.2", 48, false},    // both do
+		{"", 176512, false},      // unknown: the older layout
+	} {
+		r := tableReader{f: &File{KernelVersion: c.release, Sections: []Section{{Name: "__bug_table", Size: c.secSize}}}}
+		if got := r.bugFormat(12); got != c.want {
+			t.Errorf("%q (%d bytes): format %v, want %v", c.release, c.secSize, got, c.want)
+		}
+	}
+}

@@ -61,18 +61,20 @@ func ARM64ImageTables(ctx context.Context, deb string, dk *kimage.DebKernel, cfg
 }
 
 // tablesForPrediction keeps what the arm64 recorder's predictions use from
-// kimage's tables: the jump-label sites and the exception-table entries
-// (both must have been found).
+// kimage's tables: the jump-label sites (which must have been found) and the
+// exception-table entries (ExTableUnknown when they were not: the 7.2 Image's
+// table is not located yet).
 func tablesForPrediction(tabs *kimage.Tables) (*guest.ARM64Tables, error) {
-	for _, x := range []*kimage.Table{&tabs.JumpLabel, &tabs.ExTable} {
-		if !x.Known() {
-			return nil, fmt.Errorf("vm: %s", x)
-		}
+	if !tabs.JumpLabel.Known() {
+		return nil, fmt.Errorf("vm: %s", &tabs.JumpLabel)
 	}
-	return &guest.ARM64Tables{
-		JumpLabels: append([]uint64{}, tabs.JumpLabel.Addrs.Addrs()...),
-		ExTable:    append([]uint64{}, tabs.ExTable.Addrs.Addrs()...),
-	}, nil
+	t := &guest.ARM64Tables{JumpLabels: append([]uint64{}, tabs.JumpLabel.Addrs.Addrs()...)}
+	if tabs.ExTable.Known() {
+		t.ExTable = append([]uint64{}, tabs.ExTable.Addrs.Addrs()...)
+	} else {
+		t.ExTableUnknown = true
+	}
+	return t, nil
 }
 
 // CheckImageMatches checks that a kernel image loaded at base (its byte 0)

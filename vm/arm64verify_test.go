@@ -137,7 +137,11 @@ func TestTablesForPrediction(t *testing.T) {
 		t.Errorf("tables %+v", got)
 	}
 	tabs.ExTable = kimage.Table{Name: "exception table", Note: "no anchor"}
+	if got, err := tablesForPrediction(tabs); err != nil || got.ExTable != nil || !got.ExTableUnknown || len(got.JumpLabels) != 2 {
+		t.Errorf("a missing exception table: %+v, %v", got, err)
+	}
+	tabs.JumpLabel = kimage.Table{Name: "jump-label sites", Note: "no anchor"}
 	if _, err := tablesForPrediction(tabs); err == nil || !strings.Contains(err.Error(), "no anchor") {
-		t.Errorf("a missing table: %v", err)
+		t.Errorf("a missing jump-label table: %v", err)
 	}
 }

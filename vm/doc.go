@@ -128,7 +128,18 @@
 // policy, compared fields and what it accepts (a boost kernel, probe spacing,
 // cached records). Verifier.Verify runs a VerifyRequest and returns a
 // VerifyOutcome whose WriteTable, WriteJSON and Summary are the same for every
-// architecture; `kboost vm verify --arch` is built on it.
+// architecture; `kboost vm verify --arch` is built on it. Without a policy,
+// the booted kernel's release picks one (boost.ForKernel: the same
+// major.minor, else the nearest older modelled version, said in the notes).
+//
+// # A host that refuses 32-bit executables
+//
+// IA32Refused boots a Debian amd64 kernel (6.7 or later) with
+// ia32_emulation=0, so that execve of a 32-bit program fails with ENOEXEC,
+// as on hosts without IA32 emulation, and runs the "ia32-refused" guest
+// step (package vm/guest/clistep): a static i386 program, kboost's i386 sim
+// and fuzz with --exec auto (qemu-i386-static is copied from the host into
+// the initramfs) and a kernelsim test binary, whose results the host checks.
 //
 // # Platforms
 //

@@ -79,7 +79,10 @@ type Verifier struct {
 	// DebianMeta is the Debian meta-package whose current kernel is booted
 	// when VerifyRequest.Deb is "".
 	DebianMeta string
-	// DefaultPolicy predicts when VerifyRequest.Policy is "".
+	// DefaultPolicy predicts when VerifyRequest.Policy is "" and the booted
+	// kernel's release is unknown; a known release picks the policy of its
+	// version (boost.ForKernel, the nearest older modelled one when not
+	// modelled, said in the notes).
 	DefaultPolicy string
 	// Fields are the compared fields, in table order.
 	Fields []string
@@ -155,9 +158,6 @@ func (v *Verifier) Verify(ctx context.Context, req VerifyRequest) (*VerifyOutcom
 func verifyAMD64(ctx context.Context, v *Verifier, req VerifyRequest) (*VerifyOutcome, error) {
 	va := guest.VerifyArgs{Policy: req.Policy, Funcs: req.Funcs, Pattern: req.Pattern, Sample: req.Sample,
 		Seed: req.Seed, MaxSize: req.MaxSize, NonBoundary: req.NonBoundary, Spacing: req.Spacing}
-	if va.Policy == "" {
-		va.Policy = v.DefaultPolicy
-	}
 	r, err := Verify(ctx, VerifyConfig{Deb: req.Deb, Build: req.Build, Args: va, VM: req.VM})
 	if err != nil {
 		return nil, err

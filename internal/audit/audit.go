@@ -174,7 +174,10 @@ func Env(f *kimage.File, pol *boost.Policy, cfg *kimage.KConfig) (env *boost.Env
 		sites.ExTableAddrs = addrTable(&tabs.ExTable)
 		sites.Bugs = addrTable(&tabs.Bug)
 		sites.JumpLabels = addrTable(&tabs.JumpLabel)
-		sites.StaticCalls = addrTable(&tabs.StaticCall)
+		// static_call_text_reserved (addr_conflict) reserves CALL_INSN_SIZE
+		// bytes from each site, whatever the site holds now (a tail site
+		// patched to `ret; int3 x4` included).
+		sites.StaticCalls = widthTable(&tabs.StaticCall, 5)
 		sites.Entry = rangeTable(&tabs.EntryText)
 		sites.Init = rangeTable(&tabs.InitText)
 		if tabs.Refused != nil {
@@ -335,6 +338,18 @@ func addrTable(t *kimage.Table) *boost.SiteTable {
 		return nil
 	}
 	return boost.NewAddrTable(t.Addrs.Addrs())
+}
+
+// widthTable is the table's addresses as spans of n bytes.
+func widthTable(t *kimage.Table, n uint64) *boost.SiteTable {
+	if !t.Known() {
+		return nil
+	}
+	var spans []boost.Span
+	for _, a := range t.Addrs.Addrs() {
+		spans = append(spans, boost.Span{Start: a, End: a + n})
+	}
+	return boost.NewSiteTable(spans)
 }
 
 func rangeTable(t *kimage.Table) *boost.SiteTable {

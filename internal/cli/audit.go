@@ -76,7 +76,7 @@ Without FILE kboost audits its embedded demo program (kernel-style code).`,
 	fl.StringVar(&o.returns, "returns", "thunk", "return thunks at run time: 'thunk' (bytes as in the file: the CPU needs the\nretbleed/SRSO return thunk) or 'ret' (apply_returns() patched each\n`jmp __x86_return_thunk` to `ret; int3`: CPUs without that mitigation)")
 	fl.StringVar(&o.shard, "shard", "", "audit only part K of N (K/N, counting from 0): the functions whose name hashes to K;\nthe N outputs together are the whole audit (see 'kboost merge')")
 	addFormatFlag(fl, &o.format, "text or html (one self-contained report: counts, heat maps, searchable functions, listings)", "text", "html")
-	fl.StringVar(&o.cpuCaps, "cpu-caps", "none", "arm64 Image: the cpucaps (arch/arm64/tools/cpucaps names, comma-separated, e.g.\nWORKAROUND_DEVICE_LOAD_ACQUIRE,HAS_LSE_ATOMICS) whose CPU alternatives the kernel\napplied at boot; 'none' applies only ALWAYS_BOOT/ALWAYS_SYSTEM, which every CPU has")
+	fl.StringVar(&o.cpuCaps, "cpu-caps", "none", "arm64 Image: the cpucaps (arch/arm64/tools/cpucaps names, comma-separated, e.g.\nWORKAROUND_DEVICE_LOAD_ACQUIRE,HAS_LSE_ATOMICS, or the descriptions the kernel logs,\ne.g. 'ARM erratum 832075', or a dmesg FILE whose \"CPU features: detected:\" lines name them)\nwhose CPU alternatives the kernel applied at boot; 'none' applies only\nALWAYS_BOOT/ALWAYS_SYSTEM, which every CPU has")
 	return cmd
 }
 
@@ -356,7 +356,15 @@ func prepareAudit(o auditOpts, file, policy string, sh shard.Shard) (_ *auditSet
 		if p, err := audit.NewFtraceInitPatcher(f); err == nil {
 			patch = p
 			notes = append(notes, fmt.Sprintf("boot patching: the first patchable-entry NOP of the %d functions with an ftrace record is `mov x9, x30`, as ftrace_init_nop writes it", audit.CountPatchedWords(p)))
-			if n, err := p.SetCPUCaps(f, o.cpuCaps); err == nil {
+			caps := o.cpuCaps
+			if fileExists(caps) { // a kernel log: its "CPU features: detected:" lines
+				b, err := os.ReadFile(caps)
+				if err != nil {
+					return nil, err
+				}
+				caps = string(b)
+			}
+			if n, err := p.SetCPUCaps(f, caps); err == nil {
 				notes = append(notes, n)
 			} else if !strings.EqualFold(strings.TrimSpace(o.cpuCaps), "none") {
 				return nil, err

@@ -19,7 +19,7 @@ func TestReturnPatcherMatchesObjdump(t *testing.T) {
 	if os.Getenv("KBOOST_ORACLE") == "" {
 		t.Skip("set KBOOST_ORACLE=1 (downloads and boots the Debian kernel once)")
 	}
-	kf, err := fetchKernelFiles(context.Background(), "linux-image-amd64", false)
+	kf, err := fetchKernelFiles(context.Background(), "linux-image-amd64", "", false)
 	if err != nil {
 		t.Fatal(err)
 	}

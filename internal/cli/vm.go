@@ -198,7 +198,7 @@ record per probe and a final summary object.`,
 	countVar(f, &maxSize, "max-size", "", 512, 1, 1<<20, "largest function --sample picks (bytes, 1 to 1048576)")
 	countVar(f, &nonBoundary, "non-boundary", "", 2, -1, 64, "offsets that are not instruction boundaries tried per function (0 to 64; -1: none; arm64, arm: misaligned offsets)")
 	countVar(f, &spacing, "spacing", "", 24, 1, 4096, "least distance between probes of one function in one round (x86-64; 1 to 4096 bytes)")
-	f.StringVar(&policy, "policy", "", "kboost policy that predicts (default: linux-6.1, linux-6.1-arm64 or linux-6.1-arm by --arch; none: the kernel's outcomes only)")
+	f.StringVar(&policy, "policy", "", "kboost policy that predicts (default: the booted kernel's version picks it, e.g. linux-6.12 or linux-7.2-arm64, as audit does; none: the kernel's outcomes only)")
 	f.BoolVar(&jsonOut, "json", false, "one JSON record per probe, then a summary object")
 	f.BoolVar(&verbose, "verbose", false, "copy the guest console to stderr")
 	f.BoolVar(&failOnDiff, "fail", true, "exit 1 unless every probe agrees on every field")

@@ -46,7 +46,8 @@ type ProbeArch struct {
 	Width uint64
 	// SlotSize is the size of one kernel instruction slot (MAX_INSN_SIZE words).
 	SlotSize int
-	// DefaultPolicy is the boost policy that predicts this kernel ("" none).
+	// DefaultPolicy is the boost policy that predicts a kernel whose release
+	// is unknown ("" none); a known release picks by boost.ForKernel.
 	DefaultPolicy string
 	// Step and File are the guest step recording this architecture and its
 	// result entry.
@@ -162,11 +163,9 @@ func PredictARM64Report(rep *ARM64Report, policy string, cfg *kimage.KConfig, ta
 }
 
 // PredictFixedReport is PredictARM64Report for any fixed-width ProbeArch
-// (policy "" is arch's DefaultPolicy).
+// (policy "": the one boost.ForKernel picks for the recorded kernel release,
+// else arch's DefaultPolicy).
 func PredictFixedReport(rep *ARM64Report, arch *ProbeArch, policy string, cfg *kimage.KConfig, tables *ARM64Tables) {
-	if policy == "" {
-		policy = arch.DefaultPolicy
-	}
 	rep.Predicted, rep.Policy = false, ""
 	notes := rep.Notes[:0]
 	for _, n := range rep.Notes {
@@ -175,6 +174,13 @@ func PredictFixedReport(rep *ARM64Report, arch *ProbeArch, policy string, cfg *k
 		}
 	}
 	rep.Notes = notes
+	if policy == "" {
+		policy = arch.DefaultPolicy
+		if p, note := boost.ForKernel(rep.Release, arch.Mode); p != nil && rep.Release != "" {
+			policy = p.Name
+			rep.Notes = append(rep.Notes, predictionNote+" "+note)
+		}
+	}
 	for i := range rep.Records {
 		r := &rep.Records[i]
 		r.Verdict, r.Rules, r.Predicted = "", nil, Outcome{}
@@ -213,6 +219,9 @@ func PredictFixedReport(rep *ARM64Report, arch *ProbeArch, policy string, cfg *k
 		if tables.ExTable == nil {
 			known = strings.Replace(known, " and 0 exception-table entries", "", 1)
 			unknown = "exception table (not checked by arm kprobes), BUG sites"
+			if tables.ExTableUnknown {
+				unknown = "exception table (not located in the Image), BUG sites"
+			}
 		}
 		if tables.Ftrace != nil {
 			known += fmt.Sprintf(", %d ftrace locations from the Image", len(tables.Ftrace))
@@ -609,6 +618,9 @@ func LiveSites(bl []BlacklistEntry, textStart, textEnd, initStart, initEnd uint6
 type ARM64Tables struct {
 	JumpLabels []uint64
 	ExTable    []uint64
+	// ExTableUnknown: the exception table exists but was not located
+	// (ExTable is nil).
+	ExTableUnknown bool
 	// Ftrace, when not nil, are the ftrace locations (32-bit ARM: the
 	// bl __gnu_mcount_nc calls found in the Image).
 	Ftrace []uint64
@@ -634,6 +646,7 @@ func NewArchPredictor(arch *ProbeArch, policy string, cfg *kimage.KConfig, sites
 	// ftrace entry site there has no ftrace location, so kprobe_events
 	// refuses it (notrace).
 	env.InferNotrace = true
+	env.BootedEntry = true
 	if sites != nil {
 		env.Sites = sites
 	}

@@ -16,7 +16,7 @@ import (
 // VerifyArgs are the "kboost-verify" step's arguments: which functions to probe
 // and where the guest finds the kernel's image and configuration.
 type VerifyArgs struct {
-	Policy string `json:"policy,omitempty"` // boost policy; "" means linux-6.1
+	Policy string `json:"policy,omitempty"` // boost policy; "" picks by the booted kernel's version (boost.ForKernel)
 	// Vmlinux is the kernel's ELF image in the initramfs (for its section tables:
 	// exception table, BUG sites, jump labels...); function bytes come from
 	// /proc/kcore.

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kboost/kboost/boost"
 	"github.com/kboost/kboost/kimage"
 	"github.com/kboost/kboost/loader"
 	"golang.org/x/sys/unix"
@@ -65,7 +66,15 @@ func stepVerify(e *Env, raw json.RawMessage) error {
 	if err != nil {
 		return fmt.Errorf("kernel config: %w", err)
 	}
-	pred, err := NewPredictor(f, cfg, args.Policy)
+	policy := args.Policy
+	if policy == "" && f.Arch != nil {
+		// The booted kernel's version picks the policy.
+		if p, note := boost.ForKernel(rep.Release, f.Arch.Mode); p != nil {
+			policy = p.Name
+			rep.Notes = append(rep.Notes, note)
+		}
+	}
+	pred, err := NewPredictor(f, cfg, policy)
 	if err != nil {
 		return err
 	}

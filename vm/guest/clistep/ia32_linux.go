@@ -1,0 +1,80 @@
+//go:build linux
+
+package clistep
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"syscall"
+
+	"github.com/kboost/kboost/vm/guest"
+	"golang.org/x/sys/unix"
+)
+
+func init() {
+	guest.Register("ia32-refused", ia32Step)
+}
+
+// ia32Step runs, on a kernel that may refuse 32-bit executables, a static
+// i386 program, kboost's i386 sim and fuzz with --exec auto, and the
+// kernelsim test binary.
+func ia32Step(e *guest.Env, raw json.RawMessage) error {
+	var args guest.IA32Args
+	if err := json.Unmarshal(raw, &args); err != nil {
+		return fmt.Errorf("ia32-refused arguments: %w", err)
+	}
+	// The kernel starts /init without PATH; --exec auto looks up
+	// qemu-i386-static in it.
+	if os.Getenv("PATH") == "" {
+		os.Setenv("PATH", "/usr/bin:/bin")
+	}
+	var rep guest.IA32Report
+	pid, err := syscall.ForkExec(args.Static386, []string{args.Static386}, &syscall.ProcAttr{Env: []string{}})
+	if err != nil {
+		rep.Static386Errno = errnoName(err)
+	} else {
+		var ws syscall.WaitStatus
+		if _, err := syscall.Wait4(pid, &ws, 0, nil); err != nil {
+			return fmt.Errorf("wait4 %s: %w", args.Static386, err)
+		}
+		rep.Static386Exit = ws.ExitStatus()
+	}
+	e.Logf("static i386 executable: errno %q, exit %d", rep.Static386Errno, rep.Static386Exit)
+	rep.Sim = run("sim", "--arch", "i386", "--exec", "auto", "--json", "89", "c8")
+	e.Logf("sim: exit %d", rep.Sim.Exit)
+	rep.Fuzz = run("fuzz", "--arch", "i386", "--exec", "auto", "-n", strconv.Itoa(args.FuzzN), "--json")
+	e.Logf("fuzz: exit %d", rep.Fuzz.Exit)
+	if args.TestBinary != "" {
+		a := []string{"-test.run", args.TestRun, "-test.v", "-test.count=1"}
+		cmd := exec.Command(args.TestBinary, a...)
+		cmd.Env = append(append(os.Environ(), "KBOOST_ORACLE=1", "TMPDIR=/tmp"), args.TestEnv...)
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		t := &guest.ProgramRun{Args: append([]string{args.TestBinary}, a...)}
+		if err := cmd.Run(); err != nil {
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) {
+				return fmt.Errorf("running %s: %w", args.TestBinary, err)
+			}
+			t.Exit = ee.ExitCode()
+		}
+		t.Output = out.String()
+		rep.Test = t
+		e.Logf("kernelsim tests: exit %d", t.Exit)
+	}
+	return e.PutJSON("ia32-refused.json", &rep)
+}
+
+// errnoName is the errno's name (ENOEXEC), else the error's text.
+func errnoName(err error) string {
+	var en syscall.Errno
+	if errors.As(err, &en) {
+		return unix.ErrnoName(en)
+	}
+	return err.Error()
+}
