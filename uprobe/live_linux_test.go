@@ -716,7 +716,7 @@ func TestLiveBench(t *testing.T) {
 		}
 		t.Logf("%-10s %-11s %8d calls %10.1f ns/call %8.0fx", r.Path, r.Verdict, r.Calls, r.NsCall, r.Ratio)
 	}
-	if k.OptimizeNop5 && by["optimized"].Verdict != "optimized" || by["emulated"].Verdict != "emulated" || by["singlestep"].Verdict != "singlestep" {
+	if k.RedZoneCall && by["optimized"].Verdict != "optimized" || by["emulated"].Verdict != "emulated" || by["singlestep"].Verdict != "singlestep" {
 		t.Errorf("predicted paths: %+v", rows)
 	}
 	if !(by["singlestep"].NsCall > by["emulated"].NsCall && by["singlestep"].NsCall > by["optimized"].NsCall && by["optimized"].NsCall > by["native"].NsCall) {
