@@ -413,51 +413,64 @@ func TestLiveCorpus(t *testing.T) {
 	t.Logf("%d sites on %s: %v; %d disagree", len(res), k.Name, count, bad)
 }
 
+// bashLibc starts a bash that maps libc.so.6 and returns it (killed at the
+// end of the test) and libc's path.
+func bashLibc(t *testing.T) (*target, string) {
+	t.Helper()
+	tg, err := startTarget("/usr/bin/bash", "-c", "echo ready; read -r x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(tg.kill)
+	mb, err := os.ReadFile(fmt.Sprintf("/proc/%d/maps", tg.pid()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range ParseMaps(mb) {
+		if strings.HasSuffix(m.Name, "/libc.so.6") {
+			return tg, m.Name
+		}
+	}
+	t.Fatal("bash maps no libc.so.6")
+	return nil, ""
+}
+
+// sampleSites is 200 random instruction boundaries of path (seeded: the same
+// sites every run).
+func sampleSites(t *testing.T, path string, k *Kernel) []Site {
+	t.Helper()
+	b, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	rng := rand.New(rand.NewSource(14))
+	var sites []Site
+	seen := map[Hex]bool{}
+	for tries := 0; len(sites) < 200 && tries < 5000; tries++ {
+		f := b.Funcs[rng.Intn(len(b.Funcs))]
+		fa, err := Audit(b, k, f)
+		if err != nil || len(fa.Sites) == 0 {
+			continue
+		}
+		s := fa.Sites[rng.Intn(len(fa.Sites))]
+		if !seen[s.Addr] {
+			seen[s.Addr] = true
+			sites = append(sites, s)
+		}
+	}
+	return sites
+}
+
 // 200 random instruction boundaries each of /usr/bin/bash and libc.so.6 (as a
 // bash process maps them): accepted or refused as kboost predicts, and every
 // accepted site holds int3 in the process.
 func TestLiveSystemBinaries(t *testing.T) {
 	rootGate(t)
 	k := runningModel(t)
-	tg, err := startTarget("/usr/bin/bash", "-c", "echo ready; read -r x")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tg.kill()
-	mb, err := os.ReadFile(fmt.Sprintf("/proc/%d/maps", tg.pid()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	libc := ""
-	for _, m := range ParseMaps(mb) {
-		if strings.HasSuffix(m.Name, "/libc.so.6") {
-			libc = m.Name
-		}
-	}
-	if libc == "" {
-		t.Fatal("bash maps no libc.so.6")
-	}
+	tg, libc := bashLibc(t)
 	for _, path := range []string{"/usr/bin/bash", libc} {
-		b, err := Open(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rng := rand.New(rand.NewSource(14))
-		var sites []Site
-		seen := map[Hex]bool{}
-		for tries := 0; len(sites) < 200 && tries < 5000; tries++ {
-			f := b.Funcs[rng.Intn(len(b.Funcs))]
-			fa, err := Audit(b, k, f)
-			if err != nil || len(fa.Sites) == 0 {
-				continue
-			}
-			s := fa.Sites[rng.Intn(len(fa.Sites))]
-			if !seen[s.Addr] {
-				seen[s.Addr] = true
-				sites = append(sites, s)
-			}
-		}
-		b.Close()
+		sites := sampleSites(t, path, k)
 		var mu sync.Mutex
 		count := map[string]int{}
 		var wg sync.WaitGroup
@@ -502,6 +515,92 @@ func TestLiveSystemBinaries(t *testing.T) {
 		close(next)
 		wg.Wait()
 		t.Logf("%s: %d boundaries: %v", path, len(sites), count)
+	}
+}
+
+// bashWork is a bash script in the corpus protocol whose loop runs bash's
+// parser, expansion and printf code and libc's string and memory functions.
+const bashWork = `echo ready; read -r -n1 x; s=; for ((i=0;i<40;i++)); do s="$s$i"; printf -v z '%05d' "$i"; [[ $z == *3* ]] && s=${s/1/x}; a[i]=$z; done; IFS=,; y="${a[*]}"; echo "done ${#s} ${#y}"; read -r y`
+
+// The same sampled sites, one bash process each running bashWork with the
+// probe on: the sites the work reaches are hit, and the path the kernel took
+// (read back: int3 with or without the [uprobes] XOL page, or the optimized
+// call) is kboost's; sites not reached hold int3; hazards that kill the
+// process (single-stepped syscall, pushf) kill it.
+func TestLiveSystemBinariesHits(t *testing.T) {
+	rootGate(t)
+	k := runningModel(t)
+	_, libc := bashLibc(t)
+	for _, path := range []string{"/usr/bin/bash", libc} {
+		sites := sampleSites(t, path, k)
+		type result struct {
+			s   Site
+			ks  kernelSays
+			err error
+		}
+		res := make([]result, len(sites))
+		var wg sync.WaitGroup
+		next := make(chan int)
+		for w := 0; w < 8; w++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := range next {
+					res[i].s = sites[i]
+					res[i].ks, res[i].err = probeRunIn("/usr/bin/bash", path, uint64(sites[i].FileOffset), false, false, 0, "-c", bashWork)
+				}
+			}()
+		}
+		for i := range sites {
+			next <- i
+		}
+		close(next)
+		wg.Wait()
+		count := map[string]int{}
+		var hitSites int
+		var hits uint64
+		for _, r := range res {
+			if r.err != nil {
+				t.Errorf("%s %s+%#x: %v", path, r.s.Func, r.s.Off, r.err)
+				continue
+			}
+			want := r.s.Path.String()
+			if r.s.Path == PathRefused {
+				want = "refused " + r.s.Errno
+			}
+			var got string
+			switch {
+			case r.ks.errno != "":
+				got = "refused " + r.ks.errno
+			case r.ks.exit != nil && r.ks.done == "":
+				got = fmt.Sprintf("died: %v", r.ks.exit)
+				for _, h := range r.s.Hazards {
+					if h == RulePushfTF.ID || h == RuleSyscallXOL.ID {
+						want = got // the hazard kboost flagged
+					}
+				}
+			case r.ks.hits == 0:
+				got = "not hit, int3"
+				if !r.ks.rb.Int3 {
+					got = "not hit, site holds " + SpacedHex(r.ks.rb.Site)
+				}
+				if r.s.Path != PathRefused {
+					want = "not hit, int3"
+				}
+			default:
+				got = r.ks.rb.Observed()
+			}
+			if r.ks.hits > 0 {
+				hitSites++
+				hits += r.ks.hits
+			}
+			count[got]++
+			if got != want {
+				t.Errorf("%s %s+%#x (file %#x) %s (%s): kboost %s %v, kernel %s (%d hits)", path, r.s.Func, r.s.Off, uint64(r.s.FileOffset),
+					SpacedHex(r.s.Bytes), r.s.Asm, want, r.s.Reasons, got, r.ks.hits)
+			}
+		}
+		t.Logf("%s: %d boundaries on %s, %d hit (%d hits in all): %v", path, len(sites), k.Name, hitSites, hits, count)
 	}
 }
 
