@@ -9,6 +9,7 @@ package uprobe
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -101,9 +102,10 @@ func TestMain(m *testing.M) {
 
 // target is one run of a test program in the corpus protocol.
 type target struct {
-	cmd *exec.Cmd
-	in  io.WriteCloser
-	out *bufio.Reader
+	cmd    *exec.Cmd
+	in     io.WriteCloser
+	out    *bufio.Reader
+	stderr *bytes.Buffer
 }
 
 func startTarget(bin string, args ...string) (*target, error) {
@@ -116,10 +118,12 @@ func startTarget(bin string, args ...string) (*target, error) {
 	if err != nil {
 		return nil, err
 	}
+	stderr := new(bytes.Buffer)
+	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	tg := &target{cmd: cmd, in: in, out: bufio.NewReader(out)}
+	tg := &target{cmd: cmd, in: in, out: bufio.NewReader(out), stderr: stderr}
 	l, err := tg.out.ReadString('\n')
 	if err != nil || l != "ready\n" {
 		tg.kill()
@@ -205,6 +209,7 @@ type kernelSays struct {
 	rb     Readback
 	done   string // the program's done line
 	exit   error  // how the program ended
+	stderr string // what it wrote to stderr
 	hits   uint64
 	opened bool
 }
@@ -242,6 +247,7 @@ func probeRunIn(bin, file string, off uint64, ret, norun bool, refCtr uint64, ar
 	ks.done, err = tg.run()
 	if err != nil {
 		ks.exit = tg.exit()
+		ks.stderr = tg.stderr.String()
 		ks.hits, _ = ev.Hits()
 		return ks, nil
 	}
@@ -851,4 +857,49 @@ func TestLiveXchgR8(t *testing.T) {
 		t.Errorf("unprobed: %q %v", l, err)
 	}
 	t.Logf("xchg %%rax,%%r8 probed: %s, %d hits; kboost %s %v", ks.done, ks.hits, s.Path, s.Hazards)
+}
+
+// A uretprobe on a Go function, through the kernel: on main.work (a leaf)
+// every return is counted; on main.grow, whose callee makes the runtime copy
+// the goroutine's stack while the return address is the kernel's trampoline,
+// the program dies in the runtime (the hazard kboost flags on both).
+func TestLiveGoUretprobe(t *testing.T) {
+	rootGate(t)
+	dir := built(t)
+	k := runningModel(t)
+	bin := filepath.Join(dir, "gotarget")
+	b, err := Open(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	for _, c := range []struct {
+		sym, arg string
+		dies     bool
+	}{{"main.work", "x", false}, {"main.grow", "grow", true}} {
+		s, _, err := Check(b, k, Request{Symbol: c.sym, Return: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Contains(s.Hazards, RuleGoRet.ID) {
+			t.Errorf("%s%%return: hazards %v, want %s", c.sym, s.Hazards, RuleGoRet.ID)
+		}
+		ks, err := probeRunIn(bin, bin, uint64(s.FileOffset), true, false, 0, c.arg, "9")
+		if err != nil {
+			t.Fatal(err)
+		}
+		died := ks.exit != nil && ks.done == ""
+		first, _, _ := strings.Cut(ks.stderr, "\n")
+		t.Logf("%s%%return: errno %q, done %q, exit %v, %d hits, stderr %q", c.sym, ks.errno, ks.done, ks.exit, ks.hits, first)
+		switch {
+		case ks.errno != "":
+			t.Errorf("%s%%return: refused %s", c.sym, ks.errno)
+		case died != c.dies:
+			t.Errorf("%s%%return: died %v (%v), want %v", c.sym, died, ks.exit, c.dies)
+		case !c.dies && ks.hits != 9:
+			t.Errorf("%s%%return: %d hits of 9 returns", c.sym, ks.hits)
+		case c.dies && !strings.Contains(ks.stderr, "runtime:"):
+			t.Errorf("%s%%return: died without a runtime message: %q", c.sym, ks.stderr)
+		}
+	}
 }
