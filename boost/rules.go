@@ -217,7 +217,7 @@ var (
 	rUpBranch66 = newRule("uprobe.branch_66", lup, upC+" branch_setup_xol_ops()", "66-prefixed jmp/call/jcc: ENOTSUPP")
 	rUpNop      = newRule("uprobe.emulate_nop", "uprobes-x86,uprobes-6.12,uprobes-6.18", upC+" branch_setup_xol_ops()", "opcode 0x90 (nop, pause, xchg with REX.B, VEX 0x90): emulated as a jump to the next instruction")
 	rUpNopForms = newRule("uprobe.emulate_x86_nops", lup18, upC+" branch_setup_xol_ops() (measured on 6.18.44)",
-		"one of the kernel's x86_nops exactly (BYTES_NOP1..8), or a 5-byte 0F 1F /0: emulated as a jump to the next instruction")
+		"one of the kernel's x86_nops exactly (BYTES_NOP1..8), or in a 64-bit task a 5-byte 0F 1F /0: emulated as a jump to the next instruction")
 	rUpIsNop = newRule("uprobe.emulate_insn_is_nop", lup72, upC+" branch_setup_xol_ops(); arch/x86/lib/insn-eval.c insn_is_nop()",
 		"insn_is_nop(): 90 without REX.B or F3, 0F 1F /0, mov %r,%r and lea 0(%r),%r of native size, jmp +0 (never VEX/EVEX): emulated, the 66-prefix branch check skipped")
 	rUpOpt5 = newRule("uprobe.can_optimize_nop5", lup18, upC+" can_optimize() (measured on 6.18.44)",

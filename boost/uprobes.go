@@ -309,14 +309,15 @@ func (k *kinsn) isNop5() bool {
 }
 
 // isX86Nop618 is what the 6.18 host emulates beyond case 0x90 (measured: the
-// live tests): the exact bytes of one of x86_nops, or any 5-byte 0F 1F /0.
-// Other NOP forms (66 0f 1f 00, 0f 1f 04 00, a nonzero displacement, the
-// register form, more than 8 bytes) are single-stepped.
+// live tests): the exact bytes of one of x86_nops, or in a 64-bit task any
+// 5-byte 0F 1F /0 (the optimizable form; a 32-bit task single-steps
+// 66 0f 1f 40 00). Other NOP forms (66 0f 1f 00, 0f 1f 04 00, a nonzero
+// displacement, the register form, more than 8 bytes) are single-stepped.
 func isX86Nop618(k *kinsn) bool {
 	if k.emu > 0 {
 		return false
 	}
-	if k.length == 5 && k.isNop5() {
+	if k.in.Mode == decode.Mode64 && k.length == 5 && k.isNop5() {
 		return true
 	}
 	for _, n := range x86Nops {

@@ -51,7 +51,8 @@ var (
 
 // built compiles the test programs once: corpus (PIE), corpus-nopie,
 // corpus-static, corpus-stripped (-rdynamic, stripped: dynamic symbols only),
-// corpus-lib with libkb.so, and the Go program gotarget.
+// corpus-lib with libkb.so, the i386 corpus32 (gcc-multilib) and the Go
+// program gotarget.
 func built(t *testing.T) string {
 	t.Helper()
 	buildOnce.Do(func() {
@@ -80,6 +81,7 @@ func built(t *testing.T) string {
 		run("strip", o("corpus-stripped"))
 		run("gcc", "-O1", "-shared", "-fPIC", "-o", o("libkb.so"), filepath.Join(src, "libkb.c"))
 		run("gcc", "-O1", "-DKB_LIB", "-o", o("corpus-lib"), c, "-L"+dir, "-lkb", "-Wl,-rpath,"+dir)
+		run("gcc", "-m32", "-O1", "-no-pie", "-fno-pie", "-o", o("corpus32"), filepath.Join(src, "corpus32.c"))
 		cmd := exec.Command("go", "build", "-o", o("gotarget"), filepath.Join(src, "gotarget", "main.go"))
 		cmd.Env = append(os.Environ(), "GOFLAGS=", "CGO_ENABLED=0")
 		if out, err := cmd.CombinedOutput(); err != nil && buildErr == nil {
@@ -288,10 +290,16 @@ func runningModel(t *testing.T) *Kernel {
 // or accepted, and then the site bytes (int3, or the call into
 // [uprobes-trampoline]), the [uprobes] XOL page (single-step) or its absence
 // (emulation), and hit counts equal to the calls.
-func TestLiveCorpus(t *testing.T) {
+func TestLiveCorpus(t *testing.T) { liveCorpus(t, "corpus", 300) }
+
+// The i386 corpus (gcc -m32) in a 32-bit task: the same checks (no NOP site
+// is optimized in a 32-bit task).
+func TestLiveCorpus32(t *testing.T) { liveCorpus(t, "corpus32", 150) }
+
+func liveCorpus(t *testing.T, name string, least int) {
 	rootGate(t)
 	dir := built(t)
-	bin := filepath.Join(dir, "corpus")
+	bin := filepath.Join(dir, name)
 	k := runningModel(t)
 	b, err := Open(bin)
 	if err != nil {
@@ -326,8 +334,8 @@ func TestLiveCorpus(t *testing.T) {
 	if re := os.Getenv("KBOOST_UPROBE_SITES"); re != "" { // to look at a few sites
 		pts = slices.DeleteFunc(pts, func(p point) bool { return !regexp.MustCompile(re).MatchString(p.name) })
 	}
-	if len(pts) < 300 && os.Getenv("KBOOST_UPROBE_SITES") == "" {
-		t.Fatalf("corpus has %d sites, want >= 300", len(pts))
+	if len(pts) < least && os.Getenv("KBOOST_UPROBE_SITES") == "" {
+		t.Fatalf("%s has %d sites, want >= %d", name, len(pts), least)
 	}
 	const calls = 7
 	type result struct {
@@ -416,7 +424,7 @@ func TestLiveCorpus(t *testing.T) {
 				want, r.site.Reasons, got, r.ks.hits, wantHits, SpacedHex(r.ks.rb.Site))
 		}
 	}
-	t.Logf("%d sites on %s: %v; %d disagree", len(res), k.Name, count, bad)
+	t.Logf("%s: %d sites on %s: %v; %d disagree", name, len(res), k.Name, count, bad)
 }
 
 // bashLibc starts a bash that maps libc.so.6 and returns it (killed at the
