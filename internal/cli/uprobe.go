@@ -395,15 +395,18 @@ ref_ctr_offset).`,
 	var scale float64
 	var runs int
 	bench := &cobra.Command{
-		Use:   "bench",
-		Short: "Measure the per-call cost of each uprobe path on the running kernel (built-in workload), as ratios to the unprobed call",
-		Args:  cobra.NoArgs,
+		Use:   "bench [BIN:SYM[+OFF][%return] [-- COMMAND ARGS...]]",
+		Short: "Measure the per-call cost of each uprobe path on the running kernel (built-in workload) as ratios to the unprobed call; or the cost per hit of a probe at BIN:SYM in a command",
+		Args:  cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if scale <= 0 || scale > 100 {
 				return usagef("--scale %v: want a factor in (0, 100]", scale)
 			}
 			if runs < 1 || runs > 50 {
 				return usagef("--runs %d: want 1 to 50", runs)
+			}
+			if len(args) > 0 {
+				return benchTarget(s, jsonOut, args, cmd.ArgsLenAtDash(), runs, open)
 			}
 			k, note, err := kernel()
 			if err != nil {
@@ -437,6 +440,50 @@ ref_ctr_offset).`,
 	bench.Flags().IntVar(&runs, "runs", 3, "runs per path (the median is shown)")
 	cmd.AddCommand(audit, list, add, rm, sweep, events, watch, bench)
 	return cmd
+}
+
+// benchTarget is `uprobe bench BIN:SYM [-- COMMAND...]`: the command (BIN
+// alone by default) unprobed, with the entry probe and, for SYM%return, with
+// the uretprobe.
+func benchTarget(s Streams, jsonOut bool, args []string, dash, runs int, open func(string) (*uprobe.Binary, *uprobe.Request, *uprobe.Kernel, error)) error {
+	argv := args[1:]
+	switch {
+	case dash == 1:
+	case dash < 0 && len(args) == 1:
+	default:
+		return usagef("want BIN:SYM, then -- and the command to run (default BIN alone)")
+	}
+	b, req, k, err := open(args[0])
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	if req == nil {
+		return usagef("%q: give a point (BIN:SYMBOL, BIN:SYMBOL+OFF, BIN:SYMBOL%%return or BIN:0xADDR)", args[0])
+	}
+	site, _, err := uprobe.Check(b, k, *req)
+	if err != nil {
+		return err
+	}
+	if site.Path == uprobe.PathRefused {
+		return fmt.Errorf("%s: refused (%s: %s): nothing to measure", args[0], site.Errno, strings.Join(site.Details, "; "))
+	}
+	if len(argv) == 0 {
+		argv = []string{b.Path}
+	}
+	rows, err := uprobe.BenchTarget(b.Path, site, req.Return, argv, runs)
+	if err != nil {
+		return err
+	}
+	if jsonOut {
+		return json.NewEncoder(s.Out).Encode(rows)
+	}
+	fmt.Fprintf(s.Out, "%s (%s, file %#x): %s, median of %d runs of %s\n", args[0], site.Asm, uint64(site.FileOffset), site.Path, runs, strings.Join(argv, " "))
+	fmt.Fprintf(s.Out, "%-7s %-11s %14s %10s %12s\n", "probe", "predicted", "cpu ns", "hits", "ns/hit")
+	for _, r := range rows {
+		fmt.Fprintf(s.Out, "%-7s %-11s %14.0f %10d %12.1f\n", r.Probe, r.Verdict, r.CPUNs, r.Hits, r.NsHit)
+	}
+	return nil
 }
 
 // listRecord is one `uprobe list --json` line.
