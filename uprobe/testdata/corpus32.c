@@ -11,18 +11,7 @@
 
 long kb_buf[64] __attribute__((aligned(64)));
 
-#define FN(name, pre, insn, post)                                          \
-	__asm__(".text\n.p2align 4\n.globl k_" #name "\n.type k_" #name        \
-		",@function\nk_" #name ":\n" pre "\n.globl s_" #name "\ns_" #name \
-		":\n" insn "\n" post "\nret\n.size k_" #name ", .-k_" #name "\n"   \
-		".pushsection kbtab,\"aw\"\n.long k_" #name ", kbn_" #name          \
-		"\n.popsection\n.pushsection .rodata\nkbn_" #name ": .asciz \"" #name \
-		"\"\n.popsection\n");
-#define I(name, insn) FN(name, "", insn, "")
-#define NR(name, insn)                                                     \
-	__asm__(".text\n.p2align 4\n.globl k_" #name "\n.type k_" #name        \
-		",@function\nk_" #name ":\n.globl n_" #name "\nn_" #name ":\n"     \
-		insn "\nret\n.size k_" #name ", .-k_" #name "\n");
+#include "kbcorpus.h"
 
 #define RR(op) I(op##_rr, #op " %ecx,%eax") I(op##_rr8, #op "b %cl,%al") I(op##_rr16, #op "w %cx,%ax") \
 	I(op##_i8, #op " $0x7f,%eax") I(op##_i32, #op " $0x12345,%eax") I(op##_m, #op " kb_buf,%eax")   \
