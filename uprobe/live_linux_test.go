@@ -547,6 +547,8 @@ func TestLiveSystemBinariesHits(t *testing.T) {
 	_, libc := bashLibc(t)
 	for _, path := range []string{"/usr/bin/bash", libc} {
 		sites := sampleSites(t, path, k)
+		hot := hotSites(t, path, k)
+		sites = append(sites, hot...)
 		type result struct {
 			s   Site
 			ks  kernelSays
@@ -614,8 +616,50 @@ func TestLiveSystemBinariesHits(t *testing.T) {
 					SpacedHex(r.s.Bytes), r.s.Asm, want, r.s.Reasons, got, r.ks.hits)
 			}
 		}
-		t.Logf("%s: %d boundaries on %s, %d hit (%d hits in all): %v", path, len(sites), k.Name, hitSites, hits, count)
+		hotHit := 0
+		for _, r := range res[len(sites)-len(hot):] {
+			if r.ks.hits > 0 {
+				hotHit++
+			}
+		}
+		if hotHit < len(hot)/2 {
+			t.Errorf("%s: %d of the %d sites in functions the work calls were hit", path, hotHit, len(hot))
+		}
+		t.Logf("%s: %d boundaries (%d random, %d in called functions, %d of them hit) on %s, %d hit (%d hits in all): %v",
+			path, len(sites), len(sites)-len(hot), len(hot), hotHit, k.Name, hitSites, hits, count)
 	}
+}
+
+// hotFuncs are functions of bash and libc that bashWork calls on every
+// iteration.
+var hotFuncs = map[string][]string{
+	"bash":      {"make_word", "dispose_word", "find_variable", "hash_search", "bind_variable", "array_insert", "legal_number", "xmalloc", "itos", "copy_word", "assign_array_element", "printf_builtin"},
+	"libc.so.6": {"malloc", "free", "realloc", "__errno_location", "__ctype_b_loc", "sigprocmask", "strtoimax", "mbrtowc"},
+}
+
+// hotSites is the first boundaries (up to 12, the entry block and a little
+// more) of each of hotFuncs in path.
+func hotSites(t *testing.T, path string, k *Kernel) []Site {
+	t.Helper()
+	b, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	var sites []Site
+	for _, name := range hotFuncs[filepath.Base(path)] {
+		f, ok := b.Func(name)
+		if !ok {
+			t.Logf("%s: no function %s", path, name)
+			continue
+		}
+		fa, err := Audit(b, k, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sites = append(sites, fa.Sites[:min(12, len(fa.Sites))]...)
+	}
+	return sites
 }
 
 // Mid-instruction offsets: kboost refuses them, naming the instruction; the
