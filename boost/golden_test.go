@@ -416,3 +416,67 @@ func TestOracleUprobesPageCross72(t *testing.T) {
 		t.Errorf("the kernel optimized %v: the range should hold both", seen)
 	}
 }
+
+// The x86 uprobes policies against their kernel's arch_uprobe_analyze_insn,
+// run live (KBOOST_ORACLE=1) on the decoder sample (every opcode of every map
+// after each prefix, operand forms, random bytes) in 64- and 32-bit
+// processes: verdict, errno, emulated or not, can_optimize().
+func TestOracleUprobes61Sample(t *testing.T) { oracleUprobeSample(t, "uprobes-x86", "6.1") }
+
+func TestOracleUprobes612Sample(t *testing.T) { oracleUprobeSample(t, "uprobes-6.12", "6.12") }
+
+func TestOracleUprobes72Sample(t *testing.T) { oracleUprobeSample(t, "uprobes-7.2", "7.2") }
+
+func oracleUprobeSample(t *testing.T, name, version string) {
+	if os.Getenv("KBOOST_ORACLE") == "" {
+		t.Skip("set KBOOST_ORACLE=1 to run the kernel-code oracle")
+	}
+	tarball, err := kernelref.SourceTarball(kernelref.Options{}, version)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := kernelref.Open(kernelref.Options{Tarball: tarball})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.Close()
+	p, err := boost.Lookup(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, bad := 0, 0
+	var examples []string
+	for _, bits := range []int{64, 32} {
+		mode := decode.Mode64
+		if bits == 32 {
+			mode = decode.Mode32
+		}
+		for _, buf := range kernelref.DecoderSample(bits, 2, 20000) {
+			win := append([]byte{}, buf...)
+			for len(win) < 16 {
+				win = append(win, 0xCC)
+			}
+			u, err := o.Uprobe(bits, win)
+			if err != nil {
+				t.Fatal(err)
+			}
+			d := p.ClassifyBytesEnv(win, mode, 0x400000, p.DefaultEnv())
+			want := kernelref.Want{Verdict: u.Verdict(), Errno: u.Errno}
+			got := gotWant(d)
+			n++
+			if sameVerdict(want, got) && d.Optimizable == u.Optimize &&
+				(want.Verdict == "reject" || d.Emulated == (u.Ops == "branch" || u.Ops == "push")) {
+				continue
+			}
+			bad++
+			if len(examples) < 40 {
+				examples = append(examples, fmt.Sprintf("%d-bit % x\n\tkernel: %s ops=%s opt=%v\n\tkboost: %s emulated=%v opt=%v %v",
+					bits, buf, want, u.Ops, u.Optimize, got, d.Emulated, d.Optimizable, d.ReasonIDs()))
+			}
+		}
+	}
+	t.Logf("%d inputs, %d disagreements", n, bad)
+	if bad > 0 {
+		t.Errorf("%s disagrees with the kernel's code on %d of %d inputs; first:\n%s", name, bad, n, strings.Join(examples, "\n"))
+	}
+}

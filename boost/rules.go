@@ -224,6 +224,8 @@ var (
 		"a 5-byte 0F 1F /0 in a 64-bit task, not crossing a page: after its first hit the NOP becomes a call into [uprobes-trampoline] (no trap)")
 	rUpOpt10 = newRule("uprobe.can_optimize_nop10", lup72, upC+" arch_uprobe_analyze_insn() can_optimize() is_optimizable_nop10()",
 		"the 10-byte NOP 66 2E 0F 1F 84 .. in a 64-bit task, not crossing a page: ARCH_UPROBE_FLAG_CAN_OPTIMIZE, uprobe_init_insn() skipped (the CS prefix is not refused); after its first hit it becomes lea -0x80(%rsp),%rsp + call [uprobes-trampoline]")
+	rUpRex2Mut = newRule("uprobe.rex2_opcode_rewrite", lup72, "arch/x86/lib/insn-eval.c insn_is_nop() (opcode.value <<= 8 | 0x0f, kept)",
+		"REX2 map-1 instruction: insn_is_nop() leaves OPCODE1 reading 0x0F (can_optimize calls it before uprobe_init_insn for 10-byte instructions), so branch_setup_xol_ops finds 0x0F with one opcode byte: single-stepped, never emulated as a branch")
 	rUpOptPage = newRule("uprobe.optimize_page_cross", lup18+","+lup72, upC+" can_optimize()",
 		"the optimizable NOP crosses a page boundary: not optimized (no cross-page atomic write)")
 	rUpJmp     = newRule("uprobe.emulate_jmp", lup, upC+" branch_setup_xol_ops()", "jmp rel (E9 EB): emulated")

@@ -204,10 +204,26 @@ func classifyUprobe(c *cls, v uprobeVersion) {
 		canOpt = false
 		c.step(rUpOptPage, Note, "")
 	}
+	// 7.2's insn_is_nop() rewrites opcode.value of a REX2 map-1 instruction
+	// into 0F xx, and the change stays. can_optimize() calls it on every
+	// 10-byte instruction before uprobe_init_insn: that one then reads OPCODE1
+	// 0x0F, and branch_setup_xol_ops() too (one opcode byte: -ENOSYS), so the
+	// copy is single-stepped. Shorter instructions meet it first in
+	// branch_setup_xol_ops(), which has read OPCODE1 before.
+	rex2M1 := v.opt10 && k.rex2Map1() && k.in.Mode == decode.Mode64 && k.length == 10
+	op0 := k.op[0]
+	if rex2M1 {
+		op0 = 0x0f
+		c.step(rUpRex2Mut, Note, "")
+	}
 	if canOpt {
 		d.Optimizable, d.OptLen = true, k.length
 		c.step(rUpOpt10, Pass, "")
-	} else if !uprobeInitInsn(c, k) {
+	} else if !uprobeInitInsn(c, k, op0) {
+		return
+	}
+	if rex2M1 {
+		uprobeXOL(c, k)
 		return
 	}
 
@@ -258,6 +274,13 @@ func classifyUprobe(c *cls, v uprobeVersion) {
 		c.step(rUpPush, Decides, "")
 		return
 	}
+	uprobeXOL(c, k)
+}
+
+// uprobeXOL is the default_xol_ops path: the copy in the slot (a RIP-relative
+// operand rewritten), single-stepped.
+func uprobeXOL(c *cls, k *kinsn) {
+	d := c.d
 	n := k.raw(d.Slot[:])
 	d.SlotLen = n
 	if k.ripRel() {
@@ -269,14 +292,26 @@ func classifyUprobe(c *cls, v uprobeVersion) {
 	c.step(rUpXOL, Decides, "")
 }
 
+// rex2Map1 is a REX2-prefixed instruction with REX2.M = 1 (the 0F map).
+func (k *kinsn) rex2Map1() bool {
+	if !k.rex2 {
+		return false
+	}
+	raw := k.in.Bytes()
+	j := firstNonLegacyPrefix(raw)
+	return j >= 0 && j+1 < len(raw) && raw[j+1]&0x80 != 0
+}
+
 // uprobeInitInsn is uprobe_init_insn() after the decode: is_prefix_bad,
 // insn_masking_exception and the good-instruction tables. false: refused.
-func uprobeInitInsn(c *cls, k *kinsn) bool {
+// op0 is OPCODE1 as the kernel reads it then (k.op[0], or 0x0F after 7.2's
+// insn_is_nop rewrote a REX2 map-1 opcode).
+func uprobeInitInsn(c *cls, k *kinsn, op0 byte) bool {
 	if k.in.Prefixes&(decode.PfxES|decode.PfxCS|decode.PfxDS|decode.PfxSS|decode.PfxLock) != 0 {
 		c.reject(rUpPrefix, ENOTSUPP, c.detailf("prefixes %v", k.in.Prefixes))
 		return false
 	}
-	if k.maskingException() {
+	if op0 == 0x1f || (op0 == 0x8e && k.reg() == 2) { // insn_masking_exception
 		c.reject(rUpMasking, ENOTSUPP, "")
 		return false
 	}
@@ -284,11 +319,11 @@ func uprobeInitInsn(c *cls, k *kinsn) bool {
 	if k.in.Mode == decode.Mode32 {
 		good = &goodInsns32
 	}
-	if !good.has(k.op[0]) && !(k.nop == 2 && good2Byte.has(k.op[1])) {
-		c.reject(rUpGood, ENOTSUPP, c.detailf("OPCODE1 0x%02x is not in good_insns_%v", k.op[0], k.in.Mode))
+	if !good.has(op0) && !(k.nop == 2 && good2Byte.has(k.op[1])) {
+		c.reject(rUpGood, ENOTSUPP, c.detailf("OPCODE1 0x%02x is not in good_insns_%v", op0, k.in.Mode))
 		return false
 	}
-	c.step(rUpGood, Pass, c.detailf("OPCODE1 0x%02x is good", k.op[0]))
+	c.step(rUpGood, Pass, c.detailf("OPCODE1 0x%02x is good", op0))
 	return true
 }
 
