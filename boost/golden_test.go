@@ -175,22 +175,7 @@ func TestOracleLinux612Sample(t *testing.T) { oracleSample(t, "linux-6.12", "6.1
 func TestOracleLinux72Sample(t *testing.T) { oracleSample(t, "linux-7.2", "7.2") }
 
 func oracleSample(t *testing.T, name, version string) {
-	if os.Getenv("KBOOST_ORACLE") == "" {
-		t.Skip("set KBOOST_ORACLE=1 to run the kernel-code oracle")
-	}
-	tarball, err := kernelref.SourceTarball(kernelref.Options{}, version)
-	if err != nil {
-		t.Fatal(err)
-	}
-	o, err := kernelref.Open(kernelref.Options{Tarball: tarball})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer o.Close()
-	p, err := boost.Lookup(name)
-	if err != nil {
-		t.Fatal(err)
-	}
+	o, p := versionOracle(t, name, version)
 	n, bad := 0, 0
 	classes := map[string]int{}
 	var examples []string
@@ -385,19 +370,7 @@ func TestGoldenUprobesHost618(t *testing.T) {
 // uprobes-7.2: the 10-byte NOP is optimizable only when it does not cross
 // into the next page (then uprobe_init_insn refuses its CS prefix).
 func TestOracleUprobesPageCross72(t *testing.T) {
-	if os.Getenv("KBOOST_ORACLE") == "" {
-		t.Skip("set KBOOST_ORACLE=1 to run the kernel-code oracle")
-	}
-	tarball, err := kernelref.SourceTarball(kernelref.Options{}, "7.2")
-	if err != nil {
-		t.Fatal(err)
-	}
-	o, err := kernelref.Open(kernelref.Options{Tarball: tarball})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer o.Close()
-	p, _ := boost.Lookup("uprobes-7.2")
+	o, p := versionOracle(t, "uprobes-7.2", "7.2")
 	nop10 := []byte{0x66, 0x2e, 0x0f, 0x1f, 0x84, 0, 0, 0, 0, 0, 0xcc, 0xcc, 0xcc, 0xcc, 0xcc, 0xcc}
 	seen := map[bool]bool{}
 	for addr := uint64(0x400ff0); addr <= 0x401000; addr++ {
@@ -415,6 +388,7 @@ func TestOracleUprobesPageCross72(t *testing.T) {
 	if !seen[true] || !seen[false] {
 		t.Errorf("the kernel optimized %v: the range should hold both", seen)
 	}
+	t.Logf("0x400ff0..0x401000: optimizable up to 0x400ff6, as the kernel says")
 }
 
 // The x86 uprobes policies against their kernel's arch_uprobe_analyze_insn,
@@ -428,22 +402,7 @@ func TestOracleUprobes612Sample(t *testing.T) { oracleUprobeSample(t, "uprobes-6
 func TestOracleUprobes72Sample(t *testing.T) { oracleUprobeSample(t, "uprobes-7.2", "7.2") }
 
 func oracleUprobeSample(t *testing.T, name, version string) {
-	if os.Getenv("KBOOST_ORACLE") == "" {
-		t.Skip("set KBOOST_ORACLE=1 to run the kernel-code oracle")
-	}
-	tarball, err := kernelref.SourceTarball(kernelref.Options{}, version)
-	if err != nil {
-		t.Fatal(err)
-	}
-	o, err := kernelref.Open(kernelref.Options{Tarball: tarball})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer o.Close()
-	p, err := boost.Lookup(name)
-	if err != nil {
-		t.Fatal(err)
-	}
+	o, p := versionOracle(t, name, version)
 	n, bad := 0, 0
 	var examples []string
 	for _, bits := range []int{64, 32} {
@@ -479,4 +438,27 @@ func oracleUprobeSample(t *testing.T, name, version string) {
 	if bad > 0 {
 		t.Errorf("%s disagrees with the kernel's code on %d of %d inputs; first:\n%s", name, bad, n, strings.Join(examples, "\n"))
 	}
+}
+
+// versionOracle opens the kernel-code oracle of Debian's linux-source-V
+// (closed at the end of the test) and looks policy name up.
+func versionOracle(t *testing.T, name, version string) (*kernelref.Oracle, *boost.Policy) {
+	t.Helper()
+	if os.Getenv("KBOOST_ORACLE") == "" {
+		t.Skip("set KBOOST_ORACLE=1 to run the kernel-code oracle")
+	}
+	tarball, err := kernelref.SourceTarball(kernelref.Options{}, version)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := kernelref.Open(kernelref.Options{Tarball: tarball})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { o.Close() })
+	p, err := boost.Lookup(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return o, p
 }
