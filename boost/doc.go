@@ -10,7 +10,10 @@
 // linux-source-6.12: the rules that changed, as data and functions of their
 // own; the rest is 6.1's), linux-7.2 (Debian unstable's linux-source-7.2: 6.12's
 // rules with 7.2's decoder), linux-2.6.17-i386 (the original kprobe-booster with its lazy -1/0/1 state machine, replayable
-// with Booster2006) and uprobes-x86; for ARM64 linux-6.1-arm64, uprobes-arm64
+// with Booster2006), uprobes-x86 (6.1) and the x86 uprobes of later versions,
+// uprobes-6.12, uprobes-6.18 (no Debian source: upstream and the measured
+// 6.18 host) and uprobes-7.2, whose Decision.Optimizable says the kernel
+// rewrites the NOP into a call after its first hit; for ARM64 linux-6.1-arm64, uprobes-arm64
 // and the boost-arm64 model (steppable, PC-free instructions run from the slot
 // followed by B addr+4), which decide from the raw A64 word with the kernel's
 // own insn.h masks (arm64_insn.go; rule ids arm64.*, uprobe_arm64.*,

@@ -175,22 +175,7 @@ func TestOracleLinux612Sample(t *testing.T) { oracleSample(t, "linux-6.12", "6.1
 func TestOracleLinux72Sample(t *testing.T) { oracleSample(t, "linux-7.2", "7.2") }
 
 func oracleSample(t *testing.T, name, version string) {
-	if os.Getenv("KBOOST_ORACLE") == "" {
-		t.Skip("set KBOOST_ORACLE=1 to run the kernel-code oracle")
-	}
-	tarball, err := kernelref.SourceTarball(kernelref.Options{}, version)
-	if err != nil {
-		t.Fatal(err)
-	}
-	o, err := kernelref.Open(kernelref.Options{Tarball: tarball})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer o.Close()
-	p, err := boost.Lookup(name)
-	if err != nil {
-		t.Fatal(err)
-	}
+	o, p := versionOracle(t, name, version)
 	n, bad := 0, 0
 	classes := map[string]int{}
 	var examples []string
@@ -246,14 +231,25 @@ func oracleSample(t *testing.T, name, version string) {
 	}
 }
 
-// uprobes-x86 against the 6.1 kernel's arch_uprobe_analyze_insn (the table is
-// generated from the kernel source like linux-6.1.golden).
-func TestGoldenUprobes(t *testing.T) {
-	p, err := boost.Lookup("uprobes-x86")
+// The x86 uprobes policies against each version's arch_uprobe_analyze_insn
+// (the tables are generated from the kernel source like linux-6.1.golden):
+// verdict, errno, decoder length, emulated or not, and can_optimize().
+func TestGoldenUprobes(t *testing.T) { goldenUprobes(t, "uprobes-x86", "testdata/uprobes-x86.golden") }
+
+func TestGoldenUprobes612(t *testing.T) {
+	goldenUprobes(t, "uprobes-6.12", "testdata/uprobes-6.12.golden")
+}
+
+func TestGoldenUprobes72(t *testing.T) {
+	goldenUprobes(t, "uprobes-7.2", "testdata/uprobes-7.2.golden")
+}
+
+func goldenUprobes(t *testing.T, name, path string) {
+	p, err := boost.Lookup(name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tab := readGolden(t, "testdata/uprobes-x86.golden")
+	tab := readGolden(t, path)
 	var bad int
 	var report strings.Builder
 	for i := range tab.Rows {
@@ -264,15 +260,25 @@ func TestGoldenUprobes(t *testing.T) {
 		}
 		d := p.ClassifyBytesEnv(win, goldenMode(r), 0x401000, p.DefaultEnv())
 		got := gotWant(d)
-		if !sameVerdict(r.Want, got) {
+		why := ""
+		switch {
+		case !sameVerdict(r.Want, got):
+			why = fmt.Sprintf("kboost: %s", got)
+		case r.Want.Len > 0 && d.Len != r.Want.Len:
+			why = fmt.Sprintf("kboost length %d", d.Len)
+		case r.Want.Verdict != "reject" && d.Emulated != (r.Want.Emulate == "branch" || r.Want.Emulate == "push"):
+			why = fmt.Sprintf("kboost emulated %v", d.Emulated)
+		case d.Optimizable != r.Want.Opt:
+			why = fmt.Sprintf("kboost optimizable %v", d.Optimizable)
+		}
+		if why != "" {
 			bad++
-			fmt.Fprintf(&report, "line %d: %s\n\tkernel: %s\n\tkboost: %s (reasons %v)\n",
-				r.Line, r, r.Want, got, d.ReasonIDs())
+			fmt.Fprintf(&report, "line %d: %s\n\tkernel: %s\n\t%s (reasons %v)\n", r.Line, r, r.Want, why, d.ReasonIDs())
 		}
 	}
-	t.Logf("%d rows, %d verdict disagreements", len(tab.Rows), bad)
+	t.Logf("%d rows, %d disagreements", len(tab.Rows), bad)
 	if bad > 0 {
-		t.Errorf("uprobes-x86 disagrees with the kernel on %d rows:\n%s", bad, report.String())
+		t.Errorf("%s disagrees with the kernel on %d rows:\n%s", name, bad, report.String())
 	}
 }
 
@@ -326,4 +332,133 @@ func acceptance(w kernelref.Want) string {
 		return "reject " + w.Errno
 	}
 	return "accept"
+}
+
+// uprobes-6.18 against the live 6.18.44 kernel that made
+// uprobes-x86-host.golden, on every row: the rows where that kernel differs
+// from 6.1 (its decoder) included.
+func TestGoldenUprobesHost618(t *testing.T) {
+	p, err := boost.Lookup("uprobes-6.18")
+	if err != nil {
+		t.Fatal(err)
+	}
+	host := readGolden(t, "testdata/uprobes-x86-host.golden")
+	if !strings.Contains(host.Header[0], "release 6.18.") {
+		t.Fatalf("uprobes-x86-host.golden was made on another kernel: %s", host.Header[0])
+	}
+	var bad int
+	var report strings.Builder
+	for i := range host.Rows {
+		r := &host.Rows[i]
+		win := append(append([]byte{}, r.Insn...), r.Rest...)
+		for len(win) < 16 {
+			win = append(win, 0xCC)
+		}
+		d := p.ClassifyBytesEnv(win, goldenMode(r), 0x401000, p.DefaultEnv())
+		if got, want := acceptance(gotWant(d)), acceptance(r.Want); got != want {
+			bad++
+			fmt.Fprintf(&report, "line %d: %s\n\tkernel: %s\n\tkboost: %s (reasons %v)\n", r.Line, r, want, got, d.ReasonIDs())
+		}
+	}
+	t.Logf("%d rows, %d disagreements", len(host.Rows), bad)
+	if bad > 0 {
+		t.Errorf("uprobes-6.18 disagrees with the live kernel on %d rows:\n%s", bad, report.String())
+	}
+}
+
+// can_optimize() of 7.2 at the end of a page, in the kernel's code and in
+// uprobes-7.2: the 10-byte NOP is optimizable only when it does not cross
+// into the next page (then uprobe_init_insn refuses its CS prefix).
+func TestOracleUprobesPageCross72(t *testing.T) {
+	o, p := versionOracle(t, "uprobes-7.2", "7.2")
+	nop10 := []byte{0x66, 0x2e, 0x0f, 0x1f, 0x84, 0, 0, 0, 0, 0, 0xcc, 0xcc, 0xcc, 0xcc, 0xcc, 0xcc}
+	seen := map[bool]int{}
+	for addr := uint64(0x400ff0); addr <= 0x401000; addr++ {
+		u, err := o.UprobeAt(64, nop10, addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := p.ClassifyBytesEnv(nop10, decode.Mode64, addr, p.DefaultEnv())
+		want := kernelref.Want{Verdict: u.Verdict(), Errno: u.Errno}
+		if got := gotWant(d); !sameVerdict(want, got) || d.Optimizable != u.Optimize {
+			t.Errorf("%#x: kernel %s opt=%v, kboost %s opt=%v", addr, want, u.Optimize, got, d.Optimizable)
+		}
+		seen[u.Optimize]++
+	}
+	if seen[true] == 0 || seen[false] == 0 {
+		t.Errorf("the kernel optimized %v: the range should hold both", seen)
+	}
+	t.Logf("0x400ff0..0x401000: %d addresses optimizable, %d not (crossing), kboost as the kernel", seen[true], seen[false])
+}
+
+// The x86 uprobes policies against their kernel's arch_uprobe_analyze_insn,
+// run live (KBOOST_ORACLE=1) on the decoder sample (every opcode of every map
+// after each prefix, operand forms, random bytes) in 64- and 32-bit
+// processes: verdict, errno, emulated or not, can_optimize().
+func TestOracleUprobes61Sample(t *testing.T) { oracleUprobeSample(t, "uprobes-x86", "6.1") }
+
+func TestOracleUprobes612Sample(t *testing.T) { oracleUprobeSample(t, "uprobes-6.12", "6.12") }
+
+func TestOracleUprobes72Sample(t *testing.T) { oracleUprobeSample(t, "uprobes-7.2", "7.2") }
+
+func oracleUprobeSample(t *testing.T, name, version string) {
+	o, p := versionOracle(t, name, version)
+	n, bad := 0, 0
+	var examples []string
+	for _, bits := range []int{64, 32} {
+		mode := decode.Mode64
+		if bits == 32 {
+			mode = decode.Mode32
+		}
+		for _, buf := range kernelref.DecoderSample(bits, 2, 20000) {
+			win := append([]byte{}, buf...)
+			for len(win) < 16 {
+				win = append(win, 0xCC)
+			}
+			u, err := o.Uprobe(bits, win)
+			if err != nil {
+				t.Fatal(err)
+			}
+			d := p.ClassifyBytesEnv(win, mode, 0x400000, p.DefaultEnv())
+			want := kernelref.Want{Verdict: u.Verdict(), Errno: u.Errno}
+			got := gotWant(d)
+			n++
+			if sameVerdict(want, got) && d.Optimizable == u.Optimize &&
+				(want.Verdict == "reject" || d.Emulated == (u.Ops == "branch" || u.Ops == "push")) {
+				continue
+			}
+			bad++
+			if len(examples) < 40 {
+				examples = append(examples, fmt.Sprintf("%d-bit % x\n\tkernel: %s ops=%s opt=%v\n\tkboost: %s emulated=%v opt=%v %v",
+					bits, buf, want, u.Ops, u.Optimize, got, d.Emulated, d.Optimizable, d.ReasonIDs()))
+			}
+		}
+	}
+	t.Logf("%d inputs, %d disagreements", n, bad)
+	if bad > 0 {
+		t.Errorf("%s disagrees with the kernel's code on %d of %d inputs; first:\n%s", name, bad, n, strings.Join(examples, "\n"))
+	}
+}
+
+// versionOracle opens the kernel-code oracle of Debian's linux-source-V
+// (closed at the end of the test) and looks policy name up.
+func versionOracle(t *testing.T, name, version string) (*kernelref.Oracle, *boost.Policy) {
+	t.Helper()
+	if os.Getenv("KBOOST_ORACLE") == "" {
+		t.Skip("set KBOOST_ORACLE=1 to run the kernel-code oracle")
+	}
+	tarball, err := kernelref.SourceTarball(kernelref.Options{}, version)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := kernelref.Open(kernelref.Options{Tarball: tarball})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { o.Close() })
+	p, err := boost.Lookup(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return o, p
 }

@@ -47,7 +47,9 @@ const (
 	l61   = "linux-6.1"
 	l612  = "linux-6.12,linux-7.2"
 	l2617 = "linux-2.6.17-i386"
-	lup   = "uprobes-x86"
+	lup   = "uprobes-x86,uprobes-6.12,uprobes-6.18,uprobes-7.2"
+	lup18 = "uprobes-6.18"
+	lup72 = "uprobes-7.2"
 	lall  = "all"
 
 	coreC   = "arch/x86/kernel/kprobes/core.c"
@@ -213,14 +215,26 @@ var (
 	rUpMasking  = newRule("uprobe.masking_exception", lup, upC+" uprobe_init_insn()", "opcode 0x1F or mov to SS (8E /2): ENOTSUPP")
 	rUpGood     = newRule("uprobe.good_insns", lup, upC+" good_insns_64/good_insns_32", "the first opcode byte is not in the good-instruction table (0x0F is, so every 0F xx passes; VEX/EVEX are judged by their opcode byte): ENOTSUPP")
 	rUpBranch66 = newRule("uprobe.branch_66", lup, upC+" branch_setup_xol_ops()", "66-prefixed jmp/call/jcc: ENOTSUPP")
-	rUpNop      = newRule("uprobe.emulate_nop", lup, upC+" branch_setup_xol_ops()", "opcode 0x90 (nop, pause, xchg with REX.B, VEX 0x90): emulated as a jump to the next instruction")
-	rUpJmp      = newRule("uprobe.emulate_jmp", lup, upC+" branch_setup_xol_ops()", "jmp rel (E9 EB): emulated")
-	rUpCall     = newRule("uprobe.emulate_call", lup, upC+" branch_setup_xol_ops()", "call rel (E8): emulated")
-	rUpJcc      = newRule("uprobe.emulate_jcc", lup, upC+" branch_setup_xol_ops()", "jcc (70-7F, 0F 80-8F; also a VEX/EVEX opcode byte 70-7F): emulated")
-	rUpPush     = newRule("uprobe.emulate_push", lup, upC+" push_setup_xol_ops()", "push reg (50-57, or 41 50-57 in 64-bit): emulated")
-	rUpXOL      = newRule("uprobe.xol", lup, upC+" default_xol_ops", "single-stepped out of line in the XOL slot with TF")
-	rUpRIP      = newRule("uprobe.riprel", lup, upC+" riprel_analyze()", "RIP-relative operand rewritten to use a scratch register (si/di/bx)")
-	rUpNoCheck  = newRule("uprobe.no_boundary_check", lup, "kernel/events/uprobes.c", "uprobes do not check instruction boundaries: an offset inside an instruction is installed")
+	rUpNop      = newRule("uprobe.emulate_nop", "uprobes-x86,uprobes-6.12,uprobes-6.18", upC+" branch_setup_xol_ops()", "opcode 0x90 (nop, pause, xchg with REX.B, VEX 0x90): emulated as a jump to the next instruction")
+	rUpNopForms = newRule("uprobe.emulate_x86_nops", lup18, upC+" branch_setup_xol_ops() (measured on 6.18.44)",
+		"one of the kernel's x86_nops exactly (BYTES_NOP1..8), or in a 64-bit task a 5-byte 0F 1F /0: emulated as a jump to the next instruction")
+	rUpIsNop = newRule("uprobe.emulate_insn_is_nop", lup72, upC+" branch_setup_xol_ops(); arch/x86/lib/insn-eval.c insn_is_nop()",
+		"insn_is_nop(): 90 without REX.B or F3, 0F 1F /0, mov %r,%r and lea 0(%r),%r of native size, jmp +0 (never VEX/EVEX): emulated, the 66-prefix branch check skipped")
+	rUpOpt5 = newRule("uprobe.can_optimize_nop5", lup18, upC+" can_optimize() (measured on 6.18.44)",
+		"a 5-byte 0F 1F /0 in a 64-bit task, not crossing a page: after its first hit the NOP becomes a call into [uprobes-trampoline] (no trap)")
+	rUpOpt10 = newRule("uprobe.can_optimize_nop10", lup72, upC+" arch_uprobe_analyze_insn() can_optimize() is_optimizable_nop10()",
+		"the 10-byte NOP 66 2E 0F 1F 84 .. in a 64-bit task, not crossing a page: ARCH_UPROBE_FLAG_CAN_OPTIMIZE, uprobe_init_insn() skipped (the CS prefix is not refused); after its first hit it becomes lea -0x80(%rsp),%rsp + call [uprobes-trampoline]")
+	rUpRex2Mut = newRule("uprobe.rex2_opcode_rewrite", lup72, "arch/x86/lib/insn-eval.c insn_is_nop() (opcode.value <<= 8 | 0x0f, kept)",
+		"REX2 map-1 instruction: insn_is_nop() leaves OPCODE1 reading 0x0F (can_optimize calls it before uprobe_init_insn for 10-byte instructions), so branch_setup_xol_ops finds 0x0F with one opcode byte: single-stepped, never emulated as a branch")
+	rUpOptPage = newRule("uprobe.optimize_page_cross", lup18+","+lup72, upC+" can_optimize()",
+		"the optimizable NOP crosses a page boundary: not optimized (no cross-page atomic write)")
+	rUpJmp     = newRule("uprobe.emulate_jmp", lup, upC+" branch_setup_xol_ops()", "jmp rel (E9 EB): emulated")
+	rUpCall    = newRule("uprobe.emulate_call", lup, upC+" branch_setup_xol_ops()", "call rel (E8): emulated")
+	rUpJcc     = newRule("uprobe.emulate_jcc", lup, upC+" branch_setup_xol_ops()", "jcc (70-7F, 0F 80-8F; also a VEX/EVEX opcode byte 70-7F): emulated")
+	rUpPush    = newRule("uprobe.emulate_push", lup, upC+" push_setup_xol_ops()", "push reg (50-57, or 41 50-57 in 64-bit): emulated")
+	rUpXOL     = newRule("uprobe.xol", lup, upC+" default_xol_ops", "single-stepped out of line in the XOL slot with TF")
+	rUpRIP     = newRule("uprobe.riprel", lup, upC+" riprel_analyze()", "RIP-relative operand rewritten to use a scratch register (si/di/bx)")
+	rUpNoCheck = newRule("uprobe.no_boundary_check", lup, "kernel/events/uprobes.c", "uprobes do not check instruction boundaries: an offset inside an instruction is installed")
 )
 
 func blacklistRule(k BlacklistKind) *rule {

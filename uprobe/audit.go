@@ -1,9 +1,9 @@
 package uprobe
 
 import (
-	"bytes"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -22,12 +22,8 @@ type Rule struct {
 var (
 	RuleMidInsn = &Rule{"uprobe.mid_instruction", "kernel/events/uprobes.c uprobe_register() (no boundary check)",
 		"the offset is inside an instruction: the kernel installs it anyway, breaking the instruction (never hit, wrong results or SIGILL); kboost refuses it"}
-	RuleNopEmulate = &Rule{"uprobe.emulate_nop_forms", "arch/x86/kernel/uprobes.c branch_setup_xol_ops() (measured on 6.18)",
-		"one of the kernel's x86_nops exactly, or a 5-byte 0F 1F /0: emulated, no XOL single-step (other NOP forms are single-stepped)"}
-	RuleOptimized = &Rule{"uprobe.optimize_nop5", "arch/x86/kernel/uprobes.c arch_uprobe_optimize() can_optimize()",
-		"5-byte NOP in a 64-bit task, not crossing a page: after the first hit it becomes a call into [uprobes-trampoline] (no trap)"}
-	RuleNop5PageCross = &Rule{"uprobe.nop5_page_cross", "arch/x86/kernel/uprobes.c can_optimize()",
-		"5-byte NOP crossing a page boundary: not optimized, emulated"}
+	RuleOptimized = &Rule{"uprobe.optimized", "arch/x86/kernel/uprobes.c arch_uprobe_optimize() can_optimize()",
+		"optimizable NOP in a 64-bit task: after the first hit it becomes a call into [uprobes-trampoline] (no trap)"}
 	RuleRedZone = &Rule{"uprobe.redzone", "arch/x86/kernel/uprobes.c arch_uprobe_optimize() (call into the trampoline)",
 		"hazard: the optimized call pushes its return address at -8(%rsp), and this function keeps data in the red zone below %rsp: it reads back corrupted values"}
 	RuleGoRet = &Rule{"uprobe.go_uretprobe", "kernel/events/uprobes.c prepare_uretprobe() (return address hijack)",
@@ -191,21 +187,13 @@ func (b *Binary) site(k *Kernel, fname string, faddr, off uint64, in decode.Inst
 	switch {
 	case d.Verdict == boost.Reject:
 		s.Path, s.Errno = PathRefused, d.Errno.String()
-	case k.EmulateNops && ok && isEmulatedNop(&in):
-		s.Path = PathEmulated
-		s.Reasons, s.Details = nil, nil
-		s.add(RuleNopEmulate, "")
-		if k.OptimizeNop5 && isNop5(&in) && in.Mode == decode.Mode64 {
-			if addr&0xfff > 0x1000-5 {
-				s.add(RuleNop5PageCross, "")
-			} else {
-				s.Path = PathOptimized
-				s.add(RuleOptimized, "")
-			}
-		}
 	case d.Verdict == boost.Emulate:
 		s.Path = PathEmulated
-		if ok && in.Enc == decode.EncLegacy && in.Map == decode.MapOne && in.Opcode == 0x90 && in.Rex&1 != 0 {
+		if d.Optimizable {
+			s.Path = PathOptimized
+			s.add(RuleOptimized, "")
+		}
+		if ok && slices.Contains(d.ReasonIDs(), "uprobe.emulate_nop") && in.Enc == decode.EncLegacy && in.Map == decode.MapOne && in.Opcode == 0x90 && in.Rex&1 != 0 {
 			s.hazard(RuleXchgNop, "")
 		}
 	default:
@@ -222,35 +210,6 @@ func (b *Binary) site(k *Kernel, fname string, faddr, off uint64, in decode.Inst
 	}
 	s.KernelAccepts = s.Path != PathRefused
 	return s, nil
-}
-
-// x86Nops are the kernel's x86_nops (BYTES_NOP1..8, arch/x86/include/asm/nops.h).
-var x86Nops = [][]byte{
-	{0x90}, {0x66, 0x90}, {0x0f, 0x1f, 0x00}, {0x0f, 0x1f, 0x40, 0x00},
-	{0x0f, 0x1f, 0x44, 0x00, 0x00}, {0x66, 0x0f, 0x1f, 0x44, 0x00, 0x00},
-	{0x0f, 0x1f, 0x80, 0, 0, 0, 0}, {0x0f, 0x1f, 0x84, 0, 0, 0, 0, 0},
-}
-
-// isNop5 is a 5-byte 0F 1F /0, whatever its prefixes and operand (measured on
-// 6.18: all such forms are emulated and optimized).
-func isNop5(in *decode.Inst) bool {
-	return in.Len == 5 && in.Enc == decode.EncLegacy && in.Map == decode.Map0F && in.Opcode == 0x1F && in.HasModRM && in.Reg() == 0
-}
-
-// isEmulatedNop is what 6.18 emulates as a NOP beyond 6.1's 0x90 forms: the
-// exact bytes of one of x86_nops, or any 5-byte 0F 1F /0. Other NOP forms
-// (66 0f 1f 00, 0f 1f 04 00, a nonzero displacement, the register form,
-// more than 8 bytes) are single-stepped: measured on the host kernel.
-func isEmulatedNop(in *decode.Inst) bool {
-	if isNop5(in) {
-		return true
-	}
-	for _, n := range x86Nops {
-		if bytes.Equal(in.Bytes(), n) {
-			return true
-		}
-	}
-	return false
 }
 
 // isHintNop: 0F 18-1F with a memory operand (nopl and the hint NOPs) never

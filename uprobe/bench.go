@@ -81,3 +81,14 @@ type BenchRow struct {
 	Ratio   float64 `json:"ratio"`   // to native
 	Verdict string  `json:"verdict"` // kboost's prediction for the site
 }
+
+// TargetRow is one measured run of BenchTarget: the command unprobed, with an
+// entry probe at the site, or with a uretprobe on its function.
+type TargetRow struct {
+	Probe   string  `json:"probe"` // "none", "entry" or "return"
+	Verdict string  `json:"verdict"`
+	CPUNs   float64 `json:"cpu_ns"` // median CPU time (user + system) of the command
+	Hits    uint64  `json:"hits"`
+	// NsHit is the added CPU time per hit against the unprobed runs (0 without hits).
+	NsHit float64 `json:"ns_per_hit"`
+}

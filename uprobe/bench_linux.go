@@ -89,3 +89,52 @@ func benchRun(path string, f BenchFunc, off uint64) (time.Duration, uint64, erro
 	}
 	return d, hits, nil
 }
+
+// BenchTarget measures what a probe at site costs a real workload: the
+// command (argv[0] and its arguments; it must exit by itself) runs runs
+// times unprobed, with an entry probe at site.FileOffset of file and, when
+// ret, with a uretprobe there; the added CPU time per hit is the probe's
+// cost in that program. The probes are perf events (nothing is left behind).
+func BenchTarget(file string, site Site, ret bool, argv []string, runs int) ([]TargetRow, error) {
+	if runs < 1 {
+		runs = 1
+	}
+	kinds := []string{"none", "entry"}
+	if ret {
+		kinds = append(kinds, "return")
+	}
+	var rows []TargetRow
+	for _, kind := range kinds {
+		row := TargetRow{Probe: kind, Verdict: "-"}
+		if kind != "none" {
+			row.Verdict = site.Path.String()
+		}
+		var ds []time.Duration
+		for r := 0; r < runs; r++ {
+			var ev *PMUEvent
+			if kind != "none" {
+				var err error
+				if ev, err = OpenPMU(Probe{Path: file, Offset: uint64(site.FileOffset), Return: kind == "return", Pid: -1}); err != nil {
+					return nil, err
+				}
+			}
+			cmd := exec.Command(argv[0], argv[1:]...)
+			err := cmd.Run()
+			if ev != nil {
+				row.Hits, _ = ev.Hits()
+				ev.Close()
+			}
+			if err != nil {
+				return nil, fmt.Errorf("uprobe: bench: %s: %w", argv[0], err)
+			}
+			ds = append(ds, cmd.ProcessState.UserTime()+cmd.ProcessState.SystemTime())
+		}
+		slices.Sort(ds)
+		row.CPUNs = float64(ds[len(ds)/2].Nanoseconds())
+		if row.Hits > 0 && len(rows) > 0 {
+			row.NsHit = (row.CPUNs - rows[0].CPUNs) / float64(row.Hits)
+		}
+		rows = append(rows, row)
+	}
+	return rows, nil
+}

@@ -12,13 +12,13 @@
 //
 // # Verdicts
 //
-// A Kernel is one kernel's uprobes behaviour as a value: the boost policy that
-// decides acceptance and emulation per instruction (arch_uprobe_analyze_insn),
-// plus what later kernels added (every NOP emulated, 5-byte NOPs optimized
-// into a call to the [uprobes-trampoline] page, and the red-zone write of that
-// call). Running picks the model of the running kernel's release; another
-// model (a per-version boost policy) replaces it through Kernel.Policy or
-// Lookup. Audit decides every instruction boundary of a function: the path
+// A Kernel is one kernel version's uprobes behaviour as a value: the boost
+// policy of that version (uprobes-x86 for 6.1, uprobes-6.12, uprobes-6.18,
+// uprobes-7.2) decides acceptance, emulation and which NOP sites the kernel
+// optimizes into a call to the [uprobes-trampoline] page; the Kernel adds what
+// that call does to the process (6.18's red-zone write). ForRelease and
+// Running pick the model of a release (the same major.minor, else the nearest
+// older modelled one, with a note); Lookup takes a model or policy name. Audit decides every instruction boundary of a function: the path
 // (refused with an errno, emulated, single-stepped out of line, optimized),
 // the rules behind it, and the hazards kboost sees and the kernel does not: a
 // mid-instruction offset (the kernel installs it; kboost refuses it, naming
@@ -44,7 +44,7 @@
 // streams hit counts. ReadBack reads a probed process's site bytes through
 // /proc/PID/mem and its [uprobes] / [uprobes-trampoline] mappings, and says
 // which path they show. Bench measures each path's cost per call on a
-// built-in workload.
+// built-in workload; BenchTarget the cost per hit of one site in a command.
 //
 // # Errors
 //

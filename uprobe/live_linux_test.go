@@ -9,6 +9,7 @@ package uprobe
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -50,7 +51,8 @@ var (
 
 // built compiles the test programs once: corpus (PIE), corpus-nopie,
 // corpus-static, corpus-stripped (-rdynamic, stripped: dynamic symbols only),
-// corpus-lib with libkb.so, and the Go program gotarget.
+// corpus-lib with libkb.so, the i386 corpus32 (gcc-multilib) and the Go
+// program gotarget.
 func built(t *testing.T) string {
 	t.Helper()
 	buildOnce.Do(func() {
@@ -79,6 +81,7 @@ func built(t *testing.T) string {
 		run("strip", o("corpus-stripped"))
 		run("gcc", "-O1", "-shared", "-fPIC", "-o", o("libkb.so"), filepath.Join(src, "libkb.c"))
 		run("gcc", "-O1", "-DKB_LIB", "-o", o("corpus-lib"), c, "-L"+dir, "-lkb", "-Wl,-rpath,"+dir)
+		run("gcc", "-m32", "-O1", "-no-pie", "-fno-pie", "-o", o("corpus32"), filepath.Join(src, "corpus32.c"))
 		cmd := exec.Command("go", "build", "-o", o("gotarget"), filepath.Join(src, "gotarget", "main.go"))
 		cmd.Env = append(os.Environ(), "GOFLAGS=", "CGO_ENABLED=0")
 		if out, err := cmd.CombinedOutput(); err != nil && buildErr == nil {
@@ -101,9 +104,10 @@ func TestMain(m *testing.M) {
 
 // target is one run of a test program in the corpus protocol.
 type target struct {
-	cmd *exec.Cmd
-	in  io.WriteCloser
-	out *bufio.Reader
+	cmd    *exec.Cmd
+	in     io.WriteCloser
+	out    *bufio.Reader
+	stderr *bytes.Buffer
 }
 
 func startTarget(bin string, args ...string) (*target, error) {
@@ -116,10 +120,12 @@ func startTarget(bin string, args ...string) (*target, error) {
 	if err != nil {
 		return nil, err
 	}
+	stderr := new(bytes.Buffer)
+	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	tg := &target{cmd: cmd, in: in, out: bufio.NewReader(out)}
+	tg := &target{cmd: cmd, in: in, out: bufio.NewReader(out), stderr: stderr}
 	l, err := tg.out.ReadString('\n')
 	if err != nil || l != "ready\n" {
 		tg.kill()
@@ -205,6 +211,7 @@ type kernelSays struct {
 	rb     Readback
 	done   string // the program's done line
 	exit   error  // how the program ended
+	stderr string // what it wrote to stderr
 	hits   uint64
 	opened bool
 }
@@ -242,6 +249,7 @@ func probeRunIn(bin, file string, off uint64, ret, norun bool, refCtr uint64, ar
 	ks.done, err = tg.run()
 	if err != nil {
 		ks.exit = tg.exit()
+		ks.stderr = tg.stderr.String()
 		ks.hits, _ = ev.Hits()
 		return ks, nil
 	}
@@ -282,10 +290,16 @@ func runningModel(t *testing.T) *Kernel {
 // or accepted, and then the site bytes (int3, or the call into
 // [uprobes-trampoline]), the [uprobes] XOL page (single-step) or its absence
 // (emulation), and hit counts equal to the calls.
-func TestLiveCorpus(t *testing.T) {
+func TestLiveCorpus(t *testing.T) { liveCorpus(t, "corpus", 300) }
+
+// The i386 corpus (gcc -m32) in a 32-bit task: the same checks (no NOP site
+// is optimized in a 32-bit task).
+func TestLiveCorpus32(t *testing.T) { liveCorpus(t, "corpus32", 150) }
+
+func liveCorpus(t *testing.T, name string, least int) {
 	rootGate(t)
 	dir := built(t)
-	bin := filepath.Join(dir, "corpus")
+	bin := filepath.Join(dir, name)
 	k := runningModel(t)
 	b, err := Open(bin)
 	if err != nil {
@@ -320,8 +334,8 @@ func TestLiveCorpus(t *testing.T) {
 	if re := os.Getenv("KBOOST_UPROBE_SITES"); re != "" { // to look at a few sites
 		pts = slices.DeleteFunc(pts, func(p point) bool { return !regexp.MustCompile(re).MatchString(p.name) })
 	}
-	if len(pts) < 300 && os.Getenv("KBOOST_UPROBE_SITES") == "" {
-		t.Fatalf("corpus has %d sites, want >= 300", len(pts))
+	if len(pts) < least && os.Getenv("KBOOST_UPROBE_SITES") == "" {
+		t.Fatalf("%s has %d sites, want >= %d", name, len(pts), least)
 	}
 	const calls = 7
 	type result struct {
@@ -410,7 +424,56 @@ func TestLiveCorpus(t *testing.T) {
 				want, r.site.Reasons, got, r.ks.hits, wantHits, SpacedHex(r.ks.rb.Site))
 		}
 	}
-	t.Logf("%d sites on %s: %v; %d disagree", len(res), k.Name, count, bad)
+	t.Logf("%s: %d sites on %s: %v; %d disagree", name, len(res), k.Name, count, bad)
+}
+
+// bashLibc starts a bash that maps libc.so.6 and returns it (killed at the
+// end of the test) and libc's path.
+func bashLibc(t *testing.T) (*target, string) {
+	t.Helper()
+	tg, err := startTarget("/usr/bin/bash", "-c", "echo ready; read -r x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(tg.kill)
+	mb, err := os.ReadFile(fmt.Sprintf("/proc/%d/maps", tg.pid()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range ParseMaps(mb) {
+		if strings.HasSuffix(m.Name, "/libc.so.6") {
+			return tg, m.Name
+		}
+	}
+	t.Fatal("bash maps no libc.so.6")
+	return nil, ""
+}
+
+// sampleSites is 200 random instruction boundaries of path (seeded: the same
+// sites every run).
+func sampleSites(t *testing.T, path string, k *Kernel) []Site {
+	t.Helper()
+	b, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	rng := rand.New(rand.NewSource(14))
+	var sites []Site
+	seen := map[Hex]bool{}
+	for tries := 0; len(sites) < 200 && tries < 5000; tries++ {
+		f := b.Funcs[rng.Intn(len(b.Funcs))]
+		fa, err := Audit(b, k, f)
+		if err != nil || len(fa.Sites) == 0 {
+			continue
+		}
+		s := fa.Sites[rng.Intn(len(fa.Sites))]
+		if !seen[s.Addr] {
+			seen[s.Addr] = true
+			sites = append(sites, s)
+		}
+	}
+	return sites
 }
 
 // 200 random instruction boundaries each of /usr/bin/bash and libc.so.6 (as a
@@ -419,45 +482,9 @@ func TestLiveCorpus(t *testing.T) {
 func TestLiveSystemBinaries(t *testing.T) {
 	rootGate(t)
 	k := runningModel(t)
-	tg, err := startTarget("/usr/bin/bash", "-c", "echo ready; read -r x")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tg.kill()
-	mb, err := os.ReadFile(fmt.Sprintf("/proc/%d/maps", tg.pid()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	libc := ""
-	for _, m := range ParseMaps(mb) {
-		if strings.HasSuffix(m.Name, "/libc.so.6") {
-			libc = m.Name
-		}
-	}
-	if libc == "" {
-		t.Fatal("bash maps no libc.so.6")
-	}
+	tg, libc := bashLibc(t)
 	for _, path := range []string{"/usr/bin/bash", libc} {
-		b, err := Open(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rng := rand.New(rand.NewSource(14))
-		var sites []Site
-		seen := map[Hex]bool{}
-		for tries := 0; len(sites) < 200 && tries < 5000; tries++ {
-			f := b.Funcs[rng.Intn(len(b.Funcs))]
-			fa, err := Audit(b, k, f)
-			if err != nil || len(fa.Sites) == 0 {
-				continue
-			}
-			s := fa.Sites[rng.Intn(len(fa.Sites))]
-			if !seen[s.Addr] {
-				seen[s.Addr] = true
-				sites = append(sites, s)
-			}
-		}
-		b.Close()
+		sites := sampleSites(t, path, k)
 		var mu sync.Mutex
 		count := map[string]int{}
 		var wg sync.WaitGroup
@@ -503,6 +530,136 @@ func TestLiveSystemBinaries(t *testing.T) {
 		wg.Wait()
 		t.Logf("%s: %d boundaries: %v", path, len(sites), count)
 	}
+}
+
+// bashWork is a bash script in the corpus protocol whose loop runs bash's
+// parser, expansion and printf code and libc's string and memory functions.
+const bashWork = `echo ready; read -r -n1 x; s=; for ((i=0;i<40;i++)); do s="$s$i"; printf -v z '%05d' "$i"; [[ $z == *3* ]] && s=${s/1/x}; a[i]=$z; done; IFS=,; y="${a[*]}"; echo "done ${#s} ${#y}"; read -r y`
+
+// The same sampled sites, one bash process each running bashWork with the
+// probe on: the sites the work reaches are hit, and the path the kernel took
+// (read back: int3 with or without the [uprobes] XOL page, or the optimized
+// call) is kboost's; sites not reached hold int3; hazards that kill the
+// process (single-stepped syscall, pushf) kill it.
+func TestLiveSystemBinariesHits(t *testing.T) {
+	rootGate(t)
+	k := runningModel(t)
+	_, libc := bashLibc(t)
+	for _, path := range []string{"/usr/bin/bash", libc} {
+		sites := sampleSites(t, path, k)
+		hot := hotSites(t, path, k)
+		sites = append(sites, hot...)
+		type result struct {
+			s   Site
+			ks  kernelSays
+			err error
+		}
+		res := make([]result, len(sites))
+		var wg sync.WaitGroup
+		next := make(chan int)
+		for w := 0; w < 8; w++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := range next {
+					res[i].s = sites[i]
+					res[i].ks, res[i].err = probeRunIn("/usr/bin/bash", path, uint64(sites[i].FileOffset), false, false, 0, "-c", bashWork)
+				}
+			}()
+		}
+		for i := range sites {
+			next <- i
+		}
+		close(next)
+		wg.Wait()
+		count := map[string]int{}
+		var hitSites int
+		var hits uint64
+		for _, r := range res {
+			if r.err != nil {
+				t.Errorf("%s %s+%#x: %v", path, r.s.Func, r.s.Off, r.err)
+				continue
+			}
+			want := r.s.Path.String()
+			if r.s.Path == PathRefused {
+				want = "refused " + r.s.Errno
+			}
+			var got string
+			switch {
+			case r.ks.errno != "":
+				got = "refused " + r.ks.errno
+			case r.ks.exit != nil && r.ks.done == "":
+				got = fmt.Sprintf("died: %v", r.ks.exit)
+				for _, h := range r.s.Hazards {
+					if h == RulePushfTF.ID || h == RuleSyscallXOL.ID {
+						want = got // the hazard kboost flagged
+					}
+				}
+			case r.ks.hits == 0:
+				got = "not hit, int3"
+				if !r.ks.rb.Int3 {
+					got = "not hit, site holds " + SpacedHex(r.ks.rb.Site)
+				}
+				if r.s.Path != PathRefused {
+					want = "not hit, int3"
+				}
+			default:
+				got = r.ks.rb.Observed()
+			}
+			if r.ks.hits > 0 {
+				hitSites++
+				hits += r.ks.hits
+			}
+			count[got]++
+			if got != want {
+				t.Errorf("%s %s+%#x (file %#x) %s (%s): kboost %s %v, kernel %s (%d hits)", path, r.s.Func, r.s.Off, uint64(r.s.FileOffset),
+					SpacedHex(r.s.Bytes), r.s.Asm, want, r.s.Reasons, got, r.ks.hits)
+			}
+		}
+		hotHit := 0
+		for _, r := range res[len(sites)-len(hot):] {
+			if r.ks.hits > 0 {
+				hotHit++
+			}
+		}
+		if hotHit < len(hot)/2 {
+			t.Errorf("%s: %d of the %d sites in functions the work calls were hit", path, hotHit, len(hot))
+		}
+		t.Logf("%s: %d boundaries (%d random, %d in called functions, %d of them hit) on %s, %d hit (%d hits in all): %v",
+			path, len(sites), len(sites)-len(hot), len(hot), hotHit, k.Name, hitSites, hits, count)
+	}
+}
+
+// hotFuncs are functions of bash and libc that bashWork calls on every
+// iteration.
+var hotFuncs = map[string][]string{
+	"bash":      {"make_word", "dispose_word", "find_variable", "hash_search", "bind_variable", "array_insert", "legal_number", "xmalloc", "itos", "copy_word", "assign_array_element", "printf_builtin"},
+	"libc.so.6": {"malloc", "free", "realloc", "__errno_location", "__ctype_b_loc", "sigprocmask", "strtoimax", "mbrtowc"},
+}
+
+// hotSites is the first boundaries (up to 12, the entry block and a little
+// more) of each of hotFuncs in path.
+func hotSites(t *testing.T, path string, k *Kernel) []Site {
+	t.Helper()
+	b, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	var sites []Site
+	for _, name := range hotFuncs[filepath.Base(path)] {
+		f, ok := b.Func(name)
+		if !ok {
+			t.Logf("%s: no function %s", path, name)
+			continue
+		}
+		fa, err := Audit(b, k, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sites = append(sites, fa.Sites[:min(12, len(fa.Sites))]...)
+	}
+	return sites
 }
 
 // Mid-instruction offsets: kboost refuses them, naming the instruction; the
@@ -716,7 +873,7 @@ func TestLiveBench(t *testing.T) {
 		}
 		t.Logf("%-10s %-11s %8d calls %10.1f ns/call %8.0fx", r.Path, r.Verdict, r.Calls, r.NsCall, r.Ratio)
 	}
-	if k.OptimizeNop5 && by["optimized"].Verdict != "optimized" || by["emulated"].Verdict != "emulated" || by["singlestep"].Verdict != "singlestep" {
+	if k.RedZoneCall && by["optimized"].Verdict != "optimized" || by["emulated"].Verdict != "emulated" || by["singlestep"].Verdict != "singlestep" {
 		t.Errorf("predicted paths: %+v", rows)
 	}
 	if !(by["singlestep"].NsCall > by["emulated"].NsCall && by["singlestep"].NsCall > by["optimized"].NsCall && by["optimized"].NsCall > by["native"].NsCall) {
@@ -752,4 +909,49 @@ func TestLiveXchgR8(t *testing.T) {
 		t.Errorf("unprobed: %q %v", l, err)
 	}
 	t.Logf("xchg %%rax,%%r8 probed: %s, %d hits; kboost %s %v", ks.done, ks.hits, s.Path, s.Hazards)
+}
+
+// A uretprobe on a Go function, through the kernel: on main.work (a leaf)
+// every return is counted; on main.grow, whose callee makes the runtime copy
+// the goroutine's stack while the return address is the kernel's trampoline,
+// the program dies in the runtime (the hazard kboost flags on both).
+func TestLiveGoUretprobe(t *testing.T) {
+	rootGate(t)
+	dir := built(t)
+	k := runningModel(t)
+	bin := filepath.Join(dir, "gotarget")
+	b, err := Open(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	for _, c := range []struct {
+		sym, arg string
+		dies     bool
+	}{{"main.work", "x", false}, {"main.grow", "grow", true}} {
+		s, _, err := Check(b, k, Request{Symbol: c.sym, Return: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Contains(s.Hazards, RuleGoRet.ID) {
+			t.Errorf("%s%%return: hazards %v, want %s", c.sym, s.Hazards, RuleGoRet.ID)
+		}
+		ks, err := probeRunIn(bin, bin, uint64(s.FileOffset), true, false, 0, c.arg, "9")
+		if err != nil {
+			t.Fatal(err)
+		}
+		died := ks.exit != nil && ks.done == ""
+		first, _, _ := strings.Cut(ks.stderr, "\n")
+		t.Logf("%s%%return: errno %q, done %q, exit %v, %d hits, stderr %q", c.sym, ks.errno, ks.done, ks.exit, ks.hits, first)
+		switch {
+		case ks.errno != "":
+			t.Errorf("%s%%return: refused %s", c.sym, ks.errno)
+		case died != c.dies:
+			t.Errorf("%s%%return: died %v (%v), want %v", c.sym, died, ks.exit, c.dies)
+		case !c.dies && ks.hits != 9:
+			t.Errorf("%s%%return: %d hits of 9 returns", c.sym, ks.hits)
+		case c.dies && !strings.Contains(ks.stderr, "runtime:"):
+			t.Errorf("%s%%return: died without a runtime message: %q", c.sym, ks.stderr)
+		}
+	}
 }

@@ -44,3 +44,8 @@ func Watch(ctx context.Context, probes []Probe, opt WatchOptions) error { return
 func Bench(dir string, scale float64, runs int, k *Kernel) ([]BenchRow, error) {
 	return nil, ErrNotSupported
 }
+
+// BenchTarget returns ErrNotSupported off Linux.
+func BenchTarget(file string, site Site, ret bool, argv []string, runs int) ([]TargetRow, error) {
+	return nil, ErrNotSupported
+}

@@ -14,7 +14,7 @@ type Path uint8
 // Paths, cheapest hit first after PathRefused.
 const (
 	PathRefused    Path = iota // the kernel refuses the probe (Site.Errno)
-	PathOptimized              // a 5-byte NOP became a call into [uprobes-trampoline]: no trap
+	PathOptimized              // a NOP became a call into [uprobes-trampoline] (6.18: 5-byte, 7.2: 10-byte): no trap
 	PathEmulated               // int3, the instruction is emulated in the handler
 	PathSingleStep             // int3, the copy runs out of line in the [uprobes] XOL page with TF set
 )
@@ -31,46 +31,42 @@ func (p Path) String() string {
 // MarshalText writes the path's name.
 func (p Path) MarshalText() ([]byte, error) { return []byte(p.String()), nil }
 
-// Kernel is one kernel's x86 uprobes as a value. Policy decides acceptance and
-// the emulation of branches and pushes (arch_uprobe_analyze_insn); the flags
-// are what kernels after it added on top.
+// Kernel is one kernel's x86 uprobes as a value. Policy decides acceptance,
+// emulation and which NOP sites the kernel optimizes (boost's per-version
+// uprobes policies, Decision.Optimizable); the flags are what the optimized
+// path does to the process, which no policy models.
 type Kernel struct {
 	Name   string
 	Source string // where the behaviour was read or measured
 	Policy *boost.Policy
-	// EmulateNops: every NOP (0x90 with any prefixes, 0F 1F /0 of any length)
-	// is emulated rather than single-stepped (x86 insn_is_nop in
-	// branch_setup_xol_ops).
-	EmulateNops bool
-	// OptimizeNop5: in a 64-bit task a 5-byte NOP that does not cross a page is
-	// rewritten, after its first hit, into a call to a [uprobes-trampoline]
-	// page that enters the kernel with the uprobe syscall.
-	OptimizeNop5 bool
-	// RedZoneCall: that call pushes its return address at the probed
-	// instruction's -8(%rsp), inside the System V red zone.
+	// RedZoneCall: the optimized call pushes its return address at the probed
+	// instruction's -8(%rsp), inside the System V red zone (6.18's 5-byte
+	// form; 7.2 moves %rsp down 128 bytes first).
 	RedZoneCall bool
+
+	major, minor int
 }
 
 var kernels = []*Kernel{
-	{
-		Name:   "uprobes-6.1",
-		Source: "boost policy uprobes-x86 (Debian linux-source-6.1 arch/x86/kernel/uprobes.c): NOPs other than 0x90 single-stepped, no optimization",
-	},
-	{
-		Name: "uprobes-6.18-host",
-		Source: "measured on this project's host kernel 6.18.44 (x86-64): every NOP form emulated (no [uprobes] XOL page), " +
-			"5-byte NOPs (0f 1f 44 00 00, 66 0f 1f 40 00) rewritten to call [uprobes-trampoline] after the first hit, " +
-			"that call's return address written into the red zone; acceptance as uprobes-x86",
-		EmulateNops: true, OptimizeNop5: true, RedZoneCall: true,
-	},
+	{Name: "uprobes-6.1", major: 6, minor: 1,
+		Source: "boost policy uprobes-x86 (Debian linux-source-6.1 arch/x86/kernel/uprobes.c): only 0x90 NOPs emulated, no optimization"},
+	{Name: "uprobes-6.12", major: 6, minor: 12,
+		Source: "boost policy uprobes-6.12 (Debian linux-source-6.12): 6.1's decision code with the 6.12 decoder, no optimization"},
+	{Name: "uprobes-6.18", major: 6, minor: 18, RedZoneCall: true,
+		Source: "boost policy uprobes-6.18 (upstream 6.18, measured on this project's host kernel 6.18.44): x86_nops and 5-byte NOPs emulated, " +
+			"5-byte NOPs rewritten to call [uprobes-trampoline] after the first hit, that call's return address written into the red zone"},
+	{Name: "uprobes-7.2", major: 7, minor: 2,
+		Source: "boost policy uprobes-7.2 (Debian linux-source-7.2): insn_is_nop() forms emulated, the 10-byte NOP 66 2e 0f 1f 84 optimized behind lea -0x80(%rsp),%rsp (red zone kept)"},
 }
 
+var kernelPolicy = map[string]string{"uprobes-6.1": "uprobes-x86", "uprobes-6.12": "uprobes-6.12", "uprobes-6.18": "uprobes-6.18", "uprobes-7.2": "uprobes-7.2"}
+
 func init() {
-	p, err := boost.Lookup("uprobes-x86")
-	if err != nil {
-		panic(err)
-	}
 	for _, k := range kernels {
+		p, err := boost.Lookup(kernelPolicy[k.Name])
+		if err != nil {
+			panic(err)
+		}
 		k.Policy = p
 	}
 }
@@ -78,11 +74,11 @@ func init() {
 // Kernels returns every model.
 func Kernels() []*Kernel { return append([]*Kernel(nil), kernels...) }
 
-// Lookup finds a model by name.
+// Lookup finds a model by name (or by its boost policy's name).
 func Lookup(name string) (*Kernel, error) {
 	var names []string
 	for _, k := range kernels {
-		if k.Name == name {
+		if k.Name == name || k.Policy.Name == name {
 			return k, nil
 		}
 		names = append(names, k.Name)
@@ -99,23 +95,27 @@ func (k *Kernel) WithPolicy(p *boost.Policy) *Kernel {
 	return &c
 }
 
-// ForRelease picks the model of a kernel release ("6.18.44-fc-v857") and says
-// how well it is known: the 6.18 model from 6.18 on (measured), else 6.1's.
+// ForRelease picks the model of a kernel release ("6.18.44-fc-v857"): the
+// modelled version with the same major.minor, else the nearest older one, with
+// a note when it is not exact.
 func ForRelease(release string) (*Kernel, string) {
 	maj, min, ok := parseRelease(release)
-	switch {
-	case !ok:
-		return kernels[0], fmt.Sprintf("release %q not understood: assuming uprobes-6.1", release)
-	case maj > 6 || maj == 6 && min >= 18:
-		n := ""
-		if maj > 6 || min > 18 {
-			n = fmt.Sprintf("kernel %s is newer than the measured 6.18: its uprobes are assumed to behave like 6.18's", release)
-		}
-		return kernels[1], n
-	case maj == 6 && min > 1:
-		return kernels[0], fmt.Sprintf("kernel %s: uprobes between 6.1 and 6.18 are not modelled; assuming 6.1's (NOPs single-stepped, no optimization)", release)
+	if !ok {
+		return kernels[0], fmt.Sprintf("release %q not understood: assuming %s", release, kernels[0].Name)
 	}
-	return kernels[0], ""
+	pick := kernels[0]
+	for _, k := range kernels {
+		if k.major < maj || k.major == maj && k.minor <= min {
+			pick = k
+		}
+	}
+	switch {
+	case pick.major == maj && pick.minor == min:
+		return pick, ""
+	case maj < 6 || maj == 6 && min < 1:
+		return pick, fmt.Sprintf("kernel %s is older than every modelled version: %s used instead", release, pick.Name)
+	}
+	return pick, fmt.Sprintf("kernel %s is not modelled: %s (the nearest older modelled version, %d.%d) used instead", release, pick.Name, pick.major, pick.minor)
 }
 
 func parseRelease(r string) (maj, min int, ok bool) {
@@ -132,7 +132,7 @@ func parseRelease(r string) (maj, min int, ok bool) {
 func Running() (*Kernel, string) {
 	rel, err := RunningRelease()
 	if err != nil {
-		return kernels[0], "running kernel unknown (" + err.Error() + "): assuming uprobes-6.1"
+		return kernels[0], "running kernel unknown (" + err.Error() + "): assuming " + kernels[0].Name
 	}
 	return ForRelease(rel)
 }

@@ -19,7 +19,7 @@ func schemaCheck(t *testing.T, name string, obj []byte) {
 // Sites as audit --json writes them match schemas/uprobe-site.json: a plain
 // site, a hazard site and a mid-instruction refusal.
 func TestSiteSchema(t *testing.T) {
-	k, _ := Lookup("uprobes-6.18-host")
+	k, _ := Lookup("uprobes-6.18")
 	fa := auditBytes(t, k, hexBytes(t, "48 89 7c 24 f8 0f 1f 44 00 00 48 8b 44 24 f8 c3"))
 	sites := append([]Site(nil), fa.Sites...)
 	if len(sites[1].Hazards) == 0 {

@@ -137,8 +137,9 @@ func hexBytes(t *testing.T, s string) []byte {
 
 func TestForRelease(t *testing.T) {
 	for _, c := range []struct{ rel, model string }{
-		{"6.18.44-fc-v857", "uprobes-6.18-host"}, {"7.2.0", "uprobes-6.18-host"},
-		{"6.1.0-57-amd64", "uprobes-6.1"}, {"6.12.9", "uprobes-6.1"}, {"weird", "uprobes-6.1"},
+		{"6.18.44-fc-v857", "uprobes-6.18"}, {"7.2.0", "uprobes-7.2"}, {"7.2.13+deb14-amd64", "uprobes-7.2"}, {"8.0", "uprobes-7.2"},
+		{"6.1.0-57-amd64", "uprobes-6.1"}, {"6.12.9", "uprobes-6.12"}, {"6.12.117+deb13-amd64", "uprobes-6.12"},
+		{"6.15.2", "uprobes-6.12"}, {"6.19.1", "uprobes-6.18"}, {"5.10.0", "uprobes-6.1"}, {"weird", "uprobes-6.1"},
 	} {
 		if k, _ := ForRelease(c.rel); k.Name != c.model {
 			t.Errorf("%s: %s, want %s", c.rel, k.Name, c.model)
@@ -186,7 +187,7 @@ func TestOracleUSDT(t *testing.T) {
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("USDT vs readelf -n:\n%s", d)
 	}
-	k, _ := Lookup("uprobes-6.18-host")
+	k, _ := Lookup("uprobes-6.18")
 	s, _, err := Check(b, k, Request{USDT: "kbtest/gated"})
 	if err != nil || uint64(s.Addr) != uint64(want[2].Addr) || s.RefCtrOffset == 0 || s.Path != PathEmulated {
 		t.Errorf("usdt/kbtest/gated: %+v %v", s, err)
@@ -214,7 +215,7 @@ func FuzzOpen(f *testing.F) {
 // Cheapest on assembled code: from a single-stepped entry to the optimized
 // NOP of the same block; never to a red-zone site; not across a branch target.
 func TestCheapest(t *testing.T) {
-	k, _ := Lookup("uprobes-6.18-host")
+	k, _ := Lookup("uprobes-6.18")
 	for _, c := range []struct {
 		hex        string
 		from, want uint64

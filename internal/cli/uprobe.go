@@ -2,11 +2,13 @@ package cli
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"time"
@@ -34,7 +36,7 @@ ref_ctr_offset).`,
 	}
 	var model, place string
 	var jsonOut bool
-	cmd.PersistentFlags().StringVar(&model, "policy", "", "uprobes model (uprobes-6.1, uprobes-6.18-host) or a boost x86 policy for the instruction analysis; default: the running kernel's")
+	cmd.PersistentFlags().StringVar(&model, "policy", "", "uprobes model (uprobes-6.1, uprobes-6.12, uprobes-6.18, uprobes-7.2) or a boost x86 policy for the instruction analysis; default: the running kernel's")
 	cmd.PersistentFlags().BoolVar(&jsonOut, "json", false, "JSON output (one object per site)")
 	cmd.PersistentFlags().StringVar(&place, "place", "exact", "exact, or cheapest: move a point to the cheapest site that runs exactly as often (optimized, else emulated, in the same basic block; never a site with a hazard)")
 	// check decides one request, moved first with --place cheapest.
@@ -69,6 +71,7 @@ ref_ctr_offset).`,
 		k, note := uprobe.Running()
 		return k.WithPolicy(p), note, nil
 	}
+	quietHeader := false // uprobe list --names: nothing but names on stdout
 	open := func(target string) (*uprobe.Binary, *uprobe.Request, *uprobe.Kernel, error) {
 		path, req, err := uprobe.ParseTarget(target)
 		if err != nil {
@@ -85,7 +88,7 @@ ref_ctr_offset).`,
 		if err != nil {
 			return nil, nil, nil, err
 		}
-		if !jsonOut {
+		if !jsonOut && !quietHeader {
 			fmt.Fprintf(s.Out, "%s: %s%s, symbols from %s; model %s\n", b.Path, b.Kind, binFlags(b), b.SymFrom, k.Name)
 		}
 		if note != "" {
@@ -158,11 +161,20 @@ ref_ctr_offset).`,
 			return nil
 		},
 	}
+	var namesOnly bool
 	list := &cobra.Command{
-		Use:   "list BIN",
-		Short: "Functions and USDT (.note.stapsdt) probes, with the verdict at each probe site",
-		Args:  cobra.ExactArgs(1),
+		Use:   "list BIN [PATTERN]",
+		Short: "Functions and USDT (.note.stapsdt) probes as bpftrace names them (uprobe:BIN:SYM, usdt:BIN:PROVIDER:NAME), with the verdict at each probe site; PATTERN is a glob over those names or their last part",
+		Args:  cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			var re *regexp.Regexp
+			if len(args) == 2 {
+				var err error
+				if re, err = globRE(args[1]); err != nil {
+					return usagef("pattern %q: %v (a glob: * ? [...], * also matching /)", args[1], err)
+				}
+			}
+			quietHeader = namesOnly
 			b, _, k, err := open(args[0])
 			if err != nil {
 				return err
@@ -172,8 +184,23 @@ ref_ctr_offset).`,
 			if err != nil {
 				return err
 			}
+			abs, err := filepath.Abs(b.Path)
+			if err != nil {
+				abs = b.Path
+			}
+			// match: the whole probe name, or its part after BIN (SYM, PROVIDER:NAME).
+			match := func(name, last string) bool {
+				return re == nil || re.MatchString(name) || re.MatchString(last)
+			}
 			enc := json.NewEncoder(s.Out)
 			for _, f := range b.Funcs {
+				if !match("uprobe:"+abs+":"+f.Name, f.Name) {
+					continue
+				}
+				if namesOnly && !jsonOut {
+					fmt.Fprintf(s.Out, "uprobe:%s:%s\n", abs, f.Name)
+					continue
+				}
 				site, _, err := uprobe.Check(b, k, uprobe.Request{Symbol: f.Name})
 				rec := listRecord{Arch: b.Arch.Name, Policy: k.Name, Kind: "function", Name: f.Name, Addr: uprobe.Hex(f.Addr), Size: f.Size}
 				if err != nil {
@@ -187,9 +214,16 @@ ref_ctr_offset).`,
 					}
 					continue
 				}
-				fmt.Fprintf(s.Out, "uprobe:%s:%s\t%#x\tfile %#x\t%s\t%s\n", b.Path, f.Name, f.Addr, uint64(rec.FileOffset), strings.TrimSpace(rec.Path+" "+rec.Errno), rec.Asm)
+				fmt.Fprintf(s.Out, "uprobe:%s:%s\t%#x\tfile %#x\t%s\t%s\n", abs, f.Name, f.Addr, uint64(rec.FileOffset), strings.TrimSpace(rec.Path+" "+rec.Errno), rec.Asm)
 			}
 			for _, u := range usdt {
+				if !match("usdt:"+abs+":"+u.Provider+":"+u.Name, u.Provider+":"+u.Name) {
+					continue
+				}
+				if namesOnly && !jsonOut {
+					fmt.Fprintf(s.Out, "usdt:%s:%s:%s\n", abs, u.Provider, u.Name)
+					continue
+				}
 				rec := listRecord{Arch: b.Arch.Name, Policy: k.Name, Kind: "usdt", Provider: u.Provider, Name: u.Name, Addr: u.Addr, Semaphore: u.Semaphore, SemaphoreOffset: u.SemaphoreOffset, Args: u.Args}
 				site, err := uprobe.USDTSite(b, k, u)
 				if err != nil {
@@ -207,11 +241,12 @@ ref_ctr_offset).`,
 				if u.Semaphore != 0 {
 					sema = fmt.Sprintf(" semaphore %#x (file %#x)", uint64(u.Semaphore), uint64(u.SemaphoreOffset))
 				}
-				fmt.Fprintf(s.Out, "usdt:%s:%s:%s\t%#x\tfile %#x\t%s (%s)%s\targs %q\n", b.Path, u.Provider, u.Name, uint64(u.Addr), uint64(rec.FileOffset), strings.TrimSpace(rec.Path+" "+rec.Errno), rec.Asm, sema, u.Args)
+				fmt.Fprintf(s.Out, "usdt:%s:%s:%s\t%#x\tfile %#x\t%s (%s)%s\targs %q\n", abs, u.Provider, u.Name, uint64(u.Addr), uint64(rec.FileOffset), strings.TrimSpace(rec.Path+" "+rec.Errno), rec.Asm, sema, u.Args)
 			}
 			return nil
 		},
 	}
+	list.Flags().BoolVar(&namesOnly, "names", false, "print only the probe names, one a line (bpftrace -l's output)")
 	var force, useTracefs bool
 	var pid int
 	var interval time.Duration
@@ -398,15 +433,18 @@ ref_ctr_offset).`,
 	var scale float64
 	var runs int
 	bench := &cobra.Command{
-		Use:   "bench",
-		Short: "Measure the per-call cost of each uprobe path on the running kernel (built-in workload), as ratios to the unprobed call",
-		Args:  cobra.NoArgs,
+		Use:   "bench [BIN:SYM[+OFF][%return] [-- COMMAND ARGS...]]",
+		Short: "Measure the per-call cost of each uprobe path on the running kernel (built-in workload) as ratios to the unprobed call; or the cost per hit of a probe at BIN:SYM in a command",
+		Args:  cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if scale <= 0 || scale > 100 {
 				return usagef("--scale %v: want a factor in (0, 100]", scale)
 			}
 			if runs < 1 || runs > 50 {
 				return usagef("--runs %d: want 1 to 50", runs)
+			}
+			if len(args) > 0 {
+				return benchTarget(s, jsonOut, args, cmd.ArgsLenAtDash(), runs, open)
 			}
 			k, note, err := kernel()
 			if err != nil {
@@ -440,6 +478,80 @@ ref_ctr_offset).`,
 	bench.Flags().IntVar(&runs, "runs", 3, "runs per path (the median is shown)")
 	cmd.AddCommand(audit, list, add, rm, sweep, events, watch, bench)
 	return cmd
+}
+
+// benchTarget is `uprobe bench BIN:SYM [-- COMMAND...]`: the command (BIN
+// alone by default) unprobed, with the entry probe and, for SYM%return, with
+// the uretprobe.
+func benchTarget(s Streams, jsonOut bool, args []string, dash, runs int, open func(string) (*uprobe.Binary, *uprobe.Request, *uprobe.Kernel, error)) error {
+	argv := args[1:]
+	switch {
+	case dash == 1:
+	case dash < 0 && len(args) == 1:
+	default:
+		return usagef("want BIN:SYM, then -- and the command to run (default BIN alone)")
+	}
+	b, req, k, err := open(args[0])
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	if req == nil {
+		return usagef("%q: give a point (BIN:SYMBOL, BIN:SYMBOL+OFF, BIN:SYMBOL%%return or BIN:0xADDR)", args[0])
+	}
+	site, _, err := uprobe.Check(b, k, *req)
+	if err != nil {
+		return err
+	}
+	if site.Path == uprobe.PathRefused {
+		return fmt.Errorf("%s: refused (%s: %s): nothing to measure", args[0], site.Errno, strings.Join(site.Details, "; "))
+	}
+	if len(argv) == 0 {
+		argv = []string{b.Path}
+	}
+	rows, err := uprobe.BenchTarget(b.Path, site, req.Return, argv, runs)
+	if err != nil {
+		return err
+	}
+	if jsonOut {
+		return json.NewEncoder(s.Out).Encode(rows)
+	}
+	fmt.Fprintf(s.Out, "%s (%s, file %#x): %s, median of %d runs of %s\n", args[0], site.Asm, uint64(site.FileOffset), site.Path, runs, strings.Join(argv, " "))
+	fmt.Fprintf(s.Out, "%-7s %-11s %14s %10s %12s\n", "probe", "predicted", "cpu ns", "hits", "ns/hit")
+	for _, r := range rows {
+		fmt.Fprintf(s.Out, "%-7s %-11s %14.0f %10d %12.1f\n", r.Probe, r.Verdict, r.CPUNs, r.Hits, r.NsHit)
+	}
+	return nil
+}
+
+// globRE is a bpftrace-style glob as a regexp: * any run of characters
+// (slashes too), ? one, [...] a class ([!...] negated).
+func globRE(p string) (*regexp.Regexp, error) {
+	var sb strings.Builder
+	sb.WriteByte('^')
+	for i := 0; i < len(p); i++ {
+		switch c := p[i]; c {
+		case '*':
+			sb.WriteString(".*")
+		case '?':
+			sb.WriteByte('.')
+		case '[':
+			j := strings.IndexByte(p[i+1:], ']')
+			if j < 0 {
+				return nil, errors.New("unterminated [")
+			}
+			class := p[i+1 : i+1+j]
+			if strings.HasPrefix(class, "!") {
+				class = "^" + class[1:]
+			}
+			sb.WriteString("[" + strings.ReplaceAll(class, `\`, `\\`) + "]")
+			i += j + 1
+		default:
+			sb.WriteString(regexp.QuoteMeta(p[i : i+1]))
+		}
+	}
+	sb.WriteByte('$')
+	return regexp.Compile(sb.String())
 }
 
 // listRecord is one `uprobe list --json` line.

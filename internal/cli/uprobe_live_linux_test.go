@@ -5,6 +5,7 @@ package cli
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -119,5 +120,56 @@ func TestLiveUprobeWatchSignals(t *testing.T) {
 		in.Close()
 		tg.Wait()
 		t.Logf("%s: site %s -> %s, uprobe_events clean", name, uprobe.SpacedHex(before.Site), uprobe.SpacedHex(after.Site))
+	}
+}
+
+// `uprobe bench BIN:SYM%return` on a program that calls step 20000 times:
+// the entry and the return probe are hit once per call (the program's own
+// count is the oracle), each hit costs CPU time, and the predicted path is
+// the audit's. A point without a command after -- is a usage error.
+func TestLiveUprobeBenchTarget(t *testing.T) {
+	if os.Getenv("KBOOST_ROOT") != "1" {
+		t.Skip("set KBOOST_ROOT=1 (as root, kernel with uprobes)")
+	}
+	dir := t.TempDir()
+	src, bin := filepath.Join(dir, "w.c"), filepath.Join(dir, "w")
+	prog := "#include <stdio.h>\n__attribute__((noinline)) long step(long x) { return x * 3 + 1; }\n" +
+		"int main(void) { long s = 0; for (long i = 0; i < 20000; i++) s += step(i); printf(\"%ld\\n\", s > 0); return 0; }\n"
+	if err := os.WriteFile(src, []byte(prog), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("gcc", "-O1", "-o", bin, src).CombinedOutput(); err != nil {
+		t.Fatalf("gcc: %v\n%s", err, out)
+	}
+	var out, errb bytes.Buffer
+	if code := Main([]string{"uprobe", "bench", "--json", "--runs", "1", bin + ":step%return"}, strings.NewReader(""), &out, &errb); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	var rows []uprobe.TargetRow
+	if err := json.Unmarshal(out.Bytes(), &rows); err != nil {
+		t.Fatalf("%q: %v", out.String(), err)
+	}
+	b, err := uprobe.Open(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	k, _ := uprobe.Running()
+	site, _, err := uprobe.Check(b, k, uprobe.Request{Symbol: "step"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 3 || rows[0].Probe != "none" || rows[0].Hits != 0 {
+		t.Fatalf("rows %+v", rows)
+	}
+	for _, r := range rows[1:] {
+		if r.Hits != 20000 || r.NsHit <= 0 || r.Verdict != site.Path.String() {
+			t.Errorf("%s: %d hits of 20000 calls, %.1f ns/hit, predicted %s (audit %s)", r.Probe, r.Hits, r.NsHit, r.Verdict, site.Path)
+		}
+		t.Logf("%s: %s, %d hits, %.1f ns/hit", r.Probe, r.Verdict, r.Hits, r.NsHit)
+	}
+	errb.Reset()
+	if code := Main([]string{"uprobe", "bench", bin + ":step", "extra"}, strings.NewReader(""), &out, &errb); code != 2 {
+		t.Errorf("bench BIN:SYM extra: exit %d, want 2 (%s)", code, errb.String())
 	}
 }

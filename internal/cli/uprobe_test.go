@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -55,4 +56,78 @@ func TestOracleUprobeJSONSchemas(t *testing.T) {
 			t.Errorf("%v: %d records, %d USDT with semaphores", c.args, n, usdt)
 		}
 	}
+}
+
+// `uprobe list --names BIN PATTERN` prints bpftrace's probe names: the USDT
+// probes are readelf -n's, the k_add_* functions nm's, with BIN absolute.
+func TestOracleUprobeListNames(t *testing.T) {
+	if os.Getenv("KBOOST_ORACLE") != "1" {
+		t.Skip("set KBOOST_ORACLE=1 (gcc, systemtap-sdt-dev, binutils)")
+	}
+	bin := filepath.Join(t.TempDir(), "corpus")
+	if out, err := exec.Command("gcc", "-O1", "-o", bin, "../../uprobe/testdata/corpus.c").CombinedOutput(); err != nil {
+		t.Fatalf("gcc: %v\n%s", err, out)
+	}
+	notes, err := exec.Command("readelf", "-n", bin).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var usdt []string
+	prov := ""
+	for _, l := range strings.Split(string(notes), "\n") {
+		l = strings.TrimSpace(l)
+		if p, ok := strings.CutPrefix(l, "Provider: "); ok {
+			prov = p
+		}
+		if n, ok := strings.CutPrefix(l, "Name: "); ok && prov != "" {
+			usdt = append(usdt, "usdt:"+bin+":"+prov+":"+n)
+			prov = ""
+		}
+	}
+	syms, err := exec.Command("nm", bin).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var adds []string
+	for _, l := range strings.Split(string(syms), "\n") {
+		if f := strings.Fields(l); len(f) == 3 && strings.HasPrefix(f[2], "k_add_") && (f[1] == "T" || f[1] == "t") {
+			adds = append(adds, "uprobe:"+bin+":"+f[2])
+		}
+	}
+	for _, c := range []struct {
+		pat  string
+		want []string
+	}{{"usdt:*", usdt}, {"k_add_*", adds}, {"uprobe:" + bin + ":k_add_*", adds}} {
+		var out, errb bytes.Buffer
+		if code := Main([]string{"uprobe", "list", "--names", bin, c.pat}, strings.NewReader(""), &out, &errb); code != 0 {
+			t.Fatalf("%s: exit %d: %s", c.pat, code, errb.String())
+		}
+		got := strings.Fields(out.String())
+		slices.Sort(got)
+		slices.Sort(c.want)
+		if len(c.want) == 0 || !slices.Equal(got, c.want) {
+			t.Errorf("%s:\n got %v\nwant %v", c.pat, got, c.want)
+		}
+	}
+	var out, errb bytes.Buffer
+	if code := Main([]string{"uprobe", "list", bin, "k_[nop"}, strings.NewReader(""), &out, &errb); code != 2 {
+		t.Errorf("bad pattern: exit %d, want 2", code)
+	}
+}
+
+// No pattern makes globRE panic; a pattern without metacharacters matches
+// itself only.
+func FuzzGlobRE(f *testing.F) {
+	for _, s := range []string{"usdt:*", "k_[!5]*", "a?b", "[", "x[]y", `\`, "uprobe:/bin/bash:read*"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, p string) {
+		re, err := globRE(p)
+		if err != nil || strings.ContainsAny(p, "*?[") {
+			return
+		}
+		if !re.MatchString(p) || re.MatchString(p+"x") {
+			t.Errorf("%q: literal pattern does not match exactly itself", p)
+		}
+	})
 }

@@ -1,6 +1,7 @@
 package kernelref
 
 import (
+	"encoding/hex"
 	"fmt"
 )
 
@@ -298,4 +299,43 @@ func Cases(bits int) []Case {
 	bound("after vzeroupper", b(0xC5, 0xF8, 0x77), b(0xC3))
 	bound("after an undecodable byte run", b(0x66, 0x66, 0x66, 0x66, 0x66, 0x66, 0x66, 0x66, 0x66, 0x66, 0x66, 0x66, 0x66, 0x66, 0x66, 0x90), b(0xC3))
 	return cs
+}
+
+// UprobeCases are the NOP forms and their neighbours where uprobes of
+// different versions differ (6.1's case 0x90, 6.18's x86_nops, 7.x's
+// insn_is_nop() and the optimizable 10-byte NOP), for a bits-bit process.
+func UprobeCases(bits int) []Case {
+	forms := []string{
+		// 0x90 with prefixes: PAUSE, xchg with r8 (REX.B), REX.W.
+		"90", "6690", "f390", "f290", "4190", "4990", "4890", "666690", "2e90",
+		// 0F 1F /0 of every length, the kernel's x86_nops and others.
+		"0f1f00", "0f1f4000", "0f1f440000", "660f1f440000", "0f1f8000000000", "0f1f840000000000",
+		"660f1f840000000000", "662e0f1f840000000000", "66662e0f1f840000000000", "2e0f1f840000000000",
+		"660f1f4000", "0f1f0400", "0f1f440001", "0f1fc0", "0f1f4c0000", "410f1f440000", "440f1f440000",
+		"3e0f1f440000", "f30f1f440000", "662e0f1f840001000000", "662e0f1f84c000000000", "662e0f1f440000",
+		"662e0f1f8000000000", "662e0f1f0400",
+		// mov %r,%r.
+		"89c0", "4889c0", "4d89c0", "4c89c0", "4889e4", "6689c0", "89c9", "4889c1", "8bc0", "4889c0", "4989c0",
+		// lea 0(%r),%r.
+		"8d7600", "488d7600", "488d742600", "488d746600", "488db600000000", "488d7601", "3e488d7600",
+		"67488d7600", "488d36", "8d742600", "8db42600000000", "4a8d742600", "498d7000", "4d8d4000", "668d7600",
+		"2e488d7600",
+		// jmp +0 and others.
+		"eb00", "e900000000", "eb01", "66eb00", "66e90000", "e901000000",
+		// REX2 (64-bit; in 32-bit mode d5 is AAD).
+		"d50090", "d50190", "d51090", "d5801f00", "d5801f440000", "d5c01f00", "d54889c0", "d54c89c0", "d5108d7600",
+		// REX2 map 1 at 10 bytes: 7.2's can_optimize() runs insn_is_nop() first, which rewrites the opcode.
+		"d5807084240102030411", "d580708400", "d5807f842401020304",
+		// VEX: insn_is_nop ignores them.
+		"c5f890", "c4e17890",
+	}
+	var out []Case
+	for _, f := range forms {
+		raw, err := hex.DecodeString(f)
+		if err != nil {
+			panic(err)
+		}
+		out = append(out, Case{Template: raw, Bits: bits, Note: "uprobe nop form " + f})
+	}
+	return out
 }

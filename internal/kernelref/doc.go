@@ -22,7 +22,9 @@
 // and Uprobe. Cases and WriteTable produce the golden tables
 // boost/testdata/linux-6.1.golden and linux-6.12.golden (from Debian's
 // linux-source-6.12, the source of the linux-6.12 policy), and
-// WriteUprobeTable boost/testdata/uprobes-x86.golden (see Row for the format).
+// WriteUprobeTable boost/testdata/uprobes-x86.golden, uprobes-6.12.golden and
+// uprobes-7.2.golden (see Row for the format; UprobeAt and the opt column
+// give 7.x's can_optimize()).
 //
 // HostUprobes asks the running kernel instead: it writes a static probe
 // executable holding the instructions, runs it (it sleeps in pause(2)) and

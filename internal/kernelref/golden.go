@@ -36,12 +36,13 @@ var ErrSyntax = errors.New("golden table syntax error")
 // address has an exception-table entry), addr=HEX (probe address), slot=HEX
 // (instruction slot address). Without them: no preemption, no post_handler, not
 // in the exception table, DefaultAddrNN and DefaultSlotNN.
-// WANT is VERDICT [ERRNO] [op=EMULATION] [len=N] [slot=HEX]: the verdict (reject,
+// WANT is VERDICT [ERRNO] [op=EMULATION] [len=N] [opt] [slot=HEX]: the verdict (reject,
 // emulate, singlestep or boost), the errno of a rejection, the emulation routine
 // prepare_emulation chose (even when the copy is boosted), the kernel decoder's
 // length (absent when it could not decode, and for EILSEQ), and the bytes the
 // kernel wrote to the instruction slot (the copy with a RIP-relative
-// displacement rebased to the slot, then jmp rel32 back or int3).
+// displacement rebased to the slot, then jmp rel32 back or int3); opt (uprobes
+// of 7.x) that the kernel will optimize the NOP.
 type Row struct {
 	Pre, Insn, Rest []byte
 	Bits            int
@@ -61,6 +62,8 @@ type Want struct {
 	Emulate string // prepare_emulation's routine: "jcc", "ret", ... or ""
 	Len     int    // kernel decoder length, 0 when undecodable
 	Slot    []byte // the instruction slot the kernel wrote (nil when rejected or not recorded)
+	// Opt (uprobes): can_optimize() held, the NOP is optimized after its first hit.
+	Opt bool
 }
 
 func (w Want) String() string {
@@ -73,6 +76,9 @@ func (w Want) String() string {
 	}
 	if w.Len > 0 {
 		s += " len=" + strconv.Itoa(w.Len)
+	}
+	if w.Opt {
+		s += " opt"
 	}
 	if len(w.Slot) > 0 {
 		s += " slot=" + hex.EncodeToString(w.Slot)
@@ -281,6 +287,8 @@ func ParseWant(s string) (Want, error) {
 			w.Errno = x
 		case strings.HasPrefix(x, "op="):
 			w.Emulate = x[3:]
+		case x == "opt" && !w.Opt:
+			w.Opt = true
 		case strings.HasPrefix(x, "slot="):
 			b, err := hex.DecodeString(x[5:])
 			if err != nil || len(b) == 0 || len(b) > 32 {

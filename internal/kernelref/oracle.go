@@ -216,12 +216,21 @@ type UprobeResult struct {
 	Len    int    // instruction length recorded by the chosen ops (0 when rejected)
 	Ops    string // "branch" (emulated jmp/call/jcc/nop), "push" (emulated), "default" (single-stepped out of line)
 	Fixups int    // defparam.fixups for "default"
+	// Optimize: ARCH_UPROBE_FLAG_CAN_OPTIMIZE was set (7.x can_optimize(): the
+	// NOP will be rewritten into a call after its first hit).
+	Optimize bool
 }
 
 // Uprobe runs arch_uprobe_analyze_insn on b (padded with int3 to 16 bytes) for a
 // 64-bit or 32-bit process on an x86-64 kernel.
 func (o *Oracle) Uprobe(bits int, b []byte) (UprobeResult, error) {
-	kv, err := o.ask(64, fmt.Sprintf("U %d %s", bits, hexOrDash(b)))
+	return o.UprobeAt(bits, b, 0x400000)
+}
+
+// UprobeAt is Uprobe with the instruction at user address addr (can_optimize
+// refuses a NOP that crosses a page).
+func (o *Oracle) UprobeAt(bits int, b []byte, addr uint64) (UprobeResult, error) {
+	kv, err := o.ask(64, fmt.Sprintf("U %d %s %x", bits, hexOrDash(b), addr))
 	if err != nil {
 		return UprobeResult{}, err
 	}
@@ -235,6 +244,7 @@ func (o *Oracle) Uprobe(bits int, b []byte) (UprobeResult, error) {
 		r.Ops = s
 	}
 	r.Fixups, _ = strconv.Atoi(kv["fixups"])
+	r.Optimize = kv["opt"] == "1"
 	return r, nil
 }
 

@@ -62,14 +62,21 @@ func TestOracleTableUpToDate(t *testing.T) {
 			tableUpToDate(t, tc.golden, buf.Bytes(), "go run ./scripts/kernelref -source "+tarball+" -o "+strings.TrimPrefix(tc.golden, "../../"))
 		})
 	}
-	t.Run("uprobes-x86.golden", func(t *testing.T) {
-		o := openOracleFor(t, DefaultTarball)
-		var buf bytes.Buffer
-		if err := o.WriteUprobeTable(&buf); err != nil {
-			t.Fatal(err)
-		}
-		tableUpToDate(t, "../../boost/testdata/uprobes-x86.golden", buf.Bytes(), "go run ./scripts/kernelref -uprobes")
-	})
+	for _, tc := range []struct{ golden, version string }{
+		{"../../boost/testdata/uprobes-x86.golden", "6.1"},
+		{"../../boost/testdata/uprobes-6.12.golden", "6.12"},
+		{"../../boost/testdata/uprobes-7.2.golden", "7.2"},
+	} {
+		t.Run(filepath.Base(tc.golden), func(t *testing.T) {
+			tarball := sourceFor(t, tc.version)
+			o := openOracleFor(t, tarball)
+			var buf bytes.Buffer
+			if err := o.WriteUprobeTable(&buf); err != nil {
+				t.Fatal(err)
+			}
+			tableUpToDate(t, tc.golden, buf.Bytes(), "go run ./scripts/kernelref -uprobes -source "+tarball+" -o "+strings.TrimPrefix(tc.golden, "../../"))
+		})
+	}
 }
 
 func tableUpToDate(t *testing.T, path string, fresh []byte, regen string) {

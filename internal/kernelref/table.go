@@ -131,7 +131,7 @@ func (o *Oracle) ResolveUprobe(c Case) (Row, error) {
 	if d.OK && d.Len > len(r.Insn) {
 		r.Insn = r.Window()[:d.Len]
 	}
-	r.Want = Want{Verdict: u.Verdict(), Errno: u.Errno, Emulate: u.Ops, Len: d.Len}
+	r.Want = Want{Verdict: u.Verdict(), Errno: u.Errno, Emulate: u.Ops, Len: d.Len, Opt: u.Optimize}
 	if u.Ops == "default" {
 		r.Want.Emulate = ""
 	}
@@ -152,12 +152,13 @@ func (o *Oracle) WriteUprobeTable(w io.Writer) error {
 # MODE: 64 or 32 = a 64-bit or 32-bit process on an x86-64 kernel.
 # WANT: reject ENOTSUPP (524) | reject ENOEXEC (undecodable) | emulate
 # op=branch|push (emulated by the kernel) | singlestep (out-of-line copy, TF);
-# len=N is the kernel decoder's length. Same column format as linux-6.1.golden.
+# len=N is the kernel decoder's length; opt: can_optimize() held (7.x: the NOP
+# becomes a call after its first hit). Same column format as linux-6.1.golden.
 `, o.Build.Version, sourceName(o.Build.Tarball), filepath.Base(o.Build.Tarball))
 	for _, bits := range []int{64, 32} {
 		fmt.Fprintf(&buf, "\n# ---- %d-bit process ----\n", bits)
 		seen := map[string]bool{}
-		for _, c := range Cases(bits) {
+		for _, c := range append(Cases(bits), UprobeCases(bits)...) {
 			if len(c.Pre) > 0 || c.Preempt || c.Post || c.Extable || c.Addr != 0 || c.Slot != 0 {
 				continue
 			}

@@ -14,21 +14,7 @@
 
 long kb_buf[64] __attribute__((aligned(64)));
 
-/* Each function also puts {k_NAME, "NAME"} in section kbtab for main. */
-#define FN(name, pre, insn, post)                                          \
-	__asm__(".text\n.p2align 4\n.globl k_" #name "\n.type k_" #name        \
-		",@function\nk_" #name ":\n" pre "\n.globl s_" #name "\ns_" #name \
-		":\n" insn "\n" post "\nret\n.size k_" #name ", .-k_" #name "\n"   \
-		".pushsection kbtab,\"aw\"\n.quad k_" #name ", kbn_" #name          \
-		"\n.popsection\n.pushsection .rodata\nkbn_" #name ": .asciz \"" #name \
-		"\"\n.popsection\n");
-#define I(name, insn) FN(name, "", insn, "")
-/* NR: probed but never run (the kernel refuses it, or it faults natively):
- * its site is n_NAME. */
-#define NR(name, insn)                                                     \
-	__asm__(".text\n.p2align 4\n.globl k_" #name "\n.type k_" #name        \
-		",@function\nk_" #name ":\n.globl n_" #name "\nn_" #name ":\n"     \
-		insn "\nret\n.size k_" #name ", .-k_" #name "\n");
+#include "kbcorpus.h"
 
 /* Two-operand ALU forms over register pairs (64-bit, then 32-bit). */
 #define RR(op)                                                    \

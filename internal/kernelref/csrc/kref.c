@@ -14,7 +14,7 @@
 //                                      FLAGS: '-' or letters p (CONFIG_PREEMPTION),
 //                                      h (post_handler), x (exception table entry)
 //   D MODE HEX                         kernel insn_decode of HEX (buffer = HEX)
-//   U MODE HEX                         arch_uprobe_analyze_insn on HEX
+//   U MODE HEX [ADDR]                  arch_uprobe_analyze_insn on HEX at ADDR (0x400000)
 // MODE is 32 or 64. Answers are "key=value" words; see internal/kernelref.
 #include <stdio.h>
 #include <stdlib.h>
@@ -292,7 +292,8 @@ static void kr_uprobe(char *args)
 	int mode;
 	char hex[512];
 	u8 bytes[256];
-	if (sscanf(args, "%d %511s", &mode, hex) != 2) {
+	unsigned long kr_uprobe_addr = 0;
+	if (sscanf(args, "%d %511s %lx", &mode, hex, &kr_uprobe_addr) < 2) {
 		printf("U error=syntax\n");
 		return;
 	}
@@ -307,7 +308,8 @@ static void kr_uprobe(char *args)
 	memset(au.insn, INT3_INSN_OPCODE, sizeof(au.insn));
 	memcpy(au.insn, bytes, n < (int)sizeof(au.insn) ? n : (int)sizeof(au.insn));
 	kr_uprobe_64 = mode == 64;
-	int ret = arch_uprobe_analyze_insn(&au, &mm, 0x400000);
+	unsigned long addr = kr_uprobe_addr ? kr_uprobe_addr : 0x400000;
+	int ret = arch_uprobe_analyze_insn(&au, &mm, addr);
 	const char *ops = "-";
 	int len = 0;
 	if (ret == 0 && au.ops == &branch_xol_ops) {
@@ -320,8 +322,13 @@ static void kr_uprobe(char *args)
 		ops = "default";
 		len = au.defparam.ilen;
 	}
-	printf("U ret=%d err=%s len=%d ops=%s fixups=%d\n", ret, kr_errname(ret), len, ops,
-	       ret == 0 && au.ops == &default_xol_ops ? au.defparam.fixups : 0);
+	int opt = 0;
+#ifdef OPT_INSN_SIZE
+	/* 7.x: can_optimize() held (the 10-byte NOP). */
+	opt = ret == 0 && test_bit(ARCH_UPROBE_FLAG_CAN_OPTIMIZE, &au.flags);
+#endif
+	printf("U ret=%d err=%s len=%d ops=%s fixups=%d opt=%d\n", ret, kr_errname(ret), len, ops,
+	       ret == 0 && au.ops == &default_xol_ops ? au.defparam.fixups : 0, opt);
 }
 
 /* B MODE TEXT OFFS OUT: the kernel decoder's length at each offset (u32 LE) of
