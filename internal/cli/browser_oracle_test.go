@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -343,6 +344,47 @@ func TestBrowserAuditReport(t *testing.T) {
 		deb, ks := debianARM64(t)
 		checkReport(t, b, deb, "--symbols", ks, "--policy", "linux-6.1-arm64", "--func", "vfs_*")
 	})
+	t.Run("thumb", func(t *testing.T) { checkReport(t, b, thumbELF(t)) })
+}
+
+// thumbELF assembles and links a small Thumb-2 executable (EM_ARM, with
+// the mapping symbols as assembles them) with GNU binutils for ARM.
+func thumbELF(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	src := filepath.Join(dir, "t.s")
+	os.WriteFile(src, []byte(`	.syntax unified
+	.thumb
+	.text
+	.global f_add
+	.type f_add, %function
+	.thumb_func
+f_add:
+	push {r4, lr}
+	adds r0, r0, r1
+	cmp r0, #10
+	it gt
+	movgt r0, #10
+	ldr r4, [r1, #4]
+	bl f_leaf
+	pop {r4, pc}
+	.size f_add, .-f_add
+	.global f_leaf
+	.type f_leaf, %function
+	.thumb_func
+f_leaf:
+	mov.w r2, #0x1000
+	add r0, r0, r2
+	bx lr
+	.size f_leaf, .-f_leaf
+`), 0o644)
+	obj, bin := filepath.Join(dir, "t.o"), filepath.Join(dir, "thumb.elf")
+	for _, c := range [][]string{{"arm-linux-gnueabi-as", "-march=armv7-a", "-o", obj, src}, {"arm-linux-gnueabi-ld", "-e", "f_add", "-o", bin, obj}} {
+		if out, err := exec.Command(c[0], c[1:]...).CombinedOutput(); err != nil {
+			t.Fatalf("%v: %v\n%s (scripts/setup.sh installs binutils-arm-linux-gnueabi)", c, err, out)
+		}
+	}
+	return bin
 }
 
 var arm64Files struct {
@@ -421,9 +463,12 @@ func TestBrowserExplorer(t *testing.T) {
 		name string
 		args []string
 		fn   string
-	}{{name: "x86-64"}, {name: "arm64", fn: "vfs_read"}} {
+	}{{name: "x86-64"}, {name: "arm64", fn: "vfs_read"}, {name: "thumb", fn: "f_add"}} {
 		t.Run(tc.name, func(t *testing.T) {
 			args := tc.args
+			if tc.name == "thumb" {
+				args = []string{thumbELF(t)}
+			}
 			if tc.name == "arm64" {
 				deb, ks := debianARM64(t)
 				args = []string{deb}

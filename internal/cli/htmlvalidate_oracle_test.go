@@ -154,10 +154,12 @@ func TestHTMLValidate(t *testing.T) {
 			var err error
 			switch tc.arch {
 			case "thumb":
-				// a Thumb file's audit and explorer need EM_ARM support in
-				// kimage (not yet): the command pages alone
-				validatePages(t, dir, pages)
-				return
+				elf := thumbELF(t)
+				pages["audit"] = mustRun(t, "audit", elf, "--format", "html")
+				ex, err = openExplorer([]string{elf}, "", "")
+				if err == nil {
+					servePages(t, ex, "f_add", "linux-6.1-arm", pages)
+				}
 			case "x86-64":
 				pages["audit"] = mustRun(t, "audit", "--format", "html")
 				ex, err = openExplorer(nil, "", "")
