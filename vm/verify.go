@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -280,6 +281,35 @@ func spaced(h string) string {
 		b.WriteString(h[i : i+2])
 	}
 	return b.String()
+}
+
+// ParseRecordJSON reads one probe record of `vm verify --json` back into
+// the guest's form (the inverse of the printed view: spaced bytes, 0x
+// addresses, errno absent when accepted).
+func ParseRecordJSON(line []byte) (guest.VerifyRecord, error) {
+	var v verifyRecordJSON
+	if err := json.Unmarshal(line, &v); err != nil {
+		return guest.VerifyRecord{}, err
+	}
+	r := guest.VerifyRecord{Func: v.Func, Off: v.Off, Boundary: v.Boundary, Bytes: strings.ReplaceAll(v.Bytes, " ", ""),
+		Verdict: v.Verdict, Rules: v.Reasons, Round: v.Round, Note: v.Note}
+	var err error
+	for _, o := range []struct {
+		view *outcomeJSON
+		out  *guest.Outcome
+	}{{&v.Predicted, &r.Predicted}, {&v.Kernel, &r.Kernel}} {
+		*o.out = guest.Outcome{Errno: o.view.Errno, Ftrace: o.view.Ftrace, Optimized: o.view.Optimized,
+			Slot: strings.ReplaceAll(o.view.Slot, " ", ""), OptSlot: strings.ReplaceAll(o.view.OptSlot, " ", "")}
+		for _, a := range []struct {
+			s string
+			p *uint64
+		}{{o.view.Addr, &o.out.Addr}, {o.view.SlotAddr, &o.out.SlotAddr}, {o.view.OptAddr, &o.out.OptAddr}} {
+			if a.s != "" && err == nil {
+				*a.p, err = strconv.ParseUint(strings.TrimPrefix(a.s, "0x"), 16, 64)
+			}
+		}
+	}
+	return r, err
 }
 
 // writeRecordsJSON prints one JSON object per record that keep accepts (the

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/kboost/kboost/internal/schemacheck"
 	"github.com/kboost/kboost/vm/guest"
 )
@@ -32,5 +33,24 @@ func TestVerifyJSONSchema(t *testing.T) {
 	}
 	if n := strings.Count(b.String(), "\n"); n != 4 || strings.Contains(b.String(), `"errno":""`) {
 		t.Errorf("%d lines (want 3 probes and the summary), or an empty errno:\n%s", n, b.String())
+	}
+}
+
+// The printed view of a record reads back into the same record.
+func TestParseRecordJSONRoundTrip(t *testing.T) {
+	rec := guest.VerifyRecord{Func: "vfs_read", Off: 4, Boundary: true, Bytes: "1f2003d5", Verdict: "singlestep", Rules: []string{"arm64.slot"}, Round: 1,
+		Predicted: guest.Outcome{Addr: 0xffff800008010004, Slot: "1f2003d5c00020d4", OptSlot: "90..90", OptAddr: 0xffff800000800000},
+		Kernel:    guest.Outcome{Errno: "EINVAL", Ftrace: true, Optimized: true, SlotAddr: 0xffff800000801000}}
+	var b bytes.Buffer
+	if err := writeRecordsJSON(&b, "arm64", "linux-6.1-arm64", []guest.VerifyRecord{rec}, struct{}{}); err != nil {
+		t.Fatal(err)
+	}
+	line, _, _ := bytes.Cut(b.Bytes(), []byte("\n"))
+	got, err := ParseRecordJSON(line)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(rec, got); d != "" {
+		t.Errorf("round trip (-want +got):\n%s\n%s", d, line)
 	}
 }

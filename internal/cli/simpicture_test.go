@@ -63,7 +63,7 @@ func TestSimPictureRegisters(t *testing.T) {
 	}
 	// ret $8 emulated the 6.1 way diverges in rsp: in place the CPU pops the
 	// return address and 8 more bytes; the row is marked
-	r = regCells(t, mustRun(t, "sim", "--trials", "1", "--format", "html", "--preemption", "c2", "08", "00"))
+	r = regCells(t, mustRun(t, "sim", "--trials", "1", "--format", "html", "--preemption", "y", "c2", "08", "00"))
 	var sp0, sp1 uint64
 	fmt.Sscanf(r["rsp"][0], "0x%x", &sp0)
 	fmt.Sscanf(r["rsp"][1], "0x%x", &sp1)

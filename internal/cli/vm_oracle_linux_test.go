@@ -116,8 +116,8 @@ func TestOracleVMVerifyFixed(t *testing.T) {
 					}
 					continue
 				}
-				var r guest.VerifyRecord
-				if err := json.Unmarshal(line, &r); err != nil {
+				r, err := vm.ParseRecordJSON(line)
+				if err != nil {
 					t.Fatalf("record %d: %v", recs, err)
 				}
 				recs++
