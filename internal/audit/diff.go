@@ -109,7 +109,7 @@ func Diff(ctx context.Context, a, b *Side, pairs [][2]Request, each func(*FuncDi
 		go func() {
 			defer wg.Done()
 			auA, auB := a.Policy.NewAuditor(a.Env), b.Policy.NewAuditor(b.Env)
-			fmA := decode.NewFormatter(0)
+			fmA, fmB := decode.NewFormatter(0), decode.NewFormatter(0)
 			for j := range todo {
 				p := pairs[j.i]
 				j.fd = FuncDiff{Func: p[0].Sym.Name}
@@ -117,7 +117,7 @@ func Diff(ctx context.Context, a, b *Side, pairs [][2]Request, each func(*FuncDi
 				if err == nil {
 					var fb *boost.FuncAudit
 					if fb, err = auditOne(b.File, auB, p[1], b.Patch); err == nil {
-						diffFunc(&j.fd, fa, fb, fmA)
+						diffFunc(&j.fd, fa, fb, fmA, fmB)
 					}
 				}
 				j.fd.Err = err
@@ -159,9 +159,9 @@ func Diff(ctx context.Context, a, b *Side, pairs [][2]Request, each func(*FuncDi
 
 // diffFunc matches the two audits' instructions and records the points
 // whose outcome changed.
-func diffFunc(fd *FuncDiff, fa, fb *boost.FuncAudit, fm *decode.Formatter) {
-	keysA, textA := instKeys(fa, fm)
-	keysB, _ := instKeys(fb, decode.NewFormatter(0))
+func diffFunc(fd *FuncDiff, fa, fb *boost.FuncAudit, fmA, fmB *decode.Formatter) {
+	keysA, textA := instKeys(fa, fmA)
+	keysB, _ := instKeys(fb, fmB)
 	pairs, ok := alignKeys(keysA, keysB, maxEdit)
 	if !ok {
 		fd.OnlyA, fd.OnlyB = len(keysA), len(keysB)
