@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/kboost/kboost/decode"
+	"github.com/kboost/kboost/kimage"
 )
 
 func hexBytes(t testing.TB, h string) []byte {
@@ -374,7 +375,7 @@ func TestStrings(t *testing.T) {
 }
 
 func TestConfigFromFunc(t *testing.T) {
-	cfg, err := ParseConfig(`# comment
+	kc, err := kimage.ParseKConfig([]byte(`# comment
 CONFIG_PREEMPT_DYNAMIC=y
 CONFIG_PREEMPTION=y
 # CONFIG_X86_KERNEL_IBT is not set
@@ -384,15 +385,12 @@ CONFIG_KPROBES_ON_FTRACE=y
 CONFIG_DYNAMIC_FTRACE=y
 CONFIG_SMP=y
 CONFIG_LOCALVERSION="-x"
-`)
+`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg != debian61 {
+	if cfg := ConfigFromFunc(kc.Value); cfg != debian61 {
 		t.Errorf("got %+v want %+v", cfg, debian61)
-	}
-	if _, err := ParseConfig("hello world"); err == nil {
-		t.Error("garbage accepted")
 	}
 	if c := ConfigFromFunc(nil); c != (Config{}) {
 		t.Error("nil get")

@@ -1,7 +1,6 @@
 package boost
 
 import (
-	"fmt"
 	"strings"
 )
 
@@ -66,24 +65,6 @@ func ConfigFromFunc(get func(name string) (string, bool)) Config {
 	c.KprobeEventsOnNotrace = on("CONFIG_KPROBE_EVENTS_ON_NOTRACE")
 	c.SMP = on("CONFIG_SMP")
 	return c
-}
-
-// ParseConfig reads a kernel .config text ("CONFIG_X=y" lines; "# CONFIG_X is not
-// set" and other comments ignored) into a Config.
-func ParseConfig(text string) (Config, error) {
-	vals := map[string]string{}
-	for i, line := range strings.Split(text, "\n") {
-		line = strings.TrimSpace(line)
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		k, v, ok := strings.Cut(line, "=")
-		if !ok || !strings.HasPrefix(k, "CONFIG_") {
-			return Config{}, fmt.Errorf("kernel config line %d: %q is not CONFIG_NAME=value (is this a .config file?)", i+1, line)
-		}
-		vals[k] = strings.Trim(v, `"`)
-	}
-	return ConfigFromFunc(func(n string) (string, bool) { v, ok := vals[n]; return v, ok }), nil
 }
 
 // Flags lists the Config fields that are set, in .config spelling (for reports).

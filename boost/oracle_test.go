@@ -21,6 +21,7 @@ import (
 
 	"github.com/kboost/kboost/decode"
 	"github.com/kboost/kboost/internal/kernelref"
+	"github.com/kboost/kboost/kimage"
 )
 
 func oracleGate(t *testing.T) {
@@ -666,7 +667,8 @@ func TestOracleAssembledFunc(t *testing.T) {
 }
 
 // TestOracleDebianConfig reads Debian's own 6.1 and 6.12 amd64 configurations
-// (linux-config-6.1, linux-config-6.12) with ParseConfig; the expected values
+// (linux-config-6.1, linux-config-6.12) with kimage's .config parser and
+// ConfigFromFunc; the expected values
 // are those files' lines, and the policies' defaults claim to be them.
 func TestOracleDebianConfig(t *testing.T) {
 	oracleGate(t)
@@ -677,10 +679,11 @@ func TestOracleDebianConfig(t *testing.T) {
 			t.Fatalf("%s (apt-get install linux-config-%s): %v", path, v, err)
 		}
 		text := string(out)
-		cfg, err := ParseConfig(text)
+		kc, err := kimage.ParseKConfig(out)
 		if err != nil {
 			t.Fatal(err)
 		}
+		cfg := ConfigFromFunc(kc.Value)
 		set := func(n string) bool { return strings.Contains(text, "\n"+n+"=y\n") }
 		want := Config{Preemption: set("CONFIG_PREEMPTION"),
 			Retpoline: set("CONFIG_RETPOLINE") || set("CONFIG_MITIGATION_RETPOLINE"),
@@ -688,7 +691,7 @@ func TestOracleDebianConfig(t *testing.T) {
 			KprobesOnFtrace: set("CONFIG_KPROBES_ON_FTRACE"), DynamicFtrace: set("CONFIG_DYNAMIC_FTRACE"),
 			KprobeEventsOnNotrace: set("CONFIG_KPROBE_EVENTS_ON_NOTRACE"), SMP: set("CONFIG_SMP")}
 		if cfg != want {
-			t.Errorf("%s: ParseConfig %+v, file says %+v", v, cfg, want)
+			t.Errorf("%s: ConfigFromFunc %+v, file says %+v", v, cfg, want)
 		}
 		if p, _ := Lookup("linux-" + v); p.Defaults != cfg {
 			t.Errorf("linux-%s defaults %+v differ from Debian's config %+v", v, p.Defaults, cfg)
