@@ -11,6 +11,13 @@ type Arch struct {
 	InsnAlign  int    // instruction alignment, bytes (1 for x86, 4 for A64)
 	PtrSize    int    // pointer size, bytes
 	ObjdumpArg string // objdump -m machine name for raw bytes ("i386:x86-64")
+	// TextAddr and SlotAddr are where kboost models a kernel probe when the
+	// user names no address: the first page of kernel text, and the module
+	// area, where the kernel allocates kprobe slots within reach of the text.
+	TextAddr, SlotAddr uint64
+	// ITBlocks: an IT instruction makes the next ones conditional (Thumb-2),
+	// so a sweep tracks ITState and a probe may land inside a block.
+	ITBlocks bool
 	// Decode decodes one instruction into inst (see DecodeInto).
 	Decode func(inst *Inst, b []byte, addr uint64) error
 	// Format renders a decoded instruction as GNU objdump would (see Format).
@@ -20,6 +27,7 @@ type Arch struct {
 // X86_64 is the x86-64 (long mode) instruction set.
 var X86_64 = &Arch{
 	Name: "x86-64", Mode: Mode64, MaxInsnLen: 15, InsnAlign: 1, PtrSize: 8, ObjdumpArg: "i386:x86-64",
+	TextAddr: 0xffffffff81000000, SlotAddr: 0xffffffffa0000000,
 	Decode: func(inst *Inst, b []byte, addr uint64) error { return DecodeInto(inst, b, Mode64, addr) },
 	Format: formatX86,
 }
@@ -27,6 +35,7 @@ var X86_64 = &Arch{
 // I386 is the i386 (32-bit protected mode) instruction set.
 var I386 = &Arch{
 	Name: "i386", Mode: Mode32, MaxInsnLen: 15, InsnAlign: 1, PtrSize: 4, ObjdumpArg: "i386",
+	TextAddr: 0xc1000000, SlotAddr: 0xf8000000,
 	Decode: func(inst *Inst, b []byte, addr uint64) error { return DecodeInto(inst, b, Mode32, addr) },
 	Format: formatX86,
 }

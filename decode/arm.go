@@ -9,6 +9,8 @@ import (
 // ARM64 is the AArch64 (A64) instruction set.
 var ARM64 = &Arch{
 	Name: "arm64", Mode: ModeA64, MaxInsnLen: 4, InsnAlign: 4, PtrSize: 8, ObjdumpArg: "aarch64",
+	// modules, and so kprobe slots, lie within B's +-128 MiB of the text
+	TextAddr: 0xffff800008010000, SlotAddr: 0xffff800000800000,
 	Decode: decodeA64,
 	Format: formatA64,
 }

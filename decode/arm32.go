@@ -12,6 +12,7 @@ import (
 // ARM is the 32-bit ARM instruction set (A32, "ARM state").
 var ARM = &Arch{
 	Name: "arm", Mode: ModeA32, MaxInsnLen: 4, InsnAlign: 4, PtrSize: 4, ObjdumpArg: "arm",
+	TextAddr: 0xc0100000, SlotAddr: 0xbf000000,
 	Decode: decodeA32,
 	Format: formatARM32,
 }
@@ -22,6 +23,7 @@ var ARM = &Arch{
 // ITState.
 var Thumb = &Arch{
 	Name: "thumb", Mode: ModeT32, MaxInsnLen: 4, InsnAlign: 2, PtrSize: 4, ObjdumpArg: "arm",
+	TextAddr: 0xc0100000, SlotAddr: 0xbf000000, ITBlocks: true,
 	Decode: decodeT32,
 	Format: formatARM32,
 }

@@ -109,6 +109,24 @@ func parseAddr(s string) (uint64, error) {
 	return v, nil
 }
 
+// archAddr is an address flag's value: the one given, else def (the
+// --arch's default, which is why the flag's own default is empty).
+func archAddr(cmd *cobra.Command, flag, s string, def uint64) (uint64, error) {
+	if !cmd.Flags().Changed(flag) {
+		return def, nil
+	}
+	return parseAddr(s)
+}
+
+// archAddrs lists an address default of every arch, for a flag's help.
+func archAddrs(get func(*decode.Arch) uint64) string {
+	var b []string
+	for _, a := range decode.Arches {
+		b = append(b, fmt.Sprintf("%s %#x", a.Name, get(a)))
+	}
+	return strings.Join(b, ", ")
+}
+
 // openImage opens FILE with kimage and attaches --symbols when given.
 func openImage(path, symsPath string) (*kimage.File, error) {
 	// the caller's mistakes, named before kimage reads anything
@@ -254,10 +272,10 @@ func decodeFile(w io.Writer, f *kimage.File, jsonOut bool, errw io.Writer) error
 			if arch == nil {
 				si.n = uint8(inst.Len)
 			}
-			if inst.Addr != next || derr != nil || arch == nil || arch.Mode != decode.ModeT32 {
+			if inst.Addr != next || derr != nil || arch == nil || !arch.ITBlocks {
 				it.Reset()
 			}
-			if derr == nil && arch != nil && arch.Mode == decode.ModeT32 {
+			if derr == nil && arch != nil && arch.ITBlocks {
 				si.itCond, si.inIT = it.Next(inst)
 			}
 			next = inst.Addr + uint64(inst.Len)

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"bufio"
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -41,13 +40,7 @@ func newExplainCmd(s Streams) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if arch.Mode == decode.ModeA64 && !cmd.Flags().Changed("addr") {
-				addrStr = "0xffff800008010000"
-			}
-			if (arch.Mode == decode.ModeA32 || arch.Mode == decode.ModeT32) && !cmd.Flags().Changed("addr") {
-				addrStr = "0xc0100000"
-			}
-			addr, err := parseAddr(addrStr)
+			addr, err := archAddr(cmd, "addr", addrStr, arch.TextAddr)
 			if err != nil {
 				return err
 			}
@@ -105,7 +98,7 @@ func newExplainCmd(s Streams) *cobra.Command {
 	fl := cmd.Flags()
 	fl.StringVar(&archName, "arch", "x86-64", "instruction set: x86-64, i386, arm64, arm or thumb (HEX is bytes in memory order; see --words)")
 	fl.StringVar(&policy, "policy", "", policyUsage)
-	fl.StringVar(&addrStr, "addr", "0xffffffff81000000", "address of the instruction (arm64 default 0xffff800008010000, arm/thumb 0xc0100000)")
+	fl.StringVar(&addrStr, "addr", "", "address of the instruction (default, by --arch: "+archAddrs(func(a *decode.Arch) uint64 { return a.TextAddr })+")")
 	fl.StringVar(&slotStr, "slot", "", "address of the kprobe slot (for RIP-relative rebasing)")
 	ynVar(fl, &preempt, "preemption", preemptionUsage)
 	addWordsFlag(fl, &words)
@@ -174,59 +167,10 @@ func asmOf(inst *decode.Inst, derr error) string {
 
 func fieldList(i *decode.Inst) [][2]string {
 	var f [][2]string
-	add := func(k, v string) { f = append(f, [2]string{k, v}) }
-	if i.Mode == decode.ModeA64 || i.Mode == decode.ModeA32 || i.Mode == decode.ModeT32 {
-		add("length", fmt.Sprintf("%d bytes", i.Len))
-		if i.Mode == decode.ModeT32 && i.Len == 2 {
-			add("halfword", fmt.Sprintf("%04x", binary.LittleEndian.Uint16(i.Raw[:])))
-		} else if i.Mode == decode.ModeT32 && i.Len == 4 {
-			add("halfwords", fmt.Sprintf("%04x %04x", binary.LittleEndian.Uint16(i.Raw[:]), binary.LittleEndian.Uint16(i.Raw[2:])))
-		} else if i.Mode == decode.ModeA32 && i.Len == 4 {
-			add("word", fmt.Sprintf("%08x (cond %s)", i.Word, decode.Cond(i.Word>>28)))
-		} else if i.Len == 4 {
-			add("word", fmt.Sprintf("%08x (bits 28:25 = %#x)", i.Word, (i.Word>>25)&0xF))
+	for _, x := range i.Fields() {
+		if x.Text != "" {
+			f = append(f, [2]string{x.Name, x.Text})
 		}
-		return f
-	}
-	add("length", fmt.Sprintf("%d bytes", i.Len))
-	if i.Prefixes != 0 {
-		add("prefixes", i.Prefixes.String())
-	}
-	if i.Rex != 0 {
-		add("rex", fmt.Sprintf("%02x at +%d", i.Rex, i.RexOff))
-	}
-	if i.Enc != decode.EncLegacy {
-		add("encoding", fmt.Sprintf("%s at +%d (L=%d W=%v pp=%d)", i.Enc, i.EncOff, i.VEXL, i.VEXW, i.VEXpp))
-	}
-	add("opcode", fmt.Sprintf("map %s, %02x at +%d", i.Map, i.Opcode, i.OpcodeOff))
-	if i.HasModRM {
-		add("modrm", fmt.Sprintf("%02x at +%d (mod=%d reg=%d rm=%d)", i.ModRM, i.ModRMOff, i.Mod(), i.Reg(), i.RM()))
-	}
-	if i.HasSIB {
-		add("sib", fmt.Sprintf("%02x", i.SIB))
-	}
-	if i.DispLen > 0 {
-		add("disp", fmt.Sprintf("%#x (%d bytes at +%d)", i.Disp, i.DispLen, i.DispOff))
-	}
-	if i.ImmLen > 0 {
-		add("imm", fmt.Sprintf("%#x (%d bytes at +%d)", i.Imm, i.ImmLen, i.ImmOff))
-	}
-	if i.Imm2Len > 0 {
-		add("imm2", fmt.Sprintf("%#x (%d bytes)", i.Imm2, i.Imm2Len))
-	}
-	add("size", fmt.Sprintf("operand %d bits, address %d bits", i.OpSize, i.AddrSize))
-	if i.RIPRel {
-		add("riprel", "yes")
-	}
-	if i.Branch != decode.BranchNone {
-		t := i.Branch.String()
-		if i.Branch.Relative() {
-			t += fmt.Sprintf(" -> %#x", i.Target)
-		}
-		add("branch", t)
-	}
-	if i.Privileged {
-		add("privileged", "yes (#GP at CPL 3)")
 	}
 	return f
 }

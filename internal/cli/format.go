@@ -263,7 +263,7 @@ func runOpcodesPicture(out io.Writer, arch *decode.Arch, policy, diff, mapName, 
 
 // gridPage is the opcode picture of arch under one or two policies.
 func gridPage(arch *decode.Arch, pols []*boost.Policy, mapName string) (*render.GridPage, error) {
-	if l := armGridLayouts[arch.Mode]; l != nil {
+	if l := armGridLayouts[arch]; l != nil {
 		if mapName != "" {
 			return nil, usagef("--map is for x86 opcode maps")
 		}
@@ -286,73 +286,16 @@ func instPicture(in *decode.Inst, derr error) render.Inst {
 		ri.Error = derr.Error()
 	}
 	raw := in.Bytes()
-	texts := map[string]string{}
-	for _, kv := range fieldList(in) {
-		texts[kv[0]] = kv[1]
-	}
-	type span struct {
-		name, class string
-		off, n      int
-	}
-	var spans []span
-	if in.Mode == decode.ModeA64 || in.Mode == decode.ModeA32 || in.Mode == decode.ModeT32 {
-		name := "word"
-		if in.Mode == decode.ModeT32 {
-			name = "halfword"
-			if in.Len == 4 {
-				name = "halfwords"
-			}
-		}
-		spans = append(spans, span{name, "word", 0, in.Len})
-	} else if derr == nil {
-		escLen := map[decode.Map]int{decode.Map0F: 1, decode.Map0F38: 2, decode.Map0F3A: 2}[in.Map]
-		opStart := in.OpcodeOff
-		pre := opStart
-		switch {
-		case in.Enc != decode.EncLegacy:
-			pre = in.EncOff
-		case in.Rex != 0:
-			pre = in.RexOff
-			opStart -= escLen
-		default:
-			opStart -= escLen
-			pre = opStart
-		}
-		if pre > 0 {
-			spans = append(spans, span{"prefixes", "prefix", 0, pre})
-		}
-		if in.Enc != decode.EncLegacy {
-			spans = append(spans, span{"encoding", "vex", in.EncOff, in.OpcodeOff - in.EncOff})
-		} else if in.Rex != 0 {
-			spans = append(spans, span{"rex", "rex", in.RexOff, 1})
-		}
-		spans = append(spans, span{"opcode", "opcode", opStart, in.OpcodeOff + 1 - opStart})
-		if in.HasModRM {
-			spans = append(spans, span{"modrm", "modrm", in.ModRMOff, 1})
-		}
-		if in.HasSIB {
-			spans = append(spans, span{"sib", "sib", in.ModRMOff + 1, 1})
-		}
-		if in.DispLen > 0 {
-			spans = append(spans, span{"disp", "disp", in.DispOff, in.DispLen})
-		}
-		if in.ImmLen > 0 {
-			spans = append(spans, span{"imm", "imm", in.ImmOff, in.ImmLen})
-		}
-		if in.Imm2Len > 0 {
-			spans = append(spans, span{"imm2", "imm", in.ImmOff + in.ImmLen, in.Imm2Len})
-		}
-	}
 	covered := 0
-	for _, s := range spans {
-		if s.off < covered || s.off+s.n > len(raw) || s.n <= 0 {
+	for _, s := range in.Fields() {
+		if s.Len <= 0 || s.Off < covered || s.Off+s.Len > len(raw) || (derr != nil && s.Class != "word") {
 			continue // a field the decoder did not place: leave it out of the picture
 		}
-		f := render.Field{Name: s.name, Class: s.class, Off: s.off, Text: texts[s.name]}
-		for _, b := range raw[s.off : s.off+s.n] {
+		f := render.Field{Name: s.Name, Class: s.Class, Off: s.Off, Text: s.Text}
+		for _, b := range raw[s.Off : s.Off+s.Len] {
 			f.Bytes = append(f.Bytes, fmt.Sprintf("%02x", b))
 		}
-		covered = s.off + s.n
+		covered = s.Off + s.Len
 		ri.Fields = append(ri.Fields, f)
 	}
 	if covered < len(raw) {

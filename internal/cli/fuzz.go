@@ -102,7 +102,7 @@ problems; handlers kboost does not model count as inconclusive.`,
 				return usagef("--arch: %v", err)
 			}
 			mode := arch.Mode
-			ac := armCmds[mode]
+			ac := armCmds[arch]
 			pol, err := pickPolicy(policyName, arch)
 			if err != nil {
 				return err

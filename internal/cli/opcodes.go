@@ -88,7 +88,7 @@ encodings of one class with their verdict and deciding rule.`,
 				}
 				return runOpcodesPicture(s.Out, arch, policy, diff, mapName, format)
 			}
-			if l := armGridLayouts[arch.Mode]; l != nil {
+			if l := armGridLayouts[arch]; l != nil {
 				if mapName != "" {
 					return usagef("--map is for x86 opcode maps; for %s use --class (one of %s)", arch.Name, strings.Join(a64ClassNames(), ", "))
 				}
@@ -195,10 +195,10 @@ encodings of one class with their verdict and deciding rule.`,
 
 // armGridLayouts are the ARM instruction sets drawn as encoding spaces, with
 // their default policies.
-var armGridLayouts = map[decode.Mode]*boost.ArmGridLayout{
-	decode.ModeA64: boost.A64GridLayout,
-	decode.ModeA32: boost.A32GridLayout,
-	decode.ModeT32: boost.ThumbGridLayout,
+var armGridLayouts = map[*decode.Arch]*boost.ArmGridLayout{
+	decode.ARM64: boost.A64GridLayout,
+	decode.ARM:   boost.A32GridLayout,
+	decode.Thumb: boost.ThumbGridLayout,
 }
 
 // runOpcodesArm draws an ARM encoding space (--arch arm64, arm, thumb).

@@ -508,16 +508,14 @@ func (ex *explorer) simPage(w http.ResponseWriter, r *http.Request) {
 func (ex *explorer) simulate(pol *boost.Policy, code []byte, at uint64) (*simReport, error) {
 	mode := ex.arch.Mode
 	env := kernelsim.SimEnv(pol)
-	sa := &simArgs{code: code, mode: mode, pol: pol, env: env, addr: at, trials: 2, show: 2, seed: 1, set: map[string]uint64{}}
-	if ac := armCmds[mode]; ac != nil {
-		sa.addr, sa.slot = ac.addr, ac.slot
+	sa := &simArgs{code: code, arch: ex.arch, mode: mode, pol: pol, env: env, addr: at, trials: 2, show: 2, seed: 1, set: map[string]uint64{}}
+	sa.slot = ex.slotAddr()
+	if ac := armCmds[ex.arch]; ac != nil {
+		sa.addr = ex.arch.TextAddr
 		return ac.sim(sa)
 	}
-	sa.slot = ex.slotAddr()
-	if mode == decode.Mode32 {
-		sa.addr = 0xc1000000
-	} else if at < 0xffffffff80000000 {
-		sa.addr = 0xffffffff81000000 // user-space code: model it at a kernel text address
+	if ex.arch.PtrSize == 4 || at < 0xffffffff80000000 {
+		sa.addr = ex.arch.TextAddr // user-space code: model it at a kernel text address
 	}
 	rep, err := simulate(sa)
 	var ue *UsageError
@@ -530,13 +528,7 @@ func (ex *explorer) simulate(pol *boost.Policy, code []byte, at uint64) (*simRep
 // slotAddr is where slots are modelled: the module area, as `kboost sim`
 // places them.
 func (ex *explorer) slotAddr() uint64 {
-	if ac := armCmds[ex.arch.Mode]; ac != nil {
-		return ac.slot
-	}
-	if ex.arch.Mode == decode.Mode32 {
-		return 0xf8000000
-	}
-	return 0xffffffffa0000000
+	return ex.arch.SlotAddr
 }
 
 func (ex *explorer) opcodesPage(w http.ResponseWriter, r *http.Request) {

@@ -88,8 +88,8 @@ far (exit status 130). A REFUTED verdict exits with status 1.`,
 			if err := checkFormat(format, jsonOut, "text", "svg", "html"); err != nil {
 				return err
 			}
-			ac := armCmds[mode]
-			if itCond != "" && mode != decode.ModeT32 {
+			ac := armCmds[arch]
+			if itCond != "" && !arch.ITBlocks {
 				return usagef("--it is for --arch thumb")
 			}
 			pol, err := pickPolicy(policyName, arch)
@@ -100,24 +100,16 @@ far (exit status 130). A REFUTED verdict exits with status 1.`,
 			if err != nil {
 				return err
 			}
-			if mode == decode.Mode32 { // i386 kernel text and module area
-				if !cmd.Flags().Changed("addr") {
-					addrStr = "0xc1000000"
-				}
-				if !cmd.Flags().Changed("slot") {
-					slotStr = "0xf8000000"
-				}
-			}
-			addr, err := parseAddr(addrStr)
+			addr, err := archAddr(cmd, "addr", addrStr, arch.TextAddr)
 			if err != nil {
 				return err
 			}
-			slot, err := parseAddr(slotStr)
+			slot, err := archAddr(cmd, "slot", slotStr, arch.SlotAddr)
 			if err != nil {
 				return err
 			}
-			if mode == decode.Mode32 && (addr > 0xffffffff || slot > 0xffffffff) {
-				return usagef("--addr and --slot must be 32-bit addresses for i386 (e.g. --addr 0xc1000000 --slot 0xf8000000)")
+			if arch.PtrSize == 4 && (addr > 0xffffffff || slot > 0xffffffff) {
+				return usagef("--addr and --slot must be 32-bit addresses for %s (e.g. --addr %#x --slot %#x)", arch.Name, arch.TextAddr, arch.SlotAddr)
 			}
 			var fp kernelsim.Path
 			switch force {
@@ -151,12 +143,6 @@ far (exit status 130). A REFUTED verdict exits with status 1.`,
 			}
 			simf := simulate
 			if ac != nil {
-				if !cmd.Flags().Changed("addr") {
-					addr = ac.addr
-				}
-				if !cmd.Flags().Changed("slot") {
-					slot = ac.slot
-				}
 				simf = ac.sim
 			}
 			if _, derr := arch.DecodeOne(code, addr); inputErr(arch, derr) != nil {
@@ -164,7 +150,7 @@ far (exit status 130). A REFUTED verdict exits with status 1.`,
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			sa := &simArgs{ctx: ctx, code: code, mode: mode, pol: pol, env: env, addr: addr, slot: slot, force: fp, trials: trials, show: show, seed: seed, set: set, it: itCond,
+			sa := &simArgs{ctx: ctx, code: code, arch: arch, mode: mode, pol: pol, env: env, addr: addr, slot: slot, force: fp, trials: trials, show: show, seed: seed, set: set, it: itCond,
 				prog: newSimProgress(s.Err, trials), opts: kernelsim.Options{Exec: ex}}
 			rep, err := simf(sa)
 			if err != nil {
@@ -195,8 +181,8 @@ far (exit status 130). A REFUTED verdict exits with status 1.`,
 	f := cmd.Flags()
 	f.StringVar(&archName, "arch", "x86-64", "instruction set: x86-64, i386, arm64, arm or thumb (the ARM ones run under qemu-aarch64-static / qemu-arm-static)")
 	f.StringVar(&policyName, "policy", "", policyUsage)
-	f.StringVar(&addrStr, "addr", "0xffffffff81000000", "probe address (i386: default 0xc1000000, arm64: 0xffff800008010000, arm and thumb: 0xc0100000)")
-	f.StringVar(&slotStr, "slot", "0xffffffffa0000000", "slot address, in the module area (i386: default 0xf8000000, arm64: 0xffff800000800000, arm and thumb: 0xbf000000)")
+	f.StringVar(&addrStr, "addr", "", "probe address (default, by --arch: "+archAddrs(func(a *decode.Arch) uint64 { return a.TextAddr })+")")
+	f.StringVar(&slotStr, "slot", "", "slot address, in the module area (default, by --arch: "+archAddrs(func(a *decode.Arch) uint64 { return a.SlotAddr })+")")
 	f.StringVar(&itCond, "it", "", "thumb: run the instruction as the last of a one-instruction IT block with this condition (eq, ne, ...)")
 	addExecFlag(cmd, &execName)
 	f.StringVar(&force, "path", "", "simulate this hit path instead of the policy's: boost, single-step, emulate")

@@ -10,14 +10,6 @@ import (
 	"github.com/kboost/kboost/kernelsim"
 )
 
-// Default probe and slot addresses for 32-bit ARM: kernel text
-// (PAGE_OFFSET 0xc0000000) and the module area below it, where kprobe
-// slots live.
-const (
-	a32DefaultAddr = 0xc0100000
-	a32DefaultSlot = 0xbf000000
-)
-
 // simulateARM32 is simulate for A32 (linux-6.1-arm) and Thumb
 // (linux-6.1-thumb): the policy's slot ([renamed insn, mov pc, lr] or
 // [insn, bx lr]) or simulation, then the instruction run in place and
@@ -26,7 +18,7 @@ const (
 // fix-up). Thumb: --addr's alignment is kept (bit 1), and --it COND runs
 // the instruction as the last of a one-instruction IT block.
 func simulateARM32(s *simArgs) (*simReport, error) {
-	ac := armCmds[s.mode]
+	ac := armCmds[s.arch]
 	a := ac.arch
 	thumb := s.mode == decode.ModeT32
 	addr, slotAddr, force := s.addr, s.slot, s.force

@@ -11,13 +11,6 @@ import (
 	"github.com/kboost/kboost/kernelsim"
 )
 
-// Default probe and slot addresses for arm64: kernel text and a slot 120 MiB
-// below it (arm64 modules, and so kprobe slots, lie within B's +-128 MiB).
-const (
-	a64DefaultAddr = 0xffff800008010000
-	a64DefaultSlot = 0xffff800000800000
-)
-
 // simulateA64 is simulate for A64: the slot the policy's kernel (or the
 // boost-arm64 model) writes, checked, then the word run in place and through
 // the simulated hit under qemu-aarch64 (kernelsim.GDB).
@@ -100,7 +93,7 @@ func simulateA64(s *simArgs) (*simReport, error) {
 	slotOff := min(int(slotAddr%kernelsim.PageSize), kernelsim.PageSize-kernelsim.ImageSize)
 	p := &kernelsim.A64Probe{Arch: a, Word: w, CodeOffset: codeOff, SlotOffset: slotOff}
 	rep.Sandbox = fmt.Sprintf("code at %#x, slot at %#x, executed by %s through its gdb stub", p.Addr(), p.SlotAddr(), g.Emulator())
-	err = newSimRun(s, rep, a, armCmds[decode.ModeA64].fill(s)).runOne(path, emulatorWords, func(ts []kernelsim.Trial) ([]kernelsim.HitCheck, error) {
+	err = newSimRun(s, rep, a, armCmds[decode.ARM64].fill(s)).runOne(path, emulatorWords, func(ts []kernelsim.Trial) ([]kernelsim.HitCheck, error) {
 		return kernelsim.CheckHitA64(g, p, path, nil, ts)
 	})
 	if err != nil {

@@ -18,6 +18,7 @@ import (
 type simArgs struct {
 	ctx        context.Context // cancelled by SIGINT: the run stops and reports what it checked
 	code       []byte
+	arch       *decode.Arch
 	mode       decode.Mode
 	pol        *boost.Policy
 	env        *boost.Env
@@ -36,9 +37,8 @@ type simArgs struct {
 // set, which run under qemu-user through kernelsim.GDB (x86 runs on the
 // CPU: simulate, kernelsim.NewFuzzer).
 type armCmd struct {
-	arch       *kernelsim.Arch
-	addr, slot uint64 // default --addr and --slot
-	sim        func(s *simArgs) (*simReport, error)
+	arch *kernelsim.Arch
+	sim  func(s *simArgs) (*simReport, error)
 	// random fills a trial; flags names the flags register for --set.
 	random func(a *kernelsim.Arch, rng *rand.Rand, t *kernelsim.Trial)
 	flags  []string
@@ -46,16 +46,16 @@ type armCmd struct {
 	fuzz func(pol *boost.Policy, trials int, seed uint64, opts kernelsim.Options, onFinding func(*kernelsim.Finding)) (fuzzBackend, fuzzEngine, string, error)
 }
 
-var armCmds map[decode.Mode]*armCmd
+var armCmds map[*decode.Arch]*armCmd
 
 func init() {
-	armCmds = map[decode.Mode]*armCmd{
-		decode.ModeA64: {arch: kernelsim.ARM64, addr: a64DefaultAddr, slot: a64DefaultSlot,
+	armCmds = map[*decode.Arch]*armCmd{
+		decode.ARM64: {arch: kernelsim.ARM64,
 			sim: simulateA64, random: (*kernelsim.Arch).RandomTrialA64, flags: []string{"flags", "nzcv"}, fuzz: newA64Fuzz},
-		decode.ModeA32: {arch: kernelsim.ARM32, addr: a32DefaultAddr, slot: a32DefaultSlot,
+		decode.ARM: {arch: kernelsim.ARM32,
 			sim: simulateARM32, random: (*kernelsim.Arch).RandomTrialA32, flags: []string{"flags", "cpsr", "apsr"},
 			fuzz: newARM32Fuzz(kernelsim.ARM32)},
-		decode.ModeT32: {arch: kernelsim.Thumb, addr: a32DefaultAddr, slot: a32DefaultSlot,
+		decode.Thumb: {arch: kernelsim.Thumb,
 			sim: simulateARM32, random: (*kernelsim.Arch).RandomTrialA32, flags: []string{"flags", "cpsr", "apsr"},
 			fuzz: newARM32Fuzz(kernelsim.Thumb)},
 	}

@@ -8,16 +8,17 @@ import (
 	"io"
 	"strconv"
 	"strings"
+
+	"github.com/kboost/kboost/decode"
 )
 
-// Default addresses of a golden row's probe and slot, per kernel word size: the
-// first page of kernel text and the first page of the module area, where
-// module_alloc places kprobe slots (within 2 GiB of the text).
-const (
-	DefaultAddr64 = 0xffffffff81000000
-	DefaultSlot64 = 0xffffffffa0000000
-	DefaultAddr32 = 0xc1000000
-	DefaultSlot32 = 0xf8000000
+// Default addresses of a golden row's probe and slot, per kernel word size:
+// the arch's kernel text and module area (decode.Arch.TextAddr, SlotAddr).
+var (
+	DefaultAddr64 = decode.X86_64.TextAddr
+	DefaultSlot64 = decode.X86_64.SlotAddr
+	DefaultAddr32 = decode.I386.TextAddr
+	DefaultSlot32 = decode.I386.SlotAddr
 )
 
 // ErrSyntax is wrapped by every golden-table parse error.
