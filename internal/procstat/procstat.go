@@ -46,7 +46,8 @@ func Parse(line string) (Stat, error) {
 	}
 	// after the command: state(0) ppid(1) ... utime(11) stime(12)
 	f := strings.Fields(line[i+1:])
-	if len(f) < 13 || len(f[0]) != 1 {
+	// the state is one letter (R, S, D, T, t, Z, X, I, ...)
+	if len(f) < 13 || len(f[0]) != 1 || !(f[0][0] >= 'A' && f[0][0] <= 'Z' || f[0][0] >= 'a' && f[0][0] <= 'z') {
 		return Stat{}, ErrFormat
 	}
 	ppid, err1 := strconv.Atoi(f[1])
