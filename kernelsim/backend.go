@@ -307,19 +307,15 @@ var I386 = &Arch{
 	sp:     rSP,
 }
 
+// Arches lists the instruction sets kernelsim runs.
+var Arches = []*Arch{X86_64, I386, ARM64, ARM32, Thumb}
+
 // ArchFor returns the Arch for a decoder mode.
 func ArchFor(m decode.Mode) (*Arch, error) {
-	switch m {
-	case decode.Mode64:
-		return X86_64, nil
-	case decode.Mode32:
-		return I386, nil
-	case decode.ModeA64:
-		return ARM64, nil
-	case decode.ModeA32:
-		return ARM32, nil
-	case decode.ModeT32:
-		return Thumb, nil
+	for _, a := range Arches {
+		if a.Mode == m {
+			return a, nil
+		}
 	}
 	return nil, fmt.Errorf("kernelsim: no sandbox for mode %v: %w", m, ErrNotSupported)
 }

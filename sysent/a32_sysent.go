@@ -9,4 +9,4 @@ var openARM = append([]flagName{
 }, openCommon...)
 
 // TableARM is 32-bit ARM's EABI table (common + eabi): AUDIT_ARCH_ARM.
-var TableARM = newTable(decode.ARM, 0x40000028, openARM, entriesARM)
+var TableARM = newTable(decode.ARM, 0x40000028, openARM, entriesARM, decode.Thumb)

@@ -2,6 +2,7 @@ package sysent
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -52,8 +53,9 @@ type Entry struct {
 // Table is one architecture's system calls.
 type Table struct {
 	Arch      *decode.Arch
-	Audit     uint32     // AUDIT_ARCH_* value (seccomp_data.arch, ptrace_syscall_info.arch)
-	openFlags []flagName // O_* bits, which differ between x86 and ARM
+	also      []*decode.Arch // other instruction sets of the same system call ABI
+	Audit     uint32         // AUDIT_ARCH_* value (seccomp_data.arch, ptrace_syscall_info.arch)
+	openFlags []flagName     // O_* bits, which differ between x86 and ARM
 	entries   []Entry
 	byNr      []int // index into entries, -1 for holes
 	byName    map[string]int
@@ -64,8 +66,8 @@ type flagName struct {
 	name string
 }
 
-func newTable(a *decode.Arch, audit uint32, oflags []flagName, es []Entry) *Table {
-	t := &Table{Arch: a, Audit: audit, openFlags: oflags, entries: es, byName: make(map[string]int, len(es))}
+func newTable(a *decode.Arch, audit uint32, oflags []flagName, es []Entry, also ...*decode.Arch) *Table {
+	t := &Table{Arch: a, also: also, Audit: audit, openFlags: oflags, entries: es, byName: make(map[string]int, len(es))}
 	max := 0
 	for _, e := range es {
 		max = maxInt(max, e.Nr)
@@ -93,11 +95,8 @@ var Tables = []*Table{TableX86_64, TableI386, TableARM64, TableARM}
 
 // ForArch returns the table of a (Thumb shares ARM's), or nil.
 func ForArch(a *decode.Arch) *Table {
-	if a == decode.Thumb {
-		return TableARM
-	}
 	for _, t := range Tables {
-		if t.Arch == a {
+		if t.Arch == a || slices.Contains(t.also, a) {
 			return t
 		}
 	}
