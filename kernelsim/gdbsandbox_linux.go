@@ -624,7 +624,7 @@ func (g *GDB) runBatch() (int, error) {
 	if err := g.conn.resume(false, g.lastSig); err != nil {
 		return g.crash("resume: %v", err), nil
 	}
-	last, stall, signalled := g.hdr(emHCur), 0, false
+	last, since, signalled := g.hdr(emHCur), time.Now(), time.Time{}
 	for {
 		st, err := g.conn.wait(time.Now().Add(g.Watchdog))
 		if err != nil {
@@ -633,18 +633,17 @@ func (g *GDB) runBatch() (int, error) {
 				return g.crash("gdb connection: %v", err), nil
 			}
 			if cur := g.hdr(emHCur); cur != last {
-				last, stall, signalled = cur, 0, false
+				last, since, signalled = cur, time.Now(), time.Time{}
 				continue
 			}
-			stall++
-			if !signalled && g.hdr(emHInCase) == 1 {
+			if signalled.IsZero() && g.hdr(emHInCase) == 1 {
 				g.setHdr(emHTimeout, 1)
 				syscall.Kill(g.Pid(), syscall.SIGUSR1)
-				signalled = true
+				signalled = time.Now()
 				continue
 			}
-			if stall >= 3 {
-				return g.crash("no progress for %v at case %d", 3*g.Watchdog, last), nil
+			if g.hung(since, signalled) {
+				return g.crash("no progress for %v at case %d", time.Since(since).Round(time.Millisecond), last), nil
 			}
 			continue
 		}
@@ -692,7 +691,7 @@ func (g *GDB) runBatchDetached() (int, error) {
 	atomic.StoreUint32(g.word(emHState), 1)
 	atomic.StoreUint32(g.word(emHGo), 1)
 	emuFutexWake(g.word(emHGo))
-	last, since, signalled := g.hdr(emHCur), time.Now(), false
+	last, since, signalled := g.hdr(emHCur), time.Now(), time.Time{}
 	for {
 		if atomic.LoadUint32(g.word(emHState)) == 0 {
 			return -1, nil
@@ -707,18 +706,32 @@ func (g *GDB) runBatchDetached() (int, error) {
 		default:
 		}
 		if cur := g.hdr(emHCur); cur != last {
-			last, since, signalled = cur, time.Now(), false
+			last, since, signalled = cur, time.Now(), time.Time{}
 			continue
 		}
-		stalled := time.Since(since)
 		switch {
-		case stalled < g.Watchdog:
-		case !signalled && g.hdr(emHInCase) == 1:
+		case time.Since(since) < g.Watchdog:
+		case signalled.IsZero() && g.hdr(emHInCase) == 1:
 			g.setHdr(emHTimeout, 1)
 			syscall.Kill(g.Pid(), syscall.SIGUSR1)
-			signalled = true
-		case stalled >= 4*g.Watchdog:
-			return g.crash("no progress for %v at case %d", stalled.Round(time.Millisecond), last), nil
+			signalled = time.Now()
+		case g.hung(since, signalled):
+			return g.crash("no progress for %v at case %d", time.Since(since).Round(time.Millisecond), last), nil
 		}
 	}
+}
+
+// emuSignalGrace is how long the emulator may take to act on the
+// watchdog's SIGUSR1 before it is deemed hung: qemu-user delivers a guest
+// signal between translation blocks, and on a loaded host (tens of runnable
+// threads per core) that took longer than three watchdog periods.
+const emuSignalGrace = time.Second
+
+// hung: no case has ended for 4 watchdog periods since the last progress
+// and, when the watchdog has signalled, for emuSignalGrace since then.
+func (g *GDB) hung(since, signalled time.Time) bool {
+	if time.Since(since) < 4*g.Watchdog {
+		return false
+	}
+	return signalled.IsZero() || time.Since(signalled) >= emuSignalGrace
 }
