@@ -131,6 +131,10 @@
 // architecture; `kboost vm verify --arch` is built on it. Without a policy,
 // the booted kernel's release picks one (boost.ForKernel: the same
 // major.minor, else the nearest older modelled version, said in the notes).
+// The x86-64 guest boots with clocksource=hpet: it times its waits by its own
+// clock, which a TSC miscalibrated under a loaded host runs fast (a note says
+// when the guest's time exceeded the host's); VerifyRequest.Boundaries
+// probes fewer boundaries per function, as the CI's runs of 6.12 and 7.2 do.
 //
 // # A host that refuses 32-bit executables
 //

@@ -32,6 +32,10 @@ type VerifyRequest struct {
 	// Spacing is the least distance between two probes of one function in one
 	// round (x86-64 only: Verifier.Spacing).
 	Spacing int
+	// Boundaries, when positive, probes at most that many instruction
+	// boundaries per function, spread over it from the first (where
+	// Verifier.Spacing; guest.ThinBoundaries).
+	Boundaries int
 	// Policy predicts ("" Verifier.DefaultPolicy).
 	Policy string
 	// VM settings.
@@ -87,7 +91,8 @@ type Verifier struct {
 	// Fields are the compared fields, in table order.
 	Fields []string
 	// BoostKernel: VerifyRequest.Build (a kernel from BuildBoostKernel) can
-	// be booted. Spacing: VerifyRequest.Spacing applies. Cached: the kernel's
+	// be booted. Spacing: VerifyRequest.Spacing and Boundaries apply (the
+	// recorder plans its probes function by function). Cached: the kernel's
 	// record is cached under $KBOOST_CACHE/verify (VerifyRequest.NoCache).
 	BoostKernel, Spacing, Cached bool
 	// NonBoundary names what VerifyRequest.NonBoundary probes on this
@@ -145,6 +150,9 @@ func (v *Verifier) Verify(ctx context.Context, req VerifyRequest) (*VerifyOutcom
 	if req.Spacing != 0 && !v.Spacing {
 		return nil, fmt.Errorf("vm: probe spacing applies to x86-64 only (%s probes do not block each other)", v.Arch.Name)
 	}
+	if req.Boundaries != 0 && !v.Spacing {
+		return nil, fmt.Errorf("vm: a bound on boundaries per function applies to x86-64 only (%s records every boundary)", v.Arch.Name)
+	}
 	if req.Deb == "" && req.Build == nil {
 		deb, err := kimage.FetchDebianKernel(ctx, v.DebianMeta)
 		if err != nil {
@@ -157,7 +165,7 @@ func (v *Verifier) Verify(ctx context.Context, req VerifyRequest) (*VerifyOutcom
 
 func verifyAMD64(ctx context.Context, v *Verifier, req VerifyRequest) (*VerifyOutcome, error) {
 	va := guest.VerifyArgs{Policy: req.Policy, Funcs: req.Funcs, Pattern: req.Pattern, Sample: req.Sample,
-		Seed: req.Seed, MaxSize: req.MaxSize, NonBoundary: req.NonBoundary, Spacing: req.Spacing}
+		Seed: req.Seed, MaxSize: req.MaxSize, NonBoundary: req.NonBoundary, Spacing: req.Spacing, Boundaries: req.Boundaries}
 	r, err := Verify(ctx, VerifyConfig{Deb: req.Deb, Build: req.Build, Args: va, VM: req.VM})
 	if err != nil {
 		return nil, err

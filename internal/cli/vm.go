@@ -29,6 +29,7 @@ func newVMCmd(s Streams) *cobra.Command {
 		arch, kernel, oldFuncs, deb, policy string
 		funcs                               []string
 		sample, nonBoundary, spacing        int
+		boundaries                          int
 		maxSize                             int
 		seed                                uint64
 		jsonOut, verbose, failOnDiff        bool
@@ -101,6 +102,9 @@ record per probe and a final summary object.`,
 			if cmd.Flags().Changed("spacing") && !v.Spacing {
 				return usagef("--spacing applies to x86-64 only")
 			}
+			if cmd.Flags().Changed("boundaries") && !v.Spacing {
+				return usagef("--boundaries applies to x86-64 only (%s records every boundary)", v.Arch.Name)
+			}
 			if cmd.Flags().Changed("no-cache") && !v.Cached {
 				return usagef("--no-cache: %s records are not cached (every run boots)", v.Arch.Name)
 			}
@@ -116,6 +120,9 @@ record per probe and a final summary object.`,
 			}
 			if cmd.Flags().Changed("spacing") {
 				req.Spacing = spacing
+			}
+			if cmd.Flags().Changed("boundaries") {
+				req.Boundaries = boundaries
 			}
 			for _, fn := range funcs {
 				switch {
@@ -197,6 +204,7 @@ record per probe and a final summary object.`,
 	f.Uint64Var(&seed, "seed", 1, "random seed for --sample")
 	countVar(f, &maxSize, "max-size", "", 512, 1, 1<<20, "largest function --sample picks (bytes, 1 to 1048576)")
 	countVar(f, &nonBoundary, "non-boundary", "", 2, -1, 64, "offsets that are not instruction boundaries tried per function (0 to 64; -1: none; arm64, arm: misaligned offsets)")
+	countVar(f, &boundaries, "boundaries", "", 0, 0, 100000, "probe at most N instruction boundaries per function, spread over it from the first (x86-64; 0: all)")
 	countVar(f, &spacing, "spacing", "", 24, 1, 4096, "least distance between probes of one function in one round (x86-64; 1 to 4096 bytes)")
 	f.StringVar(&policy, "policy", "", "kboost policy that predicts (default: the booted kernel's version picks it, e.g. linux-6.12 or linux-7.2-arm64, as audit does; none: the kernel's outcomes only)")
 	f.BoolVar(&jsonOut, "json", false, "one JSON record per probe, then a summary object")

@@ -46,6 +46,10 @@ type VerifyArgs struct {
 	// MaxRounds bounds the registration rounds (0: no bound); probes left over are
 	// reported as not run.
 	MaxRounds int `json:"max_rounds,omitempty"`
+	// Boundaries, when positive, probes at most that many instruction
+	// boundaries per function, spread evenly over its instructions from the
+	// first (ThinBoundaries); 0 probes them all.
+	Boundaries int `json:"boundaries,omitempty"`
 }
 
 // Outcome is what happens to one probe: the fields kboost predicts and the
@@ -282,6 +286,35 @@ func (p *Predictor) PredictFunc(s kimage.Symbol, code []byte, nonBoundary int, o
 		}
 	}
 	return out, nil
+}
+
+// ThinBoundaries keeps at most max of the boundary probes of one function's
+// planned probes (all of them when max <= 0 or there are no more): the k-th
+// kept is the boundary at index k*n/max of the n in order, so the first
+// instruction is always probed and the rest are spread over the function.
+// Probes inside instructions are all kept.
+func ThinBoundaries(planned []Planned, max int) []Planned {
+	var idx []int
+	for i := range planned {
+		if planned[i].Rec.Boundary {
+			idx = append(idx, i)
+		}
+	}
+	n := len(idx)
+	if max <= 0 || n <= max {
+		return planned
+	}
+	keep := make(map[int]bool, max)
+	for k := 0; k < max; k++ {
+		keep[idx[k*n/max]] = true
+	}
+	out := planned[:0:0]
+	for i := range planned {
+		if !planned[i].Rec.Boundary || keep[i] {
+			out = append(out, planned[i])
+		}
+	}
+	return out
 }
 
 func predictedOutcome(d *boost.Decision, optimization bool) Outcome {

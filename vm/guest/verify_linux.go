@@ -136,7 +136,10 @@ func stepVerify(e *Env, raw json.RawMessage) error {
 			continue
 		}
 		rep.Functions = append(rep.Functions, s.Name)
-		planned = append(planned, pl...)
+		planned = append(planned, ThinBoundaries(pl, args.Boundaries)...)
+	}
+	if args.Boundaries > 0 {
+		rep.Notes = append(rep.Notes, fmt.Sprintf("at most %d instruction boundaries probed per function, spread over it from the first", args.Boundaries))
 	}
 	if initFuncs > 0 {
 		rep.Notes = append(rep.Notes, fmt.Sprintf("%d __init functions (freed after boot) predicted from the vmlinux bytes", initFuncs))

@@ -3,6 +3,7 @@ package guest
 import (
 	"encoding/binary"
 	"encoding/hex"
+	"fmt"
 	"golang.org/x/sys/unix"
 	"testing"
 
@@ -161,5 +162,43 @@ func TestSameErrno(t *testing.T) {
 	// -EOPNOTSUPP for an unsupported indirect jmp; the name lookup says ENOTSUP).
 	if unix.ENOTSUP != unix.EOPNOTSUPP || !sameErrno("EOPNOTSUPP", "ENOTSUP") || sameErrno("EINVAL", "EILSEQ") {
 		t.Error("errno aliases")
+	}
+}
+
+func TestThinBoundaries(t *testing.T) {
+	var pl []Planned
+	for off := uint64(0); off < 10; off++ {
+		pl = append(pl, Planned{Rec: VerifyRecord{Func: "f", Off: off * 3, Boundary: true}})
+		if off%4 == 1 {
+			pl = append(pl, Planned{Rec: VerifyRecord{Func: "f", Off: off*3 + 1}})
+		}
+	}
+	offs := func(ps []Planned) (b, nb []uint64) {
+		for _, p := range ps {
+			if p.Rec.Boundary {
+				b = append(b, p.Rec.Off)
+			} else {
+				nb = append(nb, p.Rec.Off)
+			}
+		}
+		return b, nb
+	}
+	for _, tc := range []struct {
+		max  int
+		want []uint64
+	}{
+		{0, []uint64{0, 3, 6, 9, 12, 15, 18, 21, 24, 27}},
+		{10, []uint64{0, 3, 6, 9, 12, 15, 18, 21, 24, 27}},
+		{20, []uint64{0, 3, 6, 9, 12, 15, 18, 21, 24, 27}},
+		{4, []uint64{0, 6, 15, 21}}, // indexes 0, 2, 5, 7 of 10
+		{1, []uint64{0}},
+	} {
+		b, nb := offs(ThinBoundaries(append([]Planned(nil), pl...), tc.max))
+		if fmt.Sprint(b) != fmt.Sprint(tc.want) {
+			t.Errorf("max %d: boundaries %v, want %v", tc.max, b, tc.want)
+		}
+		if fmt.Sprint(nb) != "[4 16 28]" {
+			t.Errorf("max %d: non-boundaries %v, want all three kept", tc.max, nb)
+		}
 	}
 }
