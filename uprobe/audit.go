@@ -50,11 +50,35 @@ func (h Hex) MarshalText() ([]byte, error) {
 	return []byte("0x" + strconv.FormatUint(uint64(h), 16)), nil
 }
 
+// UnmarshalText reads what MarshalText writes.
+func (h *Hex) UnmarshalText(b []byte) error {
+	v, err := strconv.ParseUint(strings.TrimPrefix(string(b), "0x"), 16, 64)
+	if err != nil {
+		return fmt.Errorf("uprobe: address %q: %w", b, err)
+	}
+	*h = Hex(v)
+	return nil
+}
+
 // Bytes are written "48 8b 05" in JSON.
 type Bytes []byte
 
 // MarshalText writes spaced hex.
 func (b Bytes) MarshalText() ([]byte, error) { return []byte(SpacedHex(b)), nil }
+
+// UnmarshalText reads what MarshalText writes.
+func (b *Bytes) UnmarshalText(t []byte) error {
+	out := Bytes{}
+	for _, f := range strings.Fields(string(t)) {
+		v, err := strconv.ParseUint(f, 16, 8)
+		if err != nil {
+			return fmt.Errorf("uprobe: bytes %q: %w", t, err)
+		}
+		out = append(out, byte(v))
+	}
+	*b = out
+	return nil
+}
 
 // SpacedHex writes b as "48 8b 05".
 func SpacedHex(b []byte) string {

@@ -32,7 +32,9 @@
 // file offset is the ref_ctr_offset the kernel takes.
 //
 // Cheapest moves a point to the cheapest site of its basic block that runs as
-// often, never to one with a hazard.
+// often, never to one with a hazard, by the model's paths (optimized, else
+// emulated, else single-stepped: what is optimized or emulated differs per
+// version).
 //
 // # Live (Linux, root)
 //
@@ -43,8 +45,15 @@
 // UprobeGroup; every path and name is validated before it is written). Watch
 // streams hit counts. ReadBack reads a probed process's site bytes through
 // /proc/PID/mem and its [uprobes] / [uprobes-trampoline] mappings, and says
-// which path they show. Bench measures each path's cost per call on a
-// built-in workload; BenchTarget the cost per hit of one site in a command.
+// which path they show (the optimized call, 7.2's behind lea -0x80(%rsp),%rsp).
+// Trial runs one probe on a program of the trial protocol (kboost's uprobe
+// test programs: "ready", a byte on stdin, the calls, one "done" line) and
+// reads back what the kernel did; TrialExpect and TrialAgrees compare that
+// with a Site's verdict (the host's and a booted guest's corpus checks).
+// Bench measures each path's cost per call on a built-in workload whose
+// optimized row probes BenchNop, the NOP form the model optimizes (6.18: the
+// 5-byte NOP, 7.2: the 10-byte one); BenchTarget the cost per hit of one site
+// in a command.
 //
 // # Errors
 //

@@ -22,6 +22,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/kboost/kboost/boost"
 )
@@ -716,10 +717,11 @@ func TestLiveBench(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	funcs := BenchFuncsFor(k)
 	by := map[string]BenchRow{}
 	for i, r := range rows {
 		by[r.Path] = r
-		if BenchFuncs[i].Probe && r.Hits != r.Calls {
+		if funcs[i].Probe && r.Hits != r.Calls {
 			t.Errorf("%s: %d hits of %d calls", r.Path, r.Hits, r.Calls)
 		}
 		t.Logf("%-10s %-11s %8d calls %10.1f ns/call %8.0fx", r.Path, r.Verdict, r.Calls, r.NsCall, r.Ratio)
@@ -805,4 +807,75 @@ func TestLiveGoUretprobe(t *testing.T) {
 			t.Errorf("%s%%return: died without a runtime message: %q", c.sym, ks.Stderr)
 		}
 	}
+}
+
+// livePath is what the running kernel does at site s of code: code is the
+// bench workload's function (called in a loop), probed at s (perf, that
+// process) while it runs; the site's bytes and the maps are read back once
+// it was hit a few times (the optimization happens at the first hit).
+func livePath(t *testing.T, code []byte, s *Site) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "loop")
+	if err := os.WriteFile(path, BenchImage([]BenchFunc{{Code: code}}, 0, 1<<31), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(path)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	off := BenchFuncOffset(0) + s.Off
+	ev, err := OpenPMU(Probe{Path: path, Offset: off, Pid: cmd.Process.Pid})
+	if err != nil {
+		var errno syscall.Errno
+		if errors.As(err, &errno) {
+			return "refused " + boost.Errno(errno).String()
+		}
+		t.Fatal(err)
+	}
+	defer ev.Close()
+	for end := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if h, _ := ev.Hits(); h >= 3 {
+			break
+		}
+		if time.Now().After(end) {
+			t.Fatalf("+%#x of %s: not hit 3 times in 10 s", s.Off, SpacedHex(code))
+		}
+	}
+	rb, err := ReadBack(cmd.Process.Pid, path, off, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rb.Observed()
+}
+
+// --place cheapest under the running kernel's model, held to the running
+// kernel: each site's path is read back from a process running it.
+func TestLiveCheapest(t *testing.T) {
+	rootGate(t)
+	k := runningModel(t)
+	n := checkCheapest(t, k, func(code []byte, fa *FuncAudit, s *Site) string { return livePath(t, code, s) })
+	t.Logf("%s: %d starting points in %d functions, each placed at one of the running kernel's cheapest sites", k.Name, n, len(placeCodes))
+}
+
+// uprobe bench's optimized row probes the first NOP form the running kernel
+// optimizes (read back from a process running each form).
+func TestLiveBenchNop(t *testing.T) {
+	rootGate(t)
+	k := runningModel(t)
+	var want []byte
+	var seen []string
+	for _, nop := range benchNops {
+		code := append(append([]byte(nil), nop...), 0xc3)
+		p := livePath(t, code, &Site{})
+		seen = append(seen, SpacedHex(nop)+": "+p)
+		if p == "optimized" && want == nil {
+			want = nop
+		}
+	}
+	got, ok := BenchNop(k)
+	if ok != (want != nil) || ok && SpacedHex(got) != SpacedHex(want) {
+		t.Errorf("%s: BenchNop %s (optimized %v); the running kernel: %v", k.Name, SpacedHex(got), ok, seen)
+	}
+	t.Logf("%s: bench's optimized row probes %s; the running kernel: %v", k.Name, SpacedHex(got), seen)
 }

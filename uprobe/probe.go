@@ -129,7 +129,7 @@ type Readback struct {
 	Addr       Hex    `json:"addr"` // the site's address in the process
 	Site       Bytes  `json:"site"` // the bytes there now
 	Int3       bool   `json:"int3"`
-	Call       bool   `json:"call"` // e8 rel32 into [uprobes-trampoline]
+	Call       bool   `json:"call"` // e8 rel32 into [uprobes-trampoline] (7.2: after lea -0x80(%rsp),%rsp)
 	CallTarget Hex    `json:"call_target,omitempty"`
 	XOL        bool   `json:"xol"`        // [uprobes] is mapped
 	Trampoline bool   `json:"trampoline"` // [uprobes-trampoline] is mapped
@@ -176,9 +176,15 @@ func fillReadback(r *Readback, maps []Mapping, site []byte) {
 	if len(site) > 0 && site[0] == 0xCC {
 		r.Int3 = true
 	}
-	if len(site) >= 5 && site[0] == 0xE8 {
-		rel := int32(uint32(site[1]) | uint32(site[2])<<8 | uint32(site[3])<<16 | uint32(site[4])<<24)
-		t := uint64(r.Addr) + 5 + uint64(int64(rel))
+	// 7.2's 10-byte form moves %rsp below the red zone first.
+	at := 0
+	if bytes.HasPrefix(site, redZoneSkip) {
+		at = len(redZoneSkip)
+	}
+	if len(site) >= at+5 && site[at] == 0xE8 {
+		c := site[at:]
+		rel := int32(uint32(c[1]) | uint32(c[2])<<8 | uint32(c[3])<<16 | uint32(c[4])<<24)
+		t := uint64(r.Addr) + uint64(at) + 5 + uint64(int64(rel))
 		for _, m := range tramp {
 			if t >= m.Start && t < m.End {
 				r.Call, r.CallTarget = true, Hex(t)
@@ -186,3 +192,7 @@ func fillReadback(r *Readback, maps []Mapping, site []byte) {
 		}
 	}
 }
+
+// redZoneSkip is lea -0x80(%rsp),%rsp, which 7.2's optimized 10-byte NOP
+// runs before its call into [uprobes-trampoline].
+var redZoneSkip = []byte{0x48, 0x8d, 0x64, 0x24, 0x80}

@@ -115,7 +115,7 @@ func Trial(bin string, p Probe, norun bool, args ...string) (TrialResult, error)
 	defer ev.Close()
 	ks.Opened = true
 	if norun {
-		ks.Readback, err = ReadBack(tg.Pid(), p.Path, p.Offset, 8)
+		ks.Readback, err = ReadBack(tg.Pid(), p.Path, p.Offset, 16)
 		return ks, err
 	}
 	ks.Done, err = tg.Run()
@@ -125,7 +125,7 @@ func Trial(bin string, p Probe, norun bool, args ...string) (TrialResult, error)
 		ks.Hits, _ = ev.Hits()
 		return ks, nil
 	}
-	if ks.Readback, err = ReadBack(tg.Pid(), p.Path, p.Offset, 8); err != nil {
+	if ks.Readback, err = ReadBack(tg.Pid(), p.Path, p.Offset, 16); err != nil {
 		return ks, err
 	}
 	ks.Hits, err = ev.Hits()

@@ -25,8 +25,9 @@ func newUprobeCmd(s Streams) *cobra.Command {
 		Long: `Audit user-space probe points: for every instruction boundary of the chosen
 functions, the file offset the kernel wants, the virtual address and what the
 running kernel's uprobes do there (refused with an errno, emulated, single-
-stepped out of line in the [uprobes] XOL page, or optimized: a 5-byte NOP turned
-into a call to [uprobes-trampoline]), plus the hazards kboost sees and the kernel
+stepped out of line in the [uprobes] XOL page, or optimized: a NOP turned into
+a call to [uprobes-trampoline], the 5-byte form on 6.18, the 10-byte one on
+7.2), plus the hazards kboost sees and the kernel
 does not: an offset inside an instruction (the kernel installs it; kboost
 refuses it), an optimized site in a function that keeps data in the red zone,
 a uretprobe on a Go binary. Targets are BIN, BIN:SYMBOL, BIN:SYMBOL+OFF,
@@ -434,7 +435,7 @@ ref_ctr_offset).`,
 	var runs int
 	bench := &cobra.Command{
 		Use:   "bench [BIN:SYM[+OFF][%return] [-- COMMAND ARGS...]]",
-		Short: "Measure the per-call cost of each uprobe path on the running kernel (built-in workload) as ratios to the unprobed call; or the cost per hit of a probe at BIN:SYM in a command",
+		Short: "Measure the per-call cost of each uprobe path on the running kernel (built-in workload; the optimized row probes the NOP form the kernel's model optimizes) as ratios to the unprobed call; or the cost per hit of a probe at BIN:SYM in a command",
 		Args:  cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if scale <= 0 || scale > 100 {
