@@ -132,6 +132,15 @@
 // the booted kernel's release picks one (boost.ForKernel: the same
 // major.minor, else the nearest older modelled version, said in the notes).
 //
+// # Uprobes in a booted kernel
+//
+// UprobeTrials boots a Debian amd64 package's kernel (-cpu max) with the
+// uprobe-trial step (package guest) on a static program of uprobe's trial
+// protocol copied into the initramfs: every given point is probed in its own
+// process and the guest reports errno, site bytes, the [uprobes] and
+// [uprobes-trampoline] mappings and hits, for the host to compare with the
+// uprobes model of the guest's release (uprobe.TrialAgrees).
+//
 // # A host that refuses 32-bit executables
 //
 // IA32Refused boots a Debian amd64 kernel (6.7 or later) with

@@ -1,0 +1,162 @@
+//go:build linux
+
+package vm
+
+import (
+	"context"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kboost/kboost/kimage"
+	"github.com/kboost/kboost/uprobe"
+	"github.com/kboost/kboost/vm/guest"
+)
+
+// Issue 12's uprobes side of the booted kernels: uprobe's oracle corpus
+// (uprobe/testdata/corpus.c, built static with gcc) probed inside Debian's
+// 7.2 and 6.12 amd64 kernels, one process per site, compared with the
+// uprobes model of the guest's release: refused with the errno or accepted,
+// the path read back from the site's bytes and the guest's maps (int3 with
+// or without the [uprobes] XOL page, the call into [uprobes-trampoline]),
+// and the hits equal to the calls.
+func TestOracleUprobeGuest72(t *testing.T) { uprobeGuest(t, "7.2") }
+
+func TestOracleUprobeGuest612(t *testing.T) { uprobeGuest(t, "6.12") }
+
+func uprobeGuest(t *testing.T, version string) {
+	oracleGate(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+	defer cancel()
+	deb, err := kimage.FetchDebianKernelVersion(ctx, "linux-image-amd64", version)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "corpus")
+	src, _ := filepath.Abs("../uprobe/testdata/corpus.c")
+	if out, err := exec.Command("gcc", "-O1", "-static", "-o", bin, src).CombinedOutput(); err != nil {
+		t.Fatalf("gcc -static corpus.c: %v\n%s", err, out)
+	}
+	b, err := uprobe.Open(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	pts, addrs := uprobeCorpusPoints(t, b, bin)
+	const calls = 7
+	start := time.Now()
+	rep, tm, err := UprobeTrials(ctx, deb, bin, guest.UprobeArgs{Calls: calls, Points: pts}, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, note := uprobe.ForRelease(rep.Release)
+	t.Logf("guest %s %s: model %s %s; %d points in %.0f s inside the guest; boot+steps %.0f s, total %.0f s",
+		rep.Release, rep.Machine, k.Name, note, len(rep.Records), rep.Seconds, tm.Boot.Seconds(), time.Since(start).Seconds())
+	if want := "uprobes-" + version; k.Name != want {
+		t.Fatalf("release %s picks %s, want %s", rep.Release, k.Name, want)
+	}
+	if len(rep.Records) != len(pts) {
+		t.Fatalf("%d records for %d points", len(rep.Records), len(pts))
+	}
+	count := map[string]int{}
+	bad, qemu := 0, 0
+	for i, r := range rep.Records {
+		p := pts[i]
+		if r.Err != "" {
+			bad++
+			t.Errorf("%s: %s", p.Name, r.Err)
+			continue
+		}
+		s, _, err := uprobe.Check(b, k, uprobe.Request{Addr: addrs[i], HasAddr: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := r.Result.Outcome(p.NoRun)
+		count[got]++
+		if tcgLosesTrap(&s) && got == "died: signal: segmentation fault" && r.Result.Hits == 1 {
+			qemu++
+			t.Logf("%s %s (%s): kboost %s; the process died at the first hit: QEMU TCG does not raise the single-step trap after pause (its pause helper ignores TF), so the copy in the XOL page runs on", p.Name, uprobe.SpacedHex(s.Bytes), s.Asm, s.Path)
+			continue
+		}
+		if ok, why := uprobe.TrialAgrees(&s, &r.Result, p.NoRun, calls, 8); !ok {
+			bad++
+			t.Errorf("%s %s (%s): %s", p.Name, uprobe.SpacedHex(s.Bytes), s.Asm, why)
+		} else if testing.Verbose() {
+			t.Logf("%-22s %-32s %-26s %s, %d hits", p.Name, uprobe.SpacedHex(s.Bytes), s.Asm, got, r.Result.Hits)
+		}
+	}
+	n := len(rep.Records)
+	t.Logf("%s: %d sites, %v; %d agree (%.1f%%), %d disagree, %d explained by QEMU TCG (single-stepped pause)", rep.Release, n, count, n-bad-qemu, 100*float64(n-bad-qemu)/float64(n), bad, qemu)
+}
+
+// tcgLosesTrap: a single-stepped pause. QEMU's TCG ends the translation block
+// at pause without the trap-flag check (its helper ignores TF; qemu-devel,
+// "Re: [PATCH] target/i386: always go through gen_eob*()", 2024-05-25), so
+// under TCG the kernel never regains control after the out-of-line copy:
+// an emulator bug, not the kernel's behaviour (the host kernel single-steps
+// the same pause correctly, TestLiveCorpus).
+func tcgLosesTrap(s *uprobe.Site) bool {
+	return s.Path == uprobe.PathSingleStep && s.Asm == "pause"
+}
+
+// uprobeCorpusPoints is every s_NAME and n_NAME site of the corpus (nm gives
+// the addresses) and its USDT sites but the semaphore-gated one, with the
+// file offsets the kernel wants, sorted by name; and each point's address.
+func uprobeCorpusPoints(t *testing.T, b *uprobe.Binary, bin string) ([]guest.UprobePoint, []uint64) {
+	t.Helper()
+	out, err := exec.Command("nm", bin).Output()
+	if err != nil {
+		t.Fatalf("nm %s: %v", bin, err)
+	}
+	type pt struct {
+		p    guest.UprobePoint
+		addr uint64
+	}
+	var all []pt
+	for _, l := range strings.Split(string(out), "\n") {
+		f := strings.Fields(l)
+		if len(f) != 3 {
+			continue
+		}
+		a, err := strconv.ParseUint(f[0], 16, 64)
+		if err != nil {
+			continue
+		}
+		if n, ok := strings.CutPrefix(f[2], "s_"); ok {
+			all = append(all, pt{guest.UprobePoint{Name: f[2], Arg: n}, a})
+		}
+		if _, ok := strings.CutPrefix(f[2], "n_"); ok {
+			all = append(all, pt{guest.UprobePoint{Name: f[2], Arg: "nop1", NoRun: true}, a})
+		}
+	}
+	usdt, err := b.USDT()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range usdt {
+		if u.Name != "gated" {
+			all = append(all, pt{guest.UprobePoint{Name: "usdt:" + u.Provider + ":" + u.Name, Arg: "u_" + u.Name}, uint64(u.Addr)})
+		}
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].p.Name < all[j].p.Name })
+	if len(all) < 300 {
+		t.Fatalf("the corpus has %d sites, want >= 300", len(all))
+	}
+	var pts []guest.UprobePoint
+	var addrs []uint64
+	for _, x := range all {
+		fo, err := b.ExecOffset(x.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		x.p.Offset = fo
+		pts = append(pts, x.p)
+		addrs = append(addrs, x.addr)
+	}
+	return pts, addrs
+}
