@@ -3,8 +3,8 @@
 //
 // # Points and file offsets
 //
-// Open reads an ELF executable or shared library (PIE or not, static, Go,
-// stripped down to its dynamic symbols). Binary.Resolve turns a request —
+// Open reads an x86-64, i386 or arm64 ELF executable or shared library (PIE
+// or not, static, Go, stripped down to its dynamic symbols). Binary.Resolve turns a request —
 // SYMBOL, SYMBOL+OFF or a virtual address 0xADDR — into the file offset the
 // kernel wants (uprobe_events "PATH:0xOFF", perf config2): the virtual address
 // minus its PT_LOAD segment's p_vaddr plus p_offset. A virtual address outside
@@ -14,7 +14,8 @@
 //
 // A Kernel is one kernel version's uprobes behaviour as a value: the boost
 // policy of that version (uprobes-x86 for 6.1, uprobes-6.12, uprobes-6.18,
-// uprobes-7.2) decides acceptance, emulation and which NOP sites the kernel
+// uprobes-7.2; on arm64 uprobes-arm64, uprobes-6.12-arm64 (also for 6.18),
+// uprobes-7.2-arm64: Kernel.PolicyFor) decides acceptance, emulation and which NOP sites the kernel
 // optimizes into a call to the [uprobes-trampoline] page; the Kernel adds what
 // that call does to the process (6.18's red-zone write). ForRelease and
 // Running pick the model of a release (the same major.minor, else the nearest

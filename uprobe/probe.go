@@ -3,7 +3,10 @@ package uprobe
 import (
 	"bufio"
 	"bytes"
+	"debug/elf"
+	"encoding/binary"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -128,7 +131,7 @@ const (
 type Readback struct {
 	Addr       Hex    `json:"addr"` // the site's address in the process
 	Site       Bytes  `json:"site"` // the bytes there now
-	Int3       bool   `json:"int3"`
+	Int3       bool   `json:"int3"` // the breakpoint: int3 (x86), BRK #0x5 (arm64)
 	Call       bool   `json:"call"` // e8 rel32 into [uprobes-trampoline] (7.2: after lea -0x80(%rsp),%rsp)
 	CallTarget Hex    `json:"call_target,omitempty"`
 	XOL        bool   `json:"xol"`        // [uprobes] is mapped
@@ -161,7 +164,7 @@ func siteAddr(maps []Mapping, path string, off uint64) (uint64, bool) {
 }
 
 // fillReadback judges site bytes and maps.
-func fillReadback(r *Readback, maps []Mapping, site []byte) {
+func fillReadback(r *Readback, maps []Mapping, site, bp []byte) {
 	r.Site = site
 	var tramp []Mapping
 	for _, m := range maps {
@@ -173,7 +176,7 @@ func fillReadback(r *Readback, maps []Mapping, site []byte) {
 			tramp = append(tramp, m)
 		}
 	}
-	if len(site) > 0 && site[0] == 0xCC {
+	if bytes.HasPrefix(site, bp) {
 		r.Int3 = true
 	}
 	// 7.2's 10-byte form moves %rsp below the red zone first.
@@ -191,6 +194,27 @@ func fillReadback(r *Readback, maps []Mapping, site []byte) {
 			}
 		}
 	}
+}
+
+// swbp is the breakpoint a uprobe writes, by ELF machine: int3 (x86),
+// BRK #0x5 (arm64 UPROBE_SWBP_INSN).
+var swbp = map[elf.Machine][]byte{
+	elf.EM_X86_64:  {0xcc},
+	elf.EM_386:     {0xcc},
+	elf.EM_AARCH64: {0xa0, 0x00, 0x20, 0xd4},
+}
+
+// swbpOf is the breakpoint of the ELF file at path (int3 when unknown).
+func swbpOf(path string) []byte {
+	h := make([]byte, 20)
+	if f, err := os.Open(path); err == nil {
+		f.ReadAt(h, 0)
+		f.Close()
+	}
+	if bp, ok := swbp[elf.Machine(binary.LittleEndian.Uint16(h[18:]))]; ok {
+		return bp
+	}
+	return swbp[elf.EM_X86_64]
 }
 
 // redZoneSkip is lea -0x80(%rsp),%rsp, which 7.2's optimized 10-byte NOP

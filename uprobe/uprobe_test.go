@@ -79,7 +79,7 @@ func TestReadbackJudges(t *testing.T) {
 	rel := uint32(int32(tramp - next))
 	site := []byte{0xe8, 0, 0, 0, 0}
 	binary.LittleEndian.PutUint32(site[1:], rel)
-	fillReadback(&r, maps, site)
+	fillReadback(&r, maps, site, []byte{0xcc})
 	if !r.Call || !r.XOL || !r.Trampoline || r.Observed() != "optimized" {
 		t.Errorf("%+v", r)
 	}
@@ -87,12 +87,12 @@ func TestReadbackJudges(t *testing.T) {
 	r = Readback{Addr: 0x55d0c0001159}
 	site = []byte{0x48, 0x8d, 0x64, 0x24, 0x80, 0xe8, 0, 0, 0, 0}
 	binary.LittleEndian.PutUint32(site[6:], uint32(int32(tramp-next-5)))
-	fillReadback(&r, maps, site)
+	fillReadback(&r, maps, site, []byte{0xcc})
 	if !r.Call || r.CallTarget != Hex(tramp) || r.Observed() != "optimized" {
 		t.Errorf("7.2 form: %+v", r)
 	}
 	r = Readback{Addr: 0x55d0c0001159}
-	fillReadback(&r, maps[1:2], []byte{0xcc, 0x1f})
+	fillReadback(&r, maps[1:2], []byte{0xcc, 0x1f}, []byte{0xcc})
 	if r.Observed() != "emulated" {
 		t.Errorf("%+v", r)
 	}

@@ -134,7 +134,7 @@
 //
 // # Uprobes in a booted kernel
 //
-// UprobeTrials boots a Debian amd64 package's kernel (-cpu max) with the
+// UprobeTrials boots a Debian amd64 or arm64 package's kernel with the
 // uprobe-trial step (package guest) on a static program of uprobe's trial
 // protocol copied into the initramfs: every given point is probed in its own
 // process and the guest reports errno, site bytes, the [uprobes] and

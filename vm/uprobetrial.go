@@ -19,8 +19,7 @@ const UprobeTrialBin = "/bin/kboost-uprobe-trial"
 // copied into the initramfs as UprobeTrialBin) is probed at every point of
 // args, one process each, and the guest reports what its kernel did (errno,
 // the site's bytes, the [uprobes] and [uprobes-trampoline] mappings, hits).
-// args.Bin is set. With cfg.QEMUArgs empty the guest CPU is "-cpu max" (the
-// programs may use any instruction QEMU emulates).
+// args.Bin is set; cfg.Arch (AMD64 when nil) must be the package's.
 func UprobeTrials(ctx context.Context, deb, bin string, args guest.UprobeArgs, cfg Config) (*guest.UprobeReport, Timing, error) {
 	dk, err := kimage.ReadDeb(deb)
 	if err != nil {
@@ -41,9 +40,6 @@ func UprobeTrials(ctx context.Context, deb, bin string, args guest.UprobeArgs, c
 	}
 	args.Bin = UprobeTrialBin
 	cfg.Files = append(cfg.Files, File{Name: args.Bin, Mode: 0o755, Data: prog}, File{Name: "/tmp/.keep"})
-	if len(cfg.QEMUArgs) == 0 {
-		cfg.QEMUArgs = []string{"-cpu", "max"}
-	}
 	if cfg.MemoryMB == 0 {
 		cfg.MemoryMB = 1024
 	}

@@ -37,7 +37,7 @@ ref_ctr_offset).`,
 	}
 	var model, place string
 	var jsonOut bool
-	cmd.PersistentFlags().StringVar(&model, "policy", "", "uprobes model (uprobes-6.1, uprobes-6.12, uprobes-6.18, uprobes-7.2) or a boost x86 policy for the instruction analysis; default: the running kernel's")
+	cmd.PersistentFlags().StringVar(&model, "policy", "", "uprobes model (uprobes-6.1, uprobes-6.12, uprobes-6.18, uprobes-7.2) or a boost x86 or arm64 policy for the instruction analysis; default: the running kernel's")
 	cmd.PersistentFlags().BoolVar(&jsonOut, "json", false, "JSON output (one object per site)")
 	cmd.PersistentFlags().StringVar(&place, "place", "exact", "exact, or cheapest: move a point to the cheapest site that runs exactly as often (optimized, else emulated, in the same basic block; never a site with a hazard)")
 	// check decides one request, moved first with --place cheapest.

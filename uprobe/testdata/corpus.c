@@ -172,9 +172,7 @@ __attribute__((noinline)) long u_plain(long x) { STAP_PROBE(kbtest, plain); retu
 __attribute__((noinline)) long u_args(long x) { int y = (int)x * 3; STAP_PROBE2(kbtest, args, x, y); return x + y; }
 __attribute__((noinline)) long u_gated(long x) { if (kbtest_gated_semaphore) STAP_PROBE1(kbtest, gated, x); return x; }
 
-struct ent { long (*fn)(long); const char *name; };
-extern const struct ent __start_kbtab[], __stop_kbtab[];
-static const struct ent usdt[] = {{u_plain, "u_plain"}, {u_args, "u_args"}, {u_gated, "u_gated"}, {0, 0}};
+static const struct kb_ent usdt[] = {{u_plain, "u_plain"}, {u_args, "u_args"}, {u_gated, "u_gated"}, {0, 0}};
 
 #ifdef KB_LIB
 extern long kb_lib(long); /* libkb.so */
@@ -186,10 +184,10 @@ int main(int argc, char **argv) {
 		return 2;
 	}
 	long (*fn)(long) = 0;
-	for (const struct ent *e = __start_kbtab; e < __stop_kbtab; e++)
+	for (const struct kb_ent *e = __start_kbtab; e < __stop_kbtab; e++)
 		if (!strcmp(e->name, argv[1]))
 			fn = e->fn;
-	for (const struct ent *e = usdt; e->name; e++)
+	for (const struct kb_ent *e = usdt; e->name; e++)
 		if (!strcmp(e->name, argv[1]))
 			fn = e->fn;
 #ifdef KB_LIB
