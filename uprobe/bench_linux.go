@@ -16,7 +16,9 @@ import (
 // takes a fraction of a second) and once with one call (process start-up),
 // runs times each; the median difference of the workload's CPU time
 // divided by the calls is the cost.
-// Everything runs in dir and is removed; the probes are perf events.
+// Everything runs in dir and is removed; the probes are perf events. A
+// probed path whose hits are not its calls (a model that is not the running
+// kernel's) is an error.
 func Bench(dir string, scale float64, runs int, k *Kernel) ([]BenchRow, error) {
 	if runs < 1 {
 		runs = 1
@@ -54,6 +56,9 @@ func Bench(dir string, scale float64, runs int, k *Kernel) ([]BenchRow, error) {
 				return nil, err
 			}
 			row.Hits = hits
+			if f.Probe && hits != uint64(n) {
+				return nil, fmt.Errorf("uprobe: bench %s (%s): %d hits of %d calls: the running kernel does not probe the site as model %s predicts (%s)", f.Name, f.Asm, hits, n, k.Name, row.Verdict)
+			}
 			ds = append(ds, tn-t1)
 		}
 		slices.Sort(ds)
