@@ -230,3 +230,32 @@ func TestUprobeAuditPlacePolicies(t *testing.T) {
 		t.Errorf("the three policies placed the point at %v: want three different sites or paths", seen)
 	}
 }
+
+// `uprobe bench` prints its whole table in one run: a header and one row per
+// path of uprobe.BenchFuncsFor(the running kernel's model), each probed row
+// with hits = calls (the workload's own count is the oracle).
+func TestLiveUprobeBenchTable(t *testing.T) {
+	if os.Getenv("KBOOST_ROOT") != "1" {
+		t.Skip("set KBOOST_ROOT=1 (as root, kernel with uprobes)")
+	}
+	var out, errb bytes.Buffer
+	if code := Main([]string{"uprobe", "bench", "--scale", "0.02", "--runs", "1"}, strings.NewReader(""), &out, &errb); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	k, _ := uprobe.Running()
+	funcs := uprobe.BenchFuncsFor(k)
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 2+len(funcs) {
+		t.Fatalf("%d lines, want a title, a header and %d rows:\n%s", len(lines), len(funcs), out.String())
+	}
+	for i, f := range funcs {
+		fields := strings.Fields(lines[2+i])
+		if fields[0] != f.Name || !strings.Contains(lines[2+i], f.Asm) {
+			t.Errorf("row %d: %q, want path %s, code %s", i, lines[2+i], f.Name, f.Asm)
+		}
+		if n := len(fields); f.Probe && fields[n-3] != fields[n-4] {
+			t.Errorf("%s: %s hits of %s calls", f.Name, fields[n-3], fields[n-4])
+		}
+	}
+	t.Logf("\n%s", out.String())
+}
