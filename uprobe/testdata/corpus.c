@@ -6,7 +6,10 @@
  * memory and maps). Built with gcc at test time; only caller-saved registers,
  * the red zone of leaf functions and kb_buf are touched. */
 #define _SDT_HAS_SEMAPHORES 1
+#define _GNU_SOURCE 1
 #include <sys/sdt.h>
+#include <signal.h>
+#include <ucontext.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -163,6 +166,31 @@ FN(midimm, "", "mov $0x11223344,%eax", "")
 FN(midlea, "", "lea 0x10(%rdi),%rax", "")
 /* k_xchg_r8_sem returns its argument through xchg %rax,%r8 (49 90). */
 FN(xchg_r8_sem, "mov %rdi,%r8\nxor %eax,%eax", "xchg %rax,%r8", "")
+
+/* The trap flag on the CPU, no uprobe involved (the site, a NOP before it,
+ * is only the trial's probe): k_tfpause sets TF with popf, runs pause, and
+ * returns how far past the pause the single-step trap came (2: right after
+ * it, as the CPU should); k_tfnop the same over a nop (1). An emulator that
+ * loses the trap after pause returns more. */
+volatile unsigned long kb_trap_ip;
+static void kb_on_trap(int sig, siginfo_t *si, void *ctx) {
+	ucontext_t *uc = ctx;
+	(void)sig, (void)si;
+	if (!kb_trap_ip)
+		kb_trap_ip = uc->uc_mcontext.gregs[REG_RIP];
+	uc->uc_mcontext.gregs[REG_EFL] &= ~0x100L;
+}
+void kb_tf_setup(void) {
+	struct sigaction sa = {0};
+	sa.sa_sigaction = kb_on_trap;
+	sa.sa_flags = SA_SIGINFO;
+	sigaction(SIGTRAP, &sa, 0);
+	kb_trap_ip = 0;
+}
+#define TF(name, insn) FN(name, "sub $8,%rsp\ncall kb_tf_setup\nadd $8,%rsp", "nop", \
+	"pushf\norq $0x100,(%rsp)\npopf\nkb_" #name "_at: " insn "\nnop\nnop\n" \
+	"mov kb_trap_ip(%rip),%rax\nlea kb_" #name "_at(%rip),%rdx\nsub %rdx,%rax")
+TF(tfpause, "pause") TF(tfnop, "nop")
 
 /* USDT sites. */
 /* With _SDT_HAS_SEMAPHORES every probe names a semaphore; only u_gated tests it. */
