@@ -79,6 +79,7 @@ func built(t *testing.T) string {
 		run("gcc", "-O1", "-shared", "-fPIC", "-o", o("libkb.so"), filepath.Join(src, "libkb.c"))
 		run("gcc", "-O1", "-DKB_LIB", "-o", o("corpus-lib"), c, "-L"+dir, "-lkb", "-Wl,-rpath,"+dir)
 		run("gcc", "-m32", "-O1", "-no-pie", "-fno-pie", "-o", o("corpus32"), filepath.Join(src, "corpus32.c"))
+		run("gcc", "-O1", "-pthread", "-o", o("threads"), filepath.Join(src, "threads.c"))
 		cmd := exec.Command("go", "build", "-o", o("gotarget"), filepath.Join(src, "gotarget", "main.go"))
 		cmd.Env = append(os.Environ(), "GOFLAGS=", "CGO_ENABLED=0")
 		if out, err := cmd.CombinedOutput(); err != nil && buildErr == nil {
@@ -878,4 +879,34 @@ func TestLiveBenchNop(t *testing.T) {
 		t.Errorf("%s: BenchNop %s (optimized %v); the running kernel: %v", k.Name, SpacedHex(got), ok, seen)
 	}
 	t.Logf("%s: bench's optimized row probes %s; the running kernel: %v", k.Name, SpacedHex(got), seen)
+}
+
+// A probe for one process (perf PMU, per-thread counters) must not break the
+// target: a thread it creates afterwards is created (inherited counters made
+// the kernel re-read the probe's path pointer in the target during clone:
+// pthread_create failed with EFAULT). The calls on threads that existed
+// before are counted; the new thread's are not.
+func TestLiveThreadAfterProbe(t *testing.T) {
+	rootGate(t)
+	bin := filepath.Join(built(t), "threads")
+	b, err := Open(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	k := runningModel(t)
+	for _, ret := range []bool{false, true} {
+		s, _, err := Check(b, k, Request{Symbol: "work", Return: ret})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ks, err := probeRun(bin, uint64(s.FileOffset), ret, false, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ks.Done != "done created" || ks.Hits != 1 {
+			t.Errorf("return %v: %q, %d hits (exit %q): want the thread created and the main thread's call counted", ret, ks.Done, ks.Hits, ks.Exit)
+		}
+		t.Logf("return %v: %s, %d hits", ret, ks.Done, ks.Hits)
+	}
 }

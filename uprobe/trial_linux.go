@@ -131,6 +131,7 @@ func Trial(bin string, p Probe, norun bool, args ...string) (TrialResult, error)
 	ks.Hits, err = ev.Hits()
 	ks.Readback.Hits = ks.Hits
 	ks.Exit = errString(tg.Exit())
+	ks.Stderr = tg.Stderr()
 	return ks, err
 }
 
