@@ -429,7 +429,7 @@ ref_ctr_offset).`,
 		c.Flags().BoolVar(&force, "force", false, "ask the kernel even when kboost refuses the point (mid-instruction, hazards)")
 	}
 	watch.Flags().BoolVar(&useTracefs, "tracefs", false, "use tracefs uprobe_events instead of the perf PMU (leaks if killed: kboost uprobe sweep)")
-	watch.Flags().IntVar(&pid, "pid", 0, "probe only this process (perf PMU); 0: every process mapping the file")
+	watch.Flags().IntVar(&pid, "pid", 0, "probe only this process (perf PMU; its threads at the start, not the ones it creates later); 0: every process mapping the file")
 	durationVar(watch.Flags(), &interval, "interval", time.Second, 10*time.Millisecond, time.Hour, false, "time between hit-count lines (10ms to 1h)")
 	var scale float64
 	var runs int
