@@ -50,9 +50,15 @@ type PerfEvents struct {
 // every process on every online CPU (pid < 0), or for every thread of process
 // pid on any CPU. A counter opened for a pid follows only that thread, and a
 // multi-threaded target (a Go program, whose goroutines move between threads)
-// would hit the probe on threads it does not see: so each thread gets its own
-// counter, inherited by the threads it creates later. keep is held alive
-// across the calls (config1 may point into it).
+// would hit the probe on threads it does not see: so each thread that exists
+// when the counters open gets its own. They are not inherited: the kprobe and
+// uprobe PMUs read the probe's name or path through the attr's user pointer
+// (config1) again when an inherited counter is created, in the task that
+// clones, where the pointer means nothing: its clone() then fails with EFAULT
+// (measured on 6.18.44: pthread_create "Bad address" in a target under
+// `uprobe watch --pid`, Go's "failed to create new OS thread (errno=14)").
+// Threads created later are not counted. keep is held alive across the calls
+// (config1 may point into it).
 func OpenPerfEvents(attr *unix.PerfEventAttr, pid int, keep any) (*PerfEvents, error) {
 	attr.Size = uint32(unsafe.Sizeof(*attr))
 	attr.Bits |= unix.PerfBitDisabled
@@ -78,7 +84,6 @@ func OpenPerfEvents(attr *unix.PerfEventAttr, pid int, keep any) (*PerfEvents, e
 			}
 		}
 	} else {
-		attr.Bits |= unix.PerfBitInherit
 		// A thread that existed when the task list was read but created
 		// another before its counter opened: read the list again until no
 		// thread is new.

@@ -50,11 +50,35 @@ func (h Hex) MarshalText() ([]byte, error) {
 	return []byte("0x" + strconv.FormatUint(uint64(h), 16)), nil
 }
 
+// UnmarshalText reads what MarshalText writes.
+func (h *Hex) UnmarshalText(b []byte) error {
+	v, err := strconv.ParseUint(strings.TrimPrefix(string(b), "0x"), 16, 64)
+	if err != nil {
+		return fmt.Errorf("uprobe: address %q: %w", b, err)
+	}
+	*h = Hex(v)
+	return nil
+}
+
 // Bytes are written "48 8b 05" in JSON.
 type Bytes []byte
 
 // MarshalText writes spaced hex.
 func (b Bytes) MarshalText() ([]byte, error) { return []byte(SpacedHex(b)), nil }
+
+// UnmarshalText reads what MarshalText writes.
+func (b *Bytes) UnmarshalText(t []byte) error {
+	out := Bytes{}
+	for _, f := range strings.Fields(string(t)) {
+		v, err := strconv.ParseUint(f, 16, 8)
+		if err != nil {
+			return fmt.Errorf("uprobe: bytes %q: %w", t, err)
+		}
+		out = append(out, byte(v))
+	}
+	*b = out
+	return nil
+}
 
 // SpacedHex writes b as "48 8b 05".
 func SpacedHex(b []byte) string {
@@ -136,9 +160,10 @@ func Audit(b *Binary, k *Kernel, fn Func) (*FuncAudit, error) {
 		return nil, err
 	}
 	size := min(fn.Size, uint64(len(code)))
-	env := k.Policy.DefaultEnv()
+	pol := k.PolicyFor(b.Arch)
+	env := pol.DefaultEnv()
 	env.Mode = b.Arch.Mode
-	fa, err := k.Policy.AuditFunc(boost.Func{Name: fn.Name, Addr: fn.Addr, Size: size, Bytes: code}, env)
+	fa, err := pol.AuditFunc(boost.Func{Name: fn.Name, Addr: fn.Addr, Size: size, Bytes: code}, env)
 	if err != nil {
 		return nil, err
 	}
@@ -419,7 +444,7 @@ func midSite(b *Binary, k *Kernel, fn Func, off uint64, x *Site) Site {
 	addr := fn.Addr + off
 	raw, _ := b.Read(addr, 16)
 	in, err := decode.Decode(raw, b.Arch.Mode, addr)
-	d := k.Policy.ClassifyBytes(raw, b.Arch.Mode, addr)
+	d := k.PolicyFor(b.Arch).ClassifyBytes(raw, b.Arch.Mode, addr)
 	s, serr := b.site(k, fn.Name, fn.Addr, off, in, err == nil, d, max(in.Len, 1))
 	if serr != nil {
 		s = Site{Func: fn.Name, Off: off, Addr: Hex(addr)}
@@ -443,7 +468,7 @@ func (b *Binary) bareSite(k *Kernel, r Request) (Site, *FuncAudit, error) {
 		return Site{}, nil, &PointError{Point: r.String(), Why: err.Error(), Err: ErrNotMapped}
 	}
 	in, derr := decode.Decode(raw, b.Arch.Mode, r.Addr)
-	d := k.Policy.ClassifyBytes(raw, b.Arch.Mode, r.Addr)
+	d := k.PolicyFor(b.Arch).ClassifyBytes(raw, b.Arch.Mode, r.Addr)
 	s, err := b.site(k, "", r.Addr, 0, in, derr == nil, d, max(in.Len, 1))
 	if err != nil {
 		return Site{}, nil, &PointError{Point: r.String(), Why: err.Error(), Err: ErrNotMapped}

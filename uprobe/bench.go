@@ -1,10 +1,14 @@
 package uprobe
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+
+	"github.com/kboost/kboost/decode"
+)
 
 // The built-in workload of Bench: a static x86-64 ELF (no libc) whose entry
 // calls one function COUNT times and exits. Each function starts with the
-// instruction that gives its path on the running kernel.
+// instruction that gives its path on the kernel measured (BenchFuncsFor).
 
 const (
 	benchBase  = 0x400000
@@ -21,26 +25,61 @@ type BenchFunc struct {
 	Ret   bool // a uretprobe
 }
 
-// BenchFuncs are the paths Bench measures, in its table's order.
-var BenchFuncs = []BenchFunc{
-	{Name: "native", Code: []byte{0x0f, 0x1f, 0x44, 0x00, 0x00, 0xc3}, Asm: "nopl 0x0(%rax,%rax); ret (no probe)"},
-	{Name: "optimized", Code: []byte{0x0f, 0x1f, 0x44, 0x00, 0x00, 0xc3}, Asm: "nopl 0x0(%rax,%rax); ret", Probe: true},
-	{Name: "emulated", Code: []byte{0x55, 0x5d, 0xc3}, Asm: "push %rbp; pop %rbp; ret", Probe: true},
-	{Name: "singlestep", Code: []byte{0x48, 0x8d, 0x05, 0, 0, 0, 0, 0xc3}, Asm: "lea 0x0(%rip),%rax; ret", Probe: true},
-	{Name: "uretprobe", Code: []byte{0x0f, 0x1f, 0x44, 0x00, 0x00, 0xc3}, Asm: "nopl 0x0(%rax,%rax); ret (entry and return)", Probe: true, Ret: true},
+// benchNops are the NOP forms an x86-64 kernel may optimize, in the order
+// BenchFuncsFor tries them: the 5-byte NOP (6.18) and the 10-byte form 7.2
+// optimizes.
+var benchNops = [][]byte{
+	{0x0f, 0x1f, 0x44, 0x00, 0x00},
+	{0x66, 0x2e, 0x0f, 0x1f, 0x84, 0x00, 0x00, 0x00, 0x00, 0x00},
 }
 
-// BenchFuncOffset is the file offset of BenchFuncs[i].
+// BenchNop is the NOP form k's policy optimizes in a 64-bit task at the
+// workload's function addresses (the first of the forms kernels optimize),
+// and whether there is one; the 5-byte NOP when k optimizes none.
+func BenchNop(k *Kernel) ([]byte, bool) {
+	env := k.Policy.DefaultEnv()
+	env.Mode = decode.Mode64
+	for _, nop := range benchNops {
+		win := append(append([]byte(nil), nop...), 0xc3)
+		for len(win) < 16 {
+			win = append(win, 0xcc)
+		}
+		if d := k.Policy.ClassifyBytesEnv(win, decode.Mode64, benchBase+BenchFuncOffset(1), env); d.Optimizable {
+			return nop, true
+		}
+	}
+	return benchNops[0], false
+}
+
+// BenchFuncsFor are the paths Bench measures on k, in its table's order: the
+// native, optimized and uretprobe functions start with BenchNop(k).
+func BenchFuncsFor(k *Kernel) []BenchFunc {
+	nop, _ := BenchNop(k)
+	asm := "nop"
+	if in, err := decode.Decode(nop, decode.Mode64, 0); err == nil {
+		asm = decode.Format(&in, nil)
+	}
+	nopRet := append(append([]byte(nil), nop...), 0xc3)
+	return []BenchFunc{
+		{Name: "native", Code: nopRet, Asm: asm + "; ret (no probe)"},
+		{Name: "optimized", Code: nopRet, Asm: asm + "; ret", Probe: true},
+		{Name: "emulated", Code: []byte{0x55, 0x5d, 0xc3}, Asm: "push %rbp; pop %rbp; ret", Probe: true},
+		{Name: "singlestep", Code: []byte{0x48, 0x8d, 0x05, 0, 0, 0, 0, 0xc3}, Asm: "lea 0x0(%rip),%rax; ret", Probe: true},
+		{Name: "uretprobe", Code: nopRet, Asm: asm + "; ret (entry and return)", Probe: true, Ret: true},
+	}
+}
+
+// BenchFuncOffset is the file offset of the i-th workload function.
 func BenchFuncOffset(i int) uint64 { return uint64(benchFuncs + 32*i) }
 
-// BenchImage is the workload calling BenchFuncs[fn] count times (count >= 1).
-func BenchImage(fn int, count uint32) []byte {
-	size := benchFuncs + 32*len(BenchFuncs)
+// BenchImage is the workload calling funcs[fn] count times (count >= 1).
+func BenchImage(funcs []BenchFunc, fn int, count uint32) []byte {
+	size := benchFuncs + 32*len(funcs)
 	img := make([]byte, size)
 	for i := benchEntry; i < size; i++ {
 		img[i] = 0xcc
 	}
-	for i, f := range BenchFuncs {
+	for i, f := range funcs {
 		copy(img[BenchFuncOffset(i):], f.Code)
 	}
 	le := binary.LittleEndian

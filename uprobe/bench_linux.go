@@ -11,27 +11,30 @@ import (
 	"time"
 )
 
-// Bench measures the per-call cost of each of BenchFuncs on the running
-// kernel: the workload runs count calls (scaled per path so that each run
+// Bench measures the per-call cost of each of BenchFuncsFor(k) on the
+// running kernel (k its model): the workload runs count calls (scaled per path so that each run
 // takes a fraction of a second) and once with one call (process start-up),
 // runs times each; the median difference of the workload's CPU time
 // divided by the calls is the cost.
-// Everything runs in dir and is removed; the probes are perf events.
+// Everything runs in dir and is removed; the probes are perf events. A
+// probed path whose hits are not its calls (a model that is not the running
+// kernel's) is an error.
 func Bench(dir string, scale float64, runs int, k *Kernel) ([]BenchRow, error) {
 	if runs < 1 {
 		runs = 1
 	}
 	counts := map[string]float64{"native": 2e7, "optimized": 3e5, "emulated": 2e5, "singlestep": 2e4, "uretprobe": 1.5e5}
 	var rows []BenchRow
-	for i, f := range BenchFuncs {
+	funcs := BenchFuncsFor(k)
+	for i, f := range funcs {
 		n := uint32(max(2, counts[f.Name]*scale))
 		path := filepath.Join(dir, fmt.Sprintf("kboost-bench-%d-%s", os.Getpid(), f.Name))
 		one := path + "-1"
-		if err := os.WriteFile(path, BenchImage(i, n), 0o755); err != nil {
+		if err := os.WriteFile(path, BenchImage(funcs, i, n), 0o755); err != nil {
 			return nil, err
 		}
 		defer os.Remove(path)
-		if err := os.WriteFile(one, BenchImage(i, 1), 0o755); err != nil {
+		if err := os.WriteFile(one, BenchImage(funcs, i, 1), 0o755); err != nil {
 			return nil, err
 		}
 		defer os.Remove(one)
@@ -53,6 +56,9 @@ func Bench(dir string, scale float64, runs int, k *Kernel) ([]BenchRow, error) {
 				return nil, err
 			}
 			row.Hits = hits
+			if f.Probe && hits != uint64(n) {
+				return nil, fmt.Errorf("uprobe: bench %s (%s): %d hits of %d calls: the running kernel does not probe the site as model %s predicts (%s)", f.Name, f.Asm, hits, n, k.Name, row.Verdict)
+			}
 			ds = append(ds, tn-t1)
 		}
 		slices.Sort(ds)

@@ -3,8 +3,8 @@
 //
 // # Points and file offsets
 //
-// Open reads an ELF executable or shared library (PIE or not, static, Go,
-// stripped down to its dynamic symbols). Binary.Resolve turns a request —
+// Open reads an x86-64, i386 or arm64 ELF executable or shared library (PIE
+// or not, static, Go, stripped down to its dynamic symbols). Binary.Resolve turns a request —
 // SYMBOL, SYMBOL+OFF or a virtual address 0xADDR — into the file offset the
 // kernel wants (uprobe_events "PATH:0xOFF", perf config2): the virtual address
 // minus its PT_LOAD segment's p_vaddr plus p_offset. A virtual address outside
@@ -14,7 +14,8 @@
 //
 // A Kernel is one kernel version's uprobes behaviour as a value: the boost
 // policy of that version (uprobes-x86 for 6.1, uprobes-6.12, uprobes-6.18,
-// uprobes-7.2) decides acceptance, emulation and which NOP sites the kernel
+// uprobes-7.2; on arm64 uprobes-arm64, uprobes-6.12-arm64 (also for 6.18),
+// uprobes-7.2-arm64: Kernel.PolicyFor) decides acceptance, emulation and which NOP sites the kernel
 // optimizes into a call to the [uprobes-trampoline] page; the Kernel adds what
 // that call does to the process (6.18's red-zone write). ForRelease and
 // Running pick the model of a release (the same major.minor, else the nearest
@@ -32,7 +33,9 @@
 // file offset is the ref_ctr_offset the kernel takes.
 //
 // Cheapest moves a point to the cheapest site of its basic block that runs as
-// often, never to one with a hazard.
+// often, never to one with a hazard, by the model's paths (optimized, else
+// emulated, else single-stepped: what is optimized or emulated differs per
+// version).
 //
 // # Live (Linux, root)
 //
@@ -43,8 +46,15 @@
 // UprobeGroup; every path and name is validated before it is written). Watch
 // streams hit counts. ReadBack reads a probed process's site bytes through
 // /proc/PID/mem and its [uprobes] / [uprobes-trampoline] mappings, and says
-// which path they show. Bench measures each path's cost per call on a
-// built-in workload; BenchTarget the cost per hit of one site in a command.
+// which path they show (the optimized call, 7.2's behind lea -0x80(%rsp),%rsp).
+// Trial runs one probe on a program of the trial protocol (kboost's uprobe
+// test programs: "ready", a byte on stdin, the calls, one "done" line) and
+// reads back what the kernel did; TrialExpect and TrialAgrees compare that
+// with a Site's verdict (the host's and a booted guest's corpus checks).
+// Bench measures each path's cost per call on a built-in workload whose
+// optimized row probes BenchNop, the NOP form the model optimizes (6.18: the
+// 5-byte NOP, 7.2: the 10-byte one); BenchTarget the cost per hit of one site
+// in a command.
 //
 // # Errors
 //

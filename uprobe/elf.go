@@ -96,8 +96,10 @@ func newBinary(path string, r io.ReaderAt) (*Binary, error) {
 		}
 	case elf.EM_386:
 		b.Arch = decode.I386
+	case elf.EM_AARCH64:
+		b.Arch = decode.ARM64
 	default:
-		return nil, &FormatError{Path: path, Why: fmt.Sprintf("machine %v: kboost audits x86 uprobes (EM_X86_64, EM_386)", ef.Machine)}
+		return nil, &FormatError{Path: path, Why: fmt.Sprintf("machine %v: kboost audits x86 and arm64 uprobes (EM_X86_64, EM_386, EM_AARCH64)", ef.Machine)}
 	}
 	interp := false
 	for _, p := range ef.Progs {

@@ -96,6 +96,6 @@ func ReadBack(pid int, path string, off uint64, n int) (Readback, error) {
 	if _, err := f.ReadAt(buf, int64(a)); err != nil {
 		return r, fmt.Errorf("uprobe: read process %d at %#x: %w", pid, a, err)
 	}
-	fillReadback(&r, maps, buf)
+	fillReadback(&r, maps, buf, swbpOf(path))
 	return r, nil
 }

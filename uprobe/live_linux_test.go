@@ -8,11 +8,8 @@ package uprobe
 // file offsets independently of kboost.
 
 import (
-	"bufio"
-	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"math/rand"
 	"os"
 	"os/exec"
@@ -82,6 +79,7 @@ func built(t *testing.T) string {
 		run("gcc", "-O1", "-shared", "-fPIC", "-o", o("libkb.so"), filepath.Join(src, "libkb.c"))
 		run("gcc", "-O1", "-DKB_LIB", "-o", o("corpus-lib"), c, "-L"+dir, "-lkb", "-Wl,-rpath,"+dir)
 		run("gcc", "-m32", "-O1", "-no-pie", "-fno-pie", "-o", o("corpus32"), filepath.Join(src, "corpus32.c"))
+		run("gcc", "-O1", "-pthread", "-o", o("threads"), filepath.Join(src, "threads.c"))
 		cmd := exec.Command("go", "build", "-o", o("gotarget"), filepath.Join(src, "gotarget", "main.go"))
 		cmd.Env = append(os.Environ(), "GOFLAGS=", "CGO_ENABLED=0")
 		if out, err := cmd.CombinedOutput(); err != nil && buildErr == nil {
@@ -100,71 +98,6 @@ func TestMain(m *testing.M) {
 		os.RemoveAll(buildDir)
 	}
 	os.Exit(code)
-}
-
-// target is one run of a test program in the corpus protocol.
-type target struct {
-	cmd    *exec.Cmd
-	in     io.WriteCloser
-	out    *bufio.Reader
-	stderr *bytes.Buffer
-}
-
-func startTarget(bin string, args ...string) (*target, error) {
-	cmd := exec.Command(bin, args...)
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		return nil, err
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	stderr := new(bytes.Buffer)
-	cmd.Stderr = stderr
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	tg := &target{cmd: cmd, in: in, out: bufio.NewReader(out), stderr: stderr}
-	l, err := tg.out.ReadString('\n')
-	if err != nil || l != "ready\n" {
-		tg.kill()
-		return nil, fmt.Errorf("%s %v: no ready line (%q, %v)", bin, args, l, err)
-	}
-	return tg, nil
-}
-
-func (tg *target) pid() int { return tg.cmd.Process.Pid }
-
-// run lets the program make its calls and returns its "done" line.
-func (tg *target) run() (string, error) {
-	if _, err := tg.in.Write([]byte{'x'}); err != nil {
-		return "", err
-	}
-	l, err := tg.out.ReadString('\n')
-	if err != nil {
-		return "", fmt.Errorf("no done line: %w", err)
-	}
-	return strings.TrimSpace(l), nil
-}
-
-// exit lets the program exit and returns how it ended.
-func (tg *target) exit() error {
-	tg.in.Close()
-	done := make(chan error, 1)
-	go func() { done <- tg.cmd.Wait() }()
-	select {
-	case err := <-done:
-		return err
-	case <-time.After(5 * time.Second):
-		tg.cmd.Process.Kill()
-		return <-done
-	}
-}
-
-func (tg *target) kill() {
-	tg.cmd.Process.Kill()
-	tg.exit()
 }
 
 // nmSyms is nm's view of a binary's symbols (the oracle for addresses).
@@ -205,61 +138,16 @@ func objdumpFileOffset(t *testing.T, bin, fn string) uint64 {
 	return 0
 }
 
-// kernelSays is what the kernel did with one probe.
-type kernelSays struct {
-	errno  string // refused: the errno name
-	rb     Readback
-	done   string // the program's done line
-	exit   error  // how the program ended
-	stderr string // what it wrote to stderr
-	hits   uint64
-	opened bool
-}
-
 // probeRun starts bin with args, puts a uprobe on it at file offset off
 // (perf PMU, that process only), lets it run (unless norun: then the site is
 // only read back), reads back the site and the maps, and removes the probe.
-func probeRun(bin string, off uint64, ret, norun bool, refCtr uint64, args ...string) (kernelSays, error) {
+func probeRun(bin string, off uint64, ret, norun bool, refCtr uint64, args ...string) (TrialResult, error) {
 	return probeRunIn(bin, bin, off, ret, norun, refCtr, args...)
 }
 
 // probeRunIn is probeRun with the probe in file (bin itself, or a library it maps).
-func probeRunIn(bin, file string, off uint64, ret, norun bool, refCtr uint64, args ...string) (kernelSays, error) {
-	var ks kernelSays
-	tg, err := startTarget(bin, args...)
-	if err != nil {
-		return ks, err
-	}
-	defer tg.kill()
-	ev, err := OpenPMU(Probe{Path: file, Offset: off, Return: ret, RefCtrOffset: refCtr, Pid: tg.pid()})
-	if err != nil {
-		var errno syscall.Errno
-		if !errors.As(err, &errno) {
-			return ks, err
-		}
-		ks.errno = boost.Errno(errno).String()
-		return ks, nil
-	}
-	defer ev.Close()
-	ks.opened = true
-	if norun {
-		ks.rb, err = ReadBack(tg.pid(), file, off, 8)
-		return ks, err
-	}
-	ks.done, err = tg.run()
-	if err != nil {
-		ks.exit = tg.exit()
-		ks.stderr = tg.stderr.String()
-		ks.hits, _ = ev.Hits()
-		return ks, nil
-	}
-	if ks.rb, err = ReadBack(tg.pid(), file, off, 8); err != nil {
-		return ks, err
-	}
-	ks.hits, err = ev.Hits()
-	ks.rb.Hits = ks.hits
-	ks.exit = tg.exit()
-	return ks, err
+func probeRunIn(bin, file string, off uint64, ret, norun bool, refCtr uint64, args ...string) (TrialResult, error) {
+	return Trial(bin, Probe{Path: file, Offset: off, Return: ret, RefCtrOffset: refCtr}, norun, args...)
 }
 
 // openCorpus gates on root, builds the test programs and opens the corpus
@@ -341,7 +229,7 @@ func liveCorpus(t *testing.T, name string, least int) {
 	type result struct {
 		p    point
 		site Site
-		ks   kernelSays
+		ks   TrialResult
 		err  error
 	}
 	res := make([]result, len(pts))
@@ -378,50 +266,15 @@ func liveCorpus(t *testing.T, name string, least int) {
 			bad++
 			continue
 		}
-		want := r.site.Path.String()
-		if r.site.Path == PathRefused {
-			want += " " + r.site.Errno
-		}
-		// Hazards that kill the process: how it dies (measured).
-		for _, h := range r.site.Hazards {
-			switch h {
-			case RulePushfTF.ID:
-				want = "died: signal: trace/breakpoint trap"
-			case RuleSyscallXOL.ID:
-				want = "died: signal: segmentation fault"
-			}
-		}
-		got, wantHits := "", uint64(calls)
-		switch {
-		case r.ks.errno != "":
-			got, wantHits = "refused "+r.ks.errno, 0
-		case r.p.norun:
-			got, wantHits = "accepted, int3 not written", 0
-			if r.ks.rb.Int3 {
-				got = "accepted"
-			}
-			if r.site.Path != PathRefused {
-				want = "accepted"
-			}
-		case r.ks.exit != nil && r.ks.done == "":
-			got = fmt.Sprintf("died: %v", r.ks.exit)
-		default:
-			got = r.ks.rb.Observed()
-		}
-		if slices.Contains(r.site.Reasons, RuleRepHits.ID) {
-			wantHits *= 8 // the corpus's rep instructions iterate 8 times
-		}
+		want, wantHits := TrialExpect(&r.site, r.p.norun, calls, 8) // the corpus's rep instructions iterate 8 times
+		got := r.ks.Outcome(r.p.norun)
 		count[got]++
 		if testing.Verbose() {
-			t.Logf("%-22s %-32s %-26s kboost %-12s kernel %-12s hits %d", r.p.name, SpacedHex(r.site.Bytes), r.site.Asm, want, got, r.ks.hits)
+			t.Logf("%-22s %-32s %-26s kboost %-12s kernel %-12s hits %d", r.p.name, SpacedHex(r.site.Bytes), r.site.Asm, want, got, r.ks.Hits)
 		}
-		if strings.HasPrefix(want, "died") {
-			wantHits = 1 // the first hit is what kills it
-		}
-		if got != want || r.ks.hits != wantHits {
+		if ok, why := TrialAgrees(&r.site, &r.ks, r.p.norun, calls, 8); !ok {
 			bad++
-			t.Errorf("%s %s (%s): kboost %s %v, kernel %s, %d hits of %d calls, site %s", r.p.name, SpacedHex(r.site.Bytes), r.site.Asm,
-				want, r.site.Reasons, got, r.ks.hits, wantHits, SpacedHex(r.ks.rb.Site))
+			t.Errorf("%s %s (%s): %s (want %d hits)", r.p.name, SpacedHex(r.site.Bytes), r.site.Asm, why, wantHits)
 		}
 	}
 	t.Logf("%s: %d sites on %s: %v; %d disagree", name, len(res), k.Name, count, bad)
@@ -429,14 +282,14 @@ func liveCorpus(t *testing.T, name string, least int) {
 
 // bashLibc starts a bash that maps libc.so.6 and returns it (killed at the
 // end of the test) and libc's path.
-func bashLibc(t *testing.T) (*target, string) {
+func bashLibc(t *testing.T) (*TrialProcess, string) {
 	t.Helper()
-	tg, err := startTarget("/usr/bin/bash", "-c", "echo ready; read -r x")
+	tg, err := StartTrial("/usr/bin/bash", "-c", "echo ready; read -r x")
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(tg.kill)
-	mb, err := os.ReadFile(fmt.Sprintf("/proc/%d/maps", tg.pid()))
+	t.Cleanup(tg.Kill)
+	mb, err := os.ReadFile(fmt.Sprintf("/proc/%d/maps", tg.Pid()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -495,7 +348,7 @@ func TestLiveSystemBinaries(t *testing.T) {
 				defer wg.Done()
 				for s := range next {
 					got := "accepted"
-					ev, err := OpenPMU(Probe{Path: path, Offset: uint64(s.FileOffset), Pid: tg.pid()})
+					ev, err := OpenPMU(Probe{Path: path, Offset: uint64(s.FileOffset), Pid: tg.Pid()})
 					var errno syscall.Errno
 					switch {
 					case errors.As(err, &errno):
@@ -504,7 +357,7 @@ func TestLiveSystemBinaries(t *testing.T) {
 						t.Errorf("%s %#x: %v", path, uint64(s.Addr), err)
 						continue
 					default:
-						rb, err := ReadBack(tg.pid(), path, uint64(s.FileOffset), 1)
+						rb, err := ReadBack(tg.Pid(), path, uint64(s.FileOffset), 1)
 						if err != nil || !rb.Int3 {
 							got = fmt.Sprintf("accepted, but the site holds %s (%v)", rb.Site, err)
 						}
@@ -551,7 +404,7 @@ func TestLiveSystemBinariesHits(t *testing.T) {
 		sites = append(sites, hot...)
 		type result struct {
 			s   Site
-			ks  kernelSays
+			ks  TrialResult
 			err error
 		}
 		res := make([]result, len(sites))
@@ -586,39 +439,39 @@ func TestLiveSystemBinariesHits(t *testing.T) {
 			}
 			var got string
 			switch {
-			case r.ks.errno != "":
-				got = "refused " + r.ks.errno
-			case r.ks.exit != nil && r.ks.done == "":
-				got = fmt.Sprintf("died: %v", r.ks.exit)
+			case r.ks.Errno != "":
+				got = "refused " + r.ks.Errno
+			case r.ks.Died():
+				got = fmt.Sprintf("died: %v", r.ks.Exit)
 				for _, h := range r.s.Hazards {
 					if h == RulePushfTF.ID || h == RuleSyscallXOL.ID {
 						want = got // the hazard kboost flagged
 					}
 				}
-			case r.ks.hits == 0:
+			case r.ks.Hits == 0:
 				got = "not hit, int3"
-				if !r.ks.rb.Int3 {
-					got = "not hit, site holds " + SpacedHex(r.ks.rb.Site)
+				if !r.ks.Readback.Int3 {
+					got = "not hit, site holds " + SpacedHex(r.ks.Readback.Site)
 				}
 				if r.s.Path != PathRefused {
 					want = "not hit, int3"
 				}
 			default:
-				got = r.ks.rb.Observed()
+				got = r.ks.Readback.Observed()
 			}
-			if r.ks.hits > 0 {
+			if r.ks.Hits > 0 {
 				hitSites++
-				hits += r.ks.hits
+				hits += r.ks.Hits
 			}
 			count[got]++
 			if got != want {
 				t.Errorf("%s %s+%#x (file %#x) %s (%s): kboost %s %v, kernel %s (%d hits)", path, r.s.Func, r.s.Off, uint64(r.s.FileOffset),
-					SpacedHex(r.s.Bytes), r.s.Asm, want, r.s.Reasons, got, r.ks.hits)
+					SpacedHex(r.s.Bytes), r.s.Asm, want, r.s.Reasons, got, r.ks.Hits)
 			}
 		}
 		hotHit := 0
 		for _, r := range res[len(sites)-len(hot):] {
-			if r.ks.hits > 0 {
+			if r.ks.Hits > 0 {
 				hotHit++
 			}
 		}
@@ -681,16 +534,16 @@ func TestLiveMidInstruction(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if ks.errno != "" || !s.KernelAccepts {
-			t.Errorf("k_midimm+%d: kernel %q, kboost says the kernel accepts: %v", off, ks.errno, s.KernelAccepts)
+		if ks.Errno != "" || !s.KernelAccepts {
+			t.Errorf("k_midimm+%d: kernel %q, kboost says the kernel accepts: %v", off, ks.Errno, s.KernelAccepts)
 			continue
 		}
 		// int3 replaces immediate byte off-1.
 		want := uint64(0x11223344)&^(0xff<<(8*(off-1))) | 0xcc<<(8*(off-1))
-		if ks.done != fmt.Sprintf("done 5 wrong 0 last %#x", want) || ks.hits != 0 {
-			t.Errorf("k_midimm+%d: %q, %d hits; want last %#x and no hits", off, ks.done, ks.hits, want)
+		if ks.Done != fmt.Sprintf("done 5 wrong 0 last %#x", want) || ks.Hits != 0 {
+			t.Errorf("k_midimm+%d: %q, %d hits; want last %#x and no hits", off, ks.Done, ks.Hits, want)
 		}
-		t.Logf("k_midimm+%d: kernel accepted, %d hits, %s: %s", off, ks.hits, ks.done, s.Details[0])
+		t.Logf("k_midimm+%d: kernel accepted, %d hits, %s: %s", off, ks.Hits, ks.Done, s.Details[0])
 	}
 	s, _, err := Check(b, k, Request{Symbol: "k_midlea", Off: 2})
 	if err != nil {
@@ -703,10 +556,10 @@ func TestLiveMidInstruction(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ks.errno != "" || ks.exit == nil || !strings.Contains(ks.exit.Error(), "illegal instruction") {
-		t.Errorf("k_midlea+2: kernel %q, process ended %v; want accepted and SIGILL", ks.errno, ks.exit)
+	if ks.Errno != "" || ks.Exit == "" || !strings.Contains(ks.Exit, "illegal instruction") {
+		t.Errorf("k_midlea+2: kernel %q, process ended %v; want accepted and SIGILL", ks.Errno, ks.Exit)
 	}
-	t.Logf("k_midlea+2: kernel accepted, the process ended: %v", ks.exit)
+	t.Logf("k_midlea+2: kernel accepted, the process ended: %v", ks.Exit)
 }
 
 // The red-zone hazard of optimized 5-byte NOP probes (kernels with the
@@ -734,10 +587,10 @@ func TestLiveRedZone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !ks.rb.Call || ks.done != "done 10 wrong 9 last 0x"+strconv.FormatUint(uint64(ks.rb.Addr)+5, 16) {
-		t.Errorf("redzone: %q, site %s: want 9 wrong results of 10, the last one the call's return address %#x", ks.done, SpacedHex(ks.rb.Site), uint64(ks.rb.Addr)+5)
+	if !ks.Readback.Call || ks.Done != "done 10 wrong 9 last 0x"+strconv.FormatUint(uint64(ks.Readback.Addr)+5, 16) {
+		t.Errorf("redzone: %q, site %s: want 9 wrong results of 10, the last one the call's return address %#x", ks.Done, SpacedHex(ks.Readback.Site), uint64(ks.Readback.Addr)+5)
 	}
-	t.Logf("redzone: %s (site %s, %d hits); kboost: %s", ks.done, SpacedHex(ks.rb.Site), ks.hits, s.Details[len(s.Details)-1])
+	t.Logf("redzone: %s (site %s, %d hits); kboost: %s", ks.Done, SpacedHex(ks.Readback.Site), ks.Hits, s.Details[len(s.Details)-1])
 	// --place cheapest moves the probe off the hazard: every result right,
 	// one hit per call.
 	moved, why, err := Cheapest(fa, s.Off)
@@ -745,17 +598,17 @@ func TestLiveRedZone(t *testing.T) {
 		t.Fatalf("cheapest from +%#x: +%#x %v (%v)", s.Off, moved.Off, moved.Hazards, err)
 	}
 	ks, err = probeRun(bin, uint64(moved.FileOffset), false, false, 0, "redzone", "10")
-	if err != nil || ks.done != "done 10 wrong 0 last 0xa" || ks.hits != 10 {
-		t.Errorf("redzone probed at +%#x: %q, %d hits (%v)", moved.Off, ks.done, ks.hits, err)
+	if err != nil || ks.Done != "done 10 wrong 0 last 0xa" || ks.Hits != 10 {
+		t.Errorf("redzone probed at +%#x: %q, %d hits (%v)", moved.Off, ks.Done, ks.Hits, err)
 	}
 	t.Logf("placed: %s", why)
 	// Without the probe the function is right.
-	tg, err := startTarget(bin, "redzone", "10")
+	tg, err := StartTrial(bin, "redzone", "10")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer tg.kill()
-	if l, err := tg.run(); err != nil || l != "done 10 wrong 0 last 0xa" {
+	defer tg.Kill()
+	if l, err := tg.Run(); err != nil || l != "done 10 wrong 0 last 0xa" {
 		t.Errorf("redzone unprobed: %q %v", l, err)
 	}
 }
@@ -803,10 +656,10 @@ func TestLiveFileOffsets(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if ks.errno != "" || ks.hits != 9 {
-			t.Errorf("%s %s at file %#x: kernel %q, %d hits of 9 calls", c.file, c.sym, uint64(s.FileOffset), ks.errno, ks.hits)
+		if ks.Errno != "" || ks.Hits != 9 {
+			t.Errorf("%s %s at file %#x: kernel %q, %d hits of 9 calls", c.file, c.sym, uint64(s.FileOffset), ks.Errno, ks.Hits)
 		}
-		t.Logf("%-16s %-14s %s vaddr %#x file %#x: %d hits of 9, %s", c.file, c.sym, b.Kind, uint64(s.Addr), uint64(s.FileOffset), ks.hits, s.Path)
+		t.Logf("%-16s %-14s %s vaddr %#x file %#x: %d hits of 9, %s", c.file, c.sym, b.Kind, uint64(s.Addr), uint64(s.FileOffset), ks.Hits, s.Path)
 	}
 	// A uretprobe on a Go function: flagged.
 	b, err := Open(filepath.Join(dir, "gotarget"))
@@ -849,8 +702,8 @@ func TestLiveUSDTSemaphore(t *testing.T) {
 		if ref != 0 {
 			want = 6
 		}
-		if ks.errno != "" || ks.hits != want {
-			t.Errorf("gated, ref_ctr_offset %#x: kernel %q, %d hits, want %d", ref, ks.errno, ks.hits, want)
+		if ks.Errno != "" || ks.Hits != want {
+			t.Errorf("gated, ref_ctr_offset %#x: kernel %q, %d hits, want %d", ref, ks.Errno, ks.Hits, want)
 		}
 	}
 }
@@ -865,10 +718,11 @@ func TestLiveBench(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	funcs := BenchFuncsFor(k)
 	by := map[string]BenchRow{}
 	for i, r := range rows {
 		by[r.Path] = r
-		if BenchFuncs[i].Probe && r.Hits != r.Calls {
+		if funcs[i].Probe && r.Hits != r.Calls {
 			t.Errorf("%s: %d hits of %d calls", r.Path, r.Hits, r.Calls)
 		}
 		t.Logf("%-10s %-11s %8d calls %10.1f ns/call %8.0fx", r.Path, r.Verdict, r.Calls, r.NsCall, r.Ratio)
@@ -897,18 +751,18 @@ func TestLiveXchgR8(t *testing.T) {
 		t.Errorf("kboost: %s %v: want emulated with %s", s.Path, s.Hazards, RuleXchgNop.ID)
 	}
 	// Unprobed it returns its argument (5 at the last call); probed, 0.
-	if ks.done != "done 5 wrong 0 last 0" || ks.hits != 5 {
-		t.Errorf("probed: %q, %d hits: want the exchange lost (last 0) and 5 hits", ks.done, ks.hits)
+	if ks.Done != "done 5 wrong 0 last 0" || ks.Hits != 5 {
+		t.Errorf("probed: %q, %d hits: want the exchange lost (last 0) and 5 hits", ks.Done, ks.Hits)
 	}
-	tg, err := startTarget(bin, "xchg_r8_sem", "5")
+	tg, err := StartTrial(bin, "xchg_r8_sem", "5")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer tg.kill()
-	if l, err := tg.run(); err != nil || l != "done 5 wrong 0 last 0x5" {
+	defer tg.Kill()
+	if l, err := tg.Run(); err != nil || l != "done 5 wrong 0 last 0x5" {
 		t.Errorf("unprobed: %q %v", l, err)
 	}
-	t.Logf("xchg %%rax,%%r8 probed: %s, %d hits; kboost %s %v", ks.done, ks.hits, s.Path, s.Hazards)
+	t.Logf("xchg %%rax,%%r8 probed: %s, %d hits; kboost %s %v", ks.Done, ks.Hits, s.Path, s.Hazards)
 }
 
 // A uretprobe on a Go function, through the kernel: on main.work (a leaf)
@@ -940,18 +794,119 @@ func TestLiveGoUretprobe(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		died := ks.exit != nil && ks.done == ""
-		first, _, _ := strings.Cut(ks.stderr, "\n")
-		t.Logf("%s%%return: errno %q, done %q, exit %v, %d hits, stderr %q", c.sym, ks.errno, ks.done, ks.exit, ks.hits, first)
+		died := ks.Died()
+		first, _, _ := strings.Cut(ks.Stderr, "\n")
+		t.Logf("%s%%return: errno %q, done %q, exit %v, %d hits, stderr %q", c.sym, ks.Errno, ks.Done, ks.Exit, ks.Hits, first)
 		switch {
-		case ks.errno != "":
-			t.Errorf("%s%%return: refused %s", c.sym, ks.errno)
+		case ks.Errno != "":
+			t.Errorf("%s%%return: refused %s", c.sym, ks.Errno)
 		case died != c.dies:
-			t.Errorf("%s%%return: died %v (%v), want %v", c.sym, died, ks.exit, c.dies)
-		case !c.dies && ks.hits != 9:
-			t.Errorf("%s%%return: %d hits of 9 returns", c.sym, ks.hits)
-		case c.dies && !strings.Contains(ks.stderr, "runtime:"):
-			t.Errorf("%s%%return: died without a runtime message: %q", c.sym, ks.stderr)
+			t.Errorf("%s%%return: died %v (%v), want %v", c.sym, died, ks.Exit, c.dies)
+		case !c.dies && ks.Hits != 9:
+			t.Errorf("%s%%return: %d hits of 9 returns", c.sym, ks.Hits)
+		case c.dies && !strings.Contains(ks.Stderr, "runtime:"):
+			t.Errorf("%s%%return: died without a runtime message: %q", c.sym, ks.Stderr)
 		}
+	}
+}
+
+// livePath is what the running kernel does at site s of code: code is the
+// bench workload's function (called in a loop), probed at s (perf, that
+// process) while it runs; the site's bytes and the maps are read back once
+// it was hit a few times (the optimization happens at the first hit).
+func livePath(t *testing.T, code []byte, s *Site) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "loop")
+	if err := os.WriteFile(path, BenchImage([]BenchFunc{{Code: code}}, 0, 1<<31), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(path)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	off := BenchFuncOffset(0) + s.Off
+	ev, err := OpenPMU(Probe{Path: path, Offset: off, Pid: cmd.Process.Pid})
+	if err != nil {
+		var errno syscall.Errno
+		if errors.As(err, &errno) {
+			return "refused " + boost.Errno(errno).String()
+		}
+		t.Fatal(err)
+	}
+	defer ev.Close()
+	for end := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if h, _ := ev.Hits(); h >= 3 {
+			break
+		}
+		if time.Now().After(end) {
+			t.Fatalf("+%#x of %s: not hit 3 times in 10 s", s.Off, SpacedHex(code))
+		}
+	}
+	rb, err := ReadBack(cmd.Process.Pid, path, off, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rb.Observed()
+}
+
+// --place cheapest under the running kernel's model, held to the running
+// kernel: each site's path is read back from a process running it.
+func TestLiveCheapest(t *testing.T) {
+	rootGate(t)
+	k := runningModel(t)
+	n := checkCheapest(t, k, func(code []byte, fa *FuncAudit, s *Site) string { return livePath(t, code, s) })
+	t.Logf("%s: %d starting points in %d functions, each placed at one of the running kernel's cheapest sites", k.Name, n, len(placeCodes))
+}
+
+// uprobe bench's optimized row probes the first NOP form the running kernel
+// optimizes (read back from a process running each form).
+func TestLiveBenchNop(t *testing.T) {
+	rootGate(t)
+	k := runningModel(t)
+	var want []byte
+	var seen []string
+	for _, nop := range benchNops {
+		code := append(append([]byte(nil), nop...), 0xc3)
+		p := livePath(t, code, &Site{})
+		seen = append(seen, SpacedHex(nop)+": "+p)
+		if p == "optimized" && want == nil {
+			want = nop
+		}
+	}
+	got, ok := BenchNop(k)
+	if ok != (want != nil) || ok && SpacedHex(got) != SpacedHex(want) {
+		t.Errorf("%s: BenchNop %s (optimized %v); the running kernel: %v", k.Name, SpacedHex(got), ok, seen)
+	}
+	t.Logf("%s: bench's optimized row probes %s; the running kernel: %v", k.Name, SpacedHex(got), seen)
+}
+
+// A probe for one process (perf PMU, per-thread counters) must not break the
+// target: a thread it creates afterwards is created (inherited counters made
+// the kernel re-read the probe's path pointer in the target during clone:
+// pthread_create failed with EFAULT). The calls on threads that existed
+// before are counted; the new thread's are not.
+func TestLiveThreadAfterProbe(t *testing.T) {
+	rootGate(t)
+	bin := filepath.Join(built(t), "threads")
+	b, err := Open(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	k := runningModel(t)
+	for _, ret := range []bool{false, true} {
+		s, _, err := Check(b, k, Request{Symbol: "work", Return: ret})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ks, err := probeRun(bin, uint64(s.FileOffset), ret, false, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ks.Done != "done created" || ks.Hits != 1 {
+			t.Errorf("return %v: %q, %d hits (exit %q): want the thread created and the main thread's call counted", ret, ks.Done, ks.Hits, ks.Exit)
+		}
+		t.Logf("return %v: %s, %d hits", ret, ks.Done, ks.Hits)
 	}
 }

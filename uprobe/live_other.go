@@ -49,3 +49,14 @@ func Bench(dir string, scale float64, runs int, k *Kernel) ([]BenchRow, error) {
 func BenchTarget(file string, site Site, ret bool, argv []string, runs int) ([]TargetRow, error) {
 	return nil, ErrNotSupported
 }
+
+// TrialProcess is a started trial program (Linux only).
+type TrialProcess struct{}
+
+// StartTrial returns ErrNotSupported off Linux.
+func StartTrial(bin string, args ...string) (*TrialProcess, error) { return nil, ErrNotSupported }
+
+// Trial returns ErrNotSupported off Linux.
+func Trial(bin string, p Probe, norun bool, args ...string) (TrialResult, error) {
+	return TrialResult{}, ErrNotSupported
+}

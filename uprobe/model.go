@@ -2,10 +2,12 @@ package uprobe
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/kboost/kboost/boost"
+	"github.com/kboost/kboost/decode"
 )
 
 // Path is what the kernel does when a uprobe is hit.
@@ -31,14 +33,17 @@ func (p Path) String() string {
 // MarshalText writes the path's name.
 func (p Path) MarshalText() ([]byte, error) { return []byte(p.String()), nil }
 
-// Kernel is one kernel's x86 uprobes as a value. Policy decides acceptance,
-// emulation and which NOP sites the kernel optimizes (boost's per-version
-// uprobes policies, Decision.Optimizable); the flags are what the optimized
-// path does to the process, which no policy models.
+// Kernel is one kernel version's uprobes as a value. Policy (x86) and the
+// policy of each other architecture (PolicyFor) decide acceptance,
+// emulation (arm64: simulation) and which NOP sites the kernel optimizes
+// (boost's per-version uprobes policies, Decision.Optimizable); the flags are
+// what the optimized path does to the process, which no policy models.
 type Kernel struct {
 	Name   string
-	Source string // where the behaviour was read or measured
-	Policy *boost.Policy
+	Source string        // where the behaviour was read or measured
+	Policy *boost.Policy // x86-64 and i386 tasks
+	// arch holds the policies of the other architectures.
+	arch map[*decode.Arch]*boost.Policy
 	// RedZoneCall: the optimized call pushes its return address at the probed
 	// instruction's -8(%rsp), inside the System V red zone (6.18's 5-byte
 	// form; 7.2 moves %rsp down 128 bytes first).
@@ -59,16 +64,36 @@ var kernels = []*Kernel{
 		Source: "boost policy uprobes-7.2 (Debian linux-source-7.2): insn_is_nop() forms emulated, the 10-byte NOP 66 2e 0f 1f 84 optimized behind lea -0x80(%rsp),%rsp (red zone kept)"},
 }
 
-var kernelPolicy = map[string]string{"uprobes-6.1": "uprobes-x86", "uprobes-6.12": "uprobes-6.12", "uprobes-6.18": "uprobes-6.18", "uprobes-7.2": "uprobes-7.2"}
+// kernelPolicy names each model's boost policies: x86, then arm64 (6.18 on
+// arm64 is not modelled: 6.12's decode-insn.c, the nearest older source).
+var kernelPolicy = map[string][2]string{
+	"uprobes-6.1":  {"uprobes-x86", "uprobes-arm64"},
+	"uprobes-6.12": {"uprobes-6.12", "uprobes-6.12-arm64"},
+	"uprobes-6.18": {"uprobes-6.18", "uprobes-6.12-arm64"},
+	"uprobes-7.2":  {"uprobes-7.2", "uprobes-7.2-arm64"},
+}
 
 func init() {
 	for _, k := range kernels {
-		p, err := boost.Lookup(kernelPolicy[k.Name])
+		names := kernelPolicy[k.Name]
+		p, err := boost.Lookup(names[0])
 		if err != nil {
 			panic(err)
 		}
-		k.Policy = p
+		a, err := boost.Lookup(names[1])
+		if err != nil {
+			panic(err)
+		}
+		k.Policy, k.arch = p, map[*decode.Arch]*boost.Policy{decode.ARM64: a}
 	}
+}
+
+// PolicyFor is the policy deciding instructions of arch under k.
+func (k *Kernel) PolicyFor(arch *decode.Arch) *boost.Policy {
+	if p, ok := k.arch[arch]; ok {
+		return p
+	}
+	return k.Policy
 }
 
 // Kernels returns every model.
@@ -78,7 +103,7 @@ func Kernels() []*Kernel { return append([]*Kernel(nil), kernels...) }
 func Lookup(name string) (*Kernel, error) {
 	var names []string
 	for _, k := range kernels {
-		if k.Name == name || k.Policy.Name == name {
+		if k.Name == name || k.Policy.Name == name || k.arch[decode.ARM64].Name == name {
 			return k, nil
 		}
 		names = append(names, k.Name)
@@ -87,10 +112,20 @@ func Lookup(name string) (*Kernel, error) {
 }
 
 // WithPolicy returns a copy of k deciding instructions under p (a per-version
-// boost policy, e.g. one modelled from that kernel's source).
+// boost policy, e.g. one modelled from that kernel's source) for the
+// architectures whose mode p decides.
 func (k *Kernel) WithPolicy(p *boost.Policy) *Kernel {
 	c := *k
-	c.Policy = p
+	c.arch = map[*decode.Arch]*boost.Policy{}
+	for a, ap := range k.arch {
+		c.arch[a] = ap
+		if slices.Contains(p.Modes, a.Mode) {
+			c.arch[a] = p
+		}
+	}
+	if !slices.Contains(p.Modes, decode.ModeA64) {
+		c.Policy = p
+	}
 	c.Name = k.Name + "+" + p.Name
 	return &c
 }

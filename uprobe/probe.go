@@ -3,7 +3,10 @@ package uprobe
 import (
 	"bufio"
 	"bytes"
+	"debug/elf"
+	"encoding/binary"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -128,8 +131,8 @@ const (
 type Readback struct {
 	Addr       Hex    `json:"addr"` // the site's address in the process
 	Site       Bytes  `json:"site"` // the bytes there now
-	Int3       bool   `json:"int3"`
-	Call       bool   `json:"call"` // e8 rel32 into [uprobes-trampoline]
+	Int3       bool   `json:"int3"` // the breakpoint: int3 (x86), BRK #0x5 (arm64)
+	Call       bool   `json:"call"` // e8 rel32 into [uprobes-trampoline] (7.2: after lea -0x80(%rsp),%rsp)
 	CallTarget Hex    `json:"call_target,omitempty"`
 	XOL        bool   `json:"xol"`        // [uprobes] is mapped
 	Trampoline bool   `json:"trampoline"` // [uprobes-trampoline] is mapped
@@ -161,7 +164,7 @@ func siteAddr(maps []Mapping, path string, off uint64) (uint64, bool) {
 }
 
 // fillReadback judges site bytes and maps.
-func fillReadback(r *Readback, maps []Mapping, site []byte) {
+func fillReadback(r *Readback, maps []Mapping, site, bp []byte) {
 	r.Site = site
 	var tramp []Mapping
 	for _, m := range maps {
@@ -173,12 +176,18 @@ func fillReadback(r *Readback, maps []Mapping, site []byte) {
 			tramp = append(tramp, m)
 		}
 	}
-	if len(site) > 0 && site[0] == 0xCC {
+	if bytes.HasPrefix(site, bp) {
 		r.Int3 = true
 	}
-	if len(site) >= 5 && site[0] == 0xE8 {
-		rel := int32(uint32(site[1]) | uint32(site[2])<<8 | uint32(site[3])<<16 | uint32(site[4])<<24)
-		t := uint64(r.Addr) + 5 + uint64(int64(rel))
+	// 7.2's 10-byte form moves %rsp below the red zone first.
+	at := 0
+	if bytes.HasPrefix(site, redZoneSkip) {
+		at = len(redZoneSkip)
+	}
+	if len(site) >= at+5 && site[at] == 0xE8 {
+		c := site[at:]
+		rel := int32(uint32(c[1]) | uint32(c[2])<<8 | uint32(c[3])<<16 | uint32(c[4])<<24)
+		t := uint64(r.Addr) + uint64(at) + 5 + uint64(int64(rel))
 		for _, m := range tramp {
 			if t >= m.Start && t < m.End {
 				r.Call, r.CallTarget = true, Hex(t)
@@ -186,3 +195,28 @@ func fillReadback(r *Readback, maps []Mapping, site []byte) {
 		}
 	}
 }
+
+// swbp is the breakpoint a uprobe writes, by ELF machine: int3 (x86),
+// BRK #0x5 (arm64 UPROBE_SWBP_INSN).
+var swbp = map[elf.Machine][]byte{
+	elf.EM_X86_64:  {0xcc},
+	elf.EM_386:     {0xcc},
+	elf.EM_AARCH64: {0xa0, 0x00, 0x20, 0xd4},
+}
+
+// swbpOf is the breakpoint of the ELF file at path (int3 when unknown).
+func swbpOf(path string) []byte {
+	h := make([]byte, 20)
+	if f, err := os.Open(path); err == nil {
+		f.ReadAt(h, 0)
+		f.Close()
+	}
+	if bp, ok := swbp[elf.Machine(binary.LittleEndian.Uint16(h[18:]))]; ok {
+		return bp
+	}
+	return swbp[elf.EM_X86_64]
+}
+
+// redZoneSkip is lea -0x80(%rsp),%rsp, which 7.2's optimized 10-byte NOP
+// runs before its call into [uprobes-trampoline].
+var redZoneSkip = []byte{0x48, 0x8d, 0x64, 0x24, 0x80}

@@ -3,6 +3,7 @@ package uprobe
 import (
 	"bytes"
 	"encoding/binary"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -78,12 +79,20 @@ func TestReadbackJudges(t *testing.T) {
 	rel := uint32(int32(tramp - next))
 	site := []byte{0xe8, 0, 0, 0, 0}
 	binary.LittleEndian.PutUint32(site[1:], rel)
-	fillReadback(&r, maps, site)
+	fillReadback(&r, maps, site, []byte{0xcc})
 	if !r.Call || !r.XOL || !r.Trampoline || r.Observed() != "optimized" {
 		t.Errorf("%+v", r)
 	}
+	// 7.2's form: lea -0x80(%rsp),%rsp, then the call (5 bytes further).
 	r = Readback{Addr: 0x55d0c0001159}
-	fillReadback(&r, maps[1:2], []byte{0xcc, 0x1f})
+	site = []byte{0x48, 0x8d, 0x64, 0x24, 0x80, 0xe8, 0, 0, 0, 0}
+	binary.LittleEndian.PutUint32(site[6:], uint32(int32(tramp-next-5)))
+	fillReadback(&r, maps, site, []byte{0xcc})
+	if !r.Call || r.CallTarget != Hex(tramp) || r.Observed() != "optimized" {
+		t.Errorf("7.2 form: %+v", r)
+	}
+	r = Readback{Addr: 0x55d0c0001159}
+	fillReadback(&r, maps[1:2], []byte{0xcc, 0x1f}, []byte{0xcc})
 	if r.Observed() != "emulated" {
 		t.Errorf("%+v", r)
 	}
@@ -243,9 +252,10 @@ func TestCheapest(t *testing.T) {
 // auditBytes audits code as one function of a synthetic binary.
 func auditBytes(t *testing.T, k *Kernel, code []byte) *FuncAudit {
 	t.Helper()
-	img := BenchImage(0, 1)
+	funcs := BenchFuncsFor(k)
+	img := BenchImage(funcs, 0, 1)
 	base := uint64(0x400000) + BenchFuncOffset(0)
-	copy(img[BenchFuncOffset(0):], make([]byte, 32*len(BenchFuncs)))
+	copy(img[BenchFuncOffset(0):], make([]byte, 32*len(funcs)))
 	copy(img[BenchFuncOffset(0):], code)
 	b, err := newBinary("mem", bytes.NewReader(img))
 	if err != nil {
@@ -256,4 +266,20 @@ func auditBytes(t *testing.T, k *Kernel, code []byte) *FuncAudit {
 		t.Fatal(err)
 	}
 	return fa
+}
+
+// A TrialResult survives JSON (the guest sends it to the host).
+func TestTrialResultJSON(t *testing.T) {
+	in := TrialResult{Readback: Readback{Addr: 0x401000, Site: Bytes{0xe8, 0, 0, 0, 0}, Call: true, CallTarget: 0x7fff0000, Trampoline: true, Hits: 7}, Done: "done 7", Hits: 7, Opened: true}
+	b, err := json.Marshal(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out TrialResult
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(in, out); diff != "" {
+		t.Errorf("%s: round trip differs (-in +out):\n%s", b, diff)
+	}
 }

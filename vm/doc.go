@@ -136,6 +136,15 @@
 // when the guest's time exceeded the host's); VerifyRequest.Boundaries
 // probes fewer boundaries per function, as the CI's runs of 6.12 and 7.2 do.
 //
+// # Uprobes in a booted kernel
+//
+// UprobeTrials boots a Debian amd64 or arm64 package's kernel with the
+// uprobe-trial step (package guest) on a static program of uprobe's trial
+// protocol copied into the initramfs: every given point is probed in its own
+// process and the guest reports errno, site bytes, the [uprobes] and
+// [uprobes-trampoline] mappings and hits, for the host to compare with the
+// uprobes model of the guest's release (uprobe.TrialAgrees).
+//
 // # A host that refuses 32-bit executables
 //
 // IA32Refused boots a Debian amd64 kernel (6.7 or later) with

@@ -25,8 +25,9 @@ func newUprobeCmd(s Streams) *cobra.Command {
 		Long: `Audit user-space probe points: for every instruction boundary of the chosen
 functions, the file offset the kernel wants, the virtual address and what the
 running kernel's uprobes do there (refused with an errno, emulated, single-
-stepped out of line in the [uprobes] XOL page, or optimized: a 5-byte NOP turned
-into a call to [uprobes-trampoline]), plus the hazards kboost sees and the kernel
+stepped out of line in the [uprobes] XOL page, or optimized: a NOP turned into
+a call to [uprobes-trampoline], the 5-byte form on 6.18, the 10-byte one on
+7.2), plus the hazards kboost sees and the kernel
 does not: an offset inside an instruction (the kernel installs it; kboost
 refuses it), an optimized site in a function that keeps data in the red zone,
 a uretprobe on a Go binary. Targets are BIN, BIN:SYMBOL, BIN:SYMBOL+OFF,
@@ -36,7 +37,7 @@ ref_ctr_offset).`,
 	}
 	var model, place string
 	var jsonOut bool
-	cmd.PersistentFlags().StringVar(&model, "policy", "", "uprobes model (uprobes-6.1, uprobes-6.12, uprobes-6.18, uprobes-7.2) or a boost x86 policy for the instruction analysis; default: the running kernel's")
+	cmd.PersistentFlags().StringVar(&model, "policy", "", "uprobes model (uprobes-6.1, uprobes-6.12, uprobes-6.18, uprobes-7.2) or a boost x86 or arm64 policy for the instruction analysis; default: the running kernel's")
 	cmd.PersistentFlags().BoolVar(&jsonOut, "json", false, "JSON output (one object per site)")
 	cmd.PersistentFlags().StringVar(&place, "place", "exact", "exact, or cheapest: move a point to the cheapest site that runs exactly as often (optimized, else emulated, in the same basic block; never a site with a hazard)")
 	// check decides one request, moved first with --place cheapest.
@@ -428,13 +429,13 @@ ref_ctr_offset).`,
 		c.Flags().BoolVar(&force, "force", false, "ask the kernel even when kboost refuses the point (mid-instruction, hazards)")
 	}
 	watch.Flags().BoolVar(&useTracefs, "tracefs", false, "use tracefs uprobe_events instead of the perf PMU (leaks if killed: kboost uprobe sweep)")
-	watch.Flags().IntVar(&pid, "pid", 0, "probe only this process (perf PMU); 0: every process mapping the file")
+	watch.Flags().IntVar(&pid, "pid", 0, "probe only this process (perf PMU; its threads at the start, not the ones it creates later); 0: every process mapping the file")
 	durationVar(watch.Flags(), &interval, "interval", time.Second, 10*time.Millisecond, time.Hour, false, "time between hit-count lines (10ms to 1h)")
 	var scale float64
 	var runs int
 	bench := &cobra.Command{
 		Use:   "bench [BIN:SYM[+OFF][%return] [-- COMMAND ARGS...]]",
-		Short: "Measure the per-call cost of each uprobe path on the running kernel (built-in workload) as ratios to the unprobed call; or the cost per hit of a probe at BIN:SYM in a command",
+		Short: "Measure the per-call cost of each uprobe path on the running kernel (built-in workload; the optimized row probes the NOP form the kernel's model optimizes) as ratios to the unprobed call; or the cost per hit of a probe at BIN:SYM in a command",
 		Args:  cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if scale <= 0 || scale > 100 {

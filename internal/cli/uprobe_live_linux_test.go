@@ -173,3 +173,89 @@ func TestLiveUprobeBenchTarget(t *testing.T) {
 		t.Errorf("bench BIN:SYM extra: exit %d, want 2 (%s)", code, errb.String())
 	}
 }
+
+// `uprobe audit --place cheapest --policy P BIN:0xADDR` moves the point by
+// P's costs, as package uprobe's Cheapest does under P (held to each
+// version's kernel code and to the running kernel in uprobe's tests): from
+// k_redzone's 5-byte NOP, 6.18 (optimized, with the red-zone hazard) moves
+// past it, 7.2 (emulated, no hazard) keeps it, 6.12 keeps it single-stepped
+// (so is everything after it there, the ret included).
+func TestUprobeAuditPlacePolicies(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "corpus")
+	if out, err := exec.Command("gcc", "-O1", "-o", bin, "../../uprobe/testdata/corpus.c").CombinedOutput(); err != nil {
+		t.Fatalf("gcc: %v\n%s", err, out)
+	}
+	b, err := uprobe.Open(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	fn, ok := b.Func("k_redzone")
+	if !ok {
+		t.Fatal("no k_redzone")
+	}
+	from := fn.Addr + 5
+	seen := map[string]bool{}
+	for _, model := range []string{"uprobes-6.18", "uprobes-7.2", "uprobes-6.12"} {
+		k, err := uprobe.Lookup(model)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, fa, err := uprobe.Check(b, k, uprobe.Request{Addr: from, HasAddr: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _, err := uprobe.Cheapest(fa, s.Off)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out, errb bytes.Buffer
+		code := Main([]string{"uprobe", "audit", "--json", "--place", "cheapest", "--policy", model, fmt.Sprintf("%s:%#x", bin, from)}, strings.NewReader(""), &out, &errb)
+		var got struct {
+			Policy string `json:"policy"`
+			Off    uint64 `json:"off"`
+			Path   string `json:"path"`
+		}
+		if err := json.Unmarshal(out.Bytes(), &got); err != nil {
+			t.Fatalf("%s: %q: %v (exit %d, %s)", model, out.String(), err, code, errb.String())
+		}
+		if got.Policy != model || got.Off != want.Off || got.Path != want.Path.String() || code != 0 {
+			t.Errorf("%s: placed at +%#x (%s, policy %s, exit %d), want +%#x (%s): %s", model, got.Off, got.Path, got.Policy, code, want.Off, want.Path, errb.String())
+		}
+		seen[fmt.Sprintf("+%#x %s", got.Off, got.Path)] = true
+		t.Logf("%s: %s", model, strings.TrimSpace(errb.String()))
+	}
+	if len(seen) != 3 {
+		t.Errorf("the three policies placed the point at %v: want three different sites or paths", seen)
+	}
+}
+
+// `uprobe bench` prints its whole table in one run: a header and one row per
+// path of uprobe.BenchFuncsFor(the running kernel's model), each probed row
+// with hits = calls (the workload's own count is the oracle).
+func TestLiveUprobeBenchTable(t *testing.T) {
+	if os.Getenv("KBOOST_ROOT") != "1" {
+		t.Skip("set KBOOST_ROOT=1 (as root, kernel with uprobes)")
+	}
+	var out, errb bytes.Buffer
+	if code := Main([]string{"uprobe", "bench", "--scale", "0.02", "--runs", "1"}, strings.NewReader(""), &out, &errb); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	k, _ := uprobe.Running()
+	funcs := uprobe.BenchFuncsFor(k)
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 2+len(funcs) {
+		t.Fatalf("%d lines, want a title, a header and %d rows:\n%s", len(lines), len(funcs), out.String())
+	}
+	for i, f := range funcs {
+		fields := strings.Fields(lines[2+i])
+		if fields[0] != f.Name || !strings.Contains(lines[2+i], f.Asm) {
+			t.Errorf("row %d: %q, want path %s, code %s", i, lines[2+i], f.Name, f.Asm)
+		}
+		if n := len(fields); f.Probe && fields[n-3] != fields[n-4] {
+			t.Errorf("%s: %s hits of %s calls", f.Name, fields[n-3], fields[n-4])
+		}
+	}
+	t.Logf("\n%s", out.String())
+}

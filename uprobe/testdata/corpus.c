@@ -6,7 +6,10 @@
  * memory and maps). Built with gcc at test time; only caller-saved registers,
  * the red zone of leaf functions and kb_buf are touched. */
 #define _SDT_HAS_SEMAPHORES 1
+#define _GNU_SOURCE 1
 #include <sys/sdt.h>
+#include <signal.h>
+#include <ucontext.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -164,6 +167,31 @@ FN(midlea, "", "lea 0x10(%rdi),%rax", "")
 /* k_xchg_r8_sem returns its argument through xchg %rax,%r8 (49 90). */
 FN(xchg_r8_sem, "mov %rdi,%r8\nxor %eax,%eax", "xchg %rax,%r8", "")
 
+/* The trap flag on the CPU, no uprobe involved (the site, a NOP before it,
+ * is only the trial's probe): k_tfpause sets TF with popf, runs pause, and
+ * returns how far past the pause the single-step trap came (2: right after
+ * it, as the CPU should); k_tfnop the same over a nop (1). An emulator that
+ * loses the trap after pause returns more. */
+volatile unsigned long kb_trap_ip;
+static void kb_on_trap(int sig, siginfo_t *si, void *ctx) {
+	ucontext_t *uc = ctx;
+	(void)sig, (void)si;
+	if (!kb_trap_ip)
+		kb_trap_ip = uc->uc_mcontext.gregs[REG_RIP];
+	uc->uc_mcontext.gregs[REG_EFL] &= ~0x100L;
+}
+void kb_tf_setup(void) {
+	struct sigaction sa = {0};
+	sa.sa_sigaction = kb_on_trap;
+	sa.sa_flags = SA_SIGINFO;
+	sigaction(SIGTRAP, &sa, 0);
+	kb_trap_ip = 0;
+}
+#define TF(name, insn) FN(name, "sub $8,%rsp\ncall kb_tf_setup\nadd $8,%rsp", "nop", \
+	"pushf\norq $0x100,(%rsp)\npopf\nkb_" #name "_at: " insn "\nnop\nnop\n" \
+	"mov kb_trap_ip(%rip),%rax\nlea kb_" #name "_at(%rip),%rdx\nsub %rdx,%rax")
+TF(tfpause, "pause") TF(tfnop, "nop")
+
 /* USDT sites. */
 /* With _SDT_HAS_SEMAPHORES every probe names a semaphore; only u_gated tests it. */
 #define SEMA(n) unsigned short kbtest_##n##_semaphore __attribute__((unused)) __attribute__((section(".probes")));
@@ -172,9 +200,7 @@ __attribute__((noinline)) long u_plain(long x) { STAP_PROBE(kbtest, plain); retu
 __attribute__((noinline)) long u_args(long x) { int y = (int)x * 3; STAP_PROBE2(kbtest, args, x, y); return x + y; }
 __attribute__((noinline)) long u_gated(long x) { if (kbtest_gated_semaphore) STAP_PROBE1(kbtest, gated, x); return x; }
 
-struct ent { long (*fn)(long); const char *name; };
-extern const struct ent __start_kbtab[], __stop_kbtab[];
-static const struct ent usdt[] = {{u_plain, "u_plain"}, {u_args, "u_args"}, {u_gated, "u_gated"}, {0, 0}};
+static const struct kb_ent usdt[] = {{u_plain, "u_plain"}, {u_args, "u_args"}, {u_gated, "u_gated"}, {0, 0}};
 
 #ifdef KB_LIB
 extern long kb_lib(long); /* libkb.so */
@@ -186,10 +212,10 @@ int main(int argc, char **argv) {
 		return 2;
 	}
 	long (*fn)(long) = 0;
-	for (const struct ent *e = __start_kbtab; e < __stop_kbtab; e++)
+	for (const struct kb_ent *e = __start_kbtab; e < __stop_kbtab; e++)
 		if (!strcmp(e->name, argv[1]))
 			fn = e->fn;
-	for (const struct ent *e = usdt; e->name; e++)
+	for (const struct kb_ent *e = usdt; e->name; e++)
 		if (!strcmp(e->name, argv[1]))
 			fn = e->fn;
 #ifdef KB_LIB

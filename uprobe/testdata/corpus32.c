@@ -53,33 +53,4 @@ NR(int3, "int3") NR(hlt, "hlt") NR(nop10_cs, ".byte 0x66,0x2e,0x0f,0x1f,0x84,0,0
 NR(lock_nop, ".byte 0xf0,0x90") NR(into, "into") NR(bound, "bound %eax,kb_buf") NR(pop_ds_bad, ".byte 0x1f") NR(jmp16, ".byte 0x66,0xeb,0x00")
 NR(ud2, "ud2") NR(sysenter, "sysenter") NR(lds, "lds kb_buf,%eax") NR(mov_ss, ".byte 0x8e,0xd0") NR(in_al, "in $0x80,%al")
 
-struct ent { long (*fn)(long); const char *name; };
-extern const struct ent __start_kbtab[], __stop_kbtab[];
-
-int main(int argc, char **argv) {
-	if (argc != 3) {
-		fprintf(stderr, "usage: corpus32 NAME COUNT\n");
-		return 2;
-	}
-	long (*fn)(long) = 0;
-	for (const struct ent *e = __start_kbtab; e < __stop_kbtab; e++)
-		if (!strcmp(e->name, argv[1]))
-			fn = e->fn;
-	if (!fn) {
-		fprintf(stderr, "corpus32: no function %s\n", argv[1]);
-		return 2;
-	}
-	long n = atol(argv[2]), last = 0;
-	char c;
-	printf("ready\n");
-	fflush(stdout);
-	if (read(0, &c, 1) != 1)
-		return 1;
-	for (long i = 0; i < n; i++)
-		last = fn(i + 1);
-	printf("done %ld wrong 0 last %#lx\n", n, (unsigned long)last);
-	fflush(stdout);
-	if (read(0, &c, 1) != 1)
-		return 1;
-	return 0;
-}
+int main(int argc, char **argv) { return kb_main("corpus32", argc, argv); }

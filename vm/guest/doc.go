@@ -36,6 +36,11 @@
 //	              loader inside the guest: live predictions vs the kernel, the
 //	              perf PMU probe, and SIGINT/SIGKILL of a watcher (a child: the
 //	              guest binary re-run with ChildEnv set) then Sweep.
+//	uprobe-trial  uprobe-trial.json UprobeReport for UprobeArgs: each point of a
+//	              program of uprobe's trial protocol probed through the perf
+//	              uprobe PMU, one process each (uprobe.Trial): errno, the
+//	              site's bytes, [uprobes] / [uprobes-trampoline] in its maps,
+//	              hits.
 //	probe-cli     probe-cli.json CLIReport for CLIArgs: kboost's probe commands
 //	              run in-process and the kernel's kprobes after each; registered
 //	              by package vm/guest/clistep (cmd/kboost-guest links it in).
