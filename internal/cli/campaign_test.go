@@ -100,9 +100,11 @@ func TestFuzzShardsMerge(t *testing.T) {
 func fuzzShardsMerge(t *testing.T, arch string) {
 	dir := t.TempDir()
 	const n = "1500"
+	stable := stableTimeout(t, arch)
 	fuzz := func(out string, extra ...string) []byte {
 		t.Helper()
-		stdout, stderr, code := run(t, append([]string{"fuzz", "--arch", arch, "-n", n, "--seed", "11", "--json", "--quiet", "--out", out}, extra...)...)
+		args := append([]string{"fuzz", "--arch", arch, "-n", n, "--seed", "11", "--json", "--quiet", "--out", out}, stable...)
+		stdout, stderr, code := run(t, append(args, extra...)...)
 		if code != 0 {
 			t.Fatalf("fuzz %v: exit %d: %s", extra, code, stderr)
 		}

@@ -47,7 +47,8 @@ func fuzzKillResume(t *testing.T, bin, cache, arch, n string) {
 		return c
 	}
 	ref := filepath.Join(dir, "ref.jsonl")
-	refOut, err := kboost(context.Background(), "fuzz", "--arch", arch, "-n", n, "--seed", "3", "--json", "--quiet", "--out", ref).Output()
+	stable := stableTimeout(t, arch)
+	refOut, err := kboost(context.Background(), append([]string{"fuzz", "--arch", arch, "-n", n, "--seed", "3", "--json", "--quiet", "--out", ref}, stable...)...).Output()
 	if err != nil {
 		t.Fatalf("reference run: %v", err)
 	}
@@ -62,7 +63,7 @@ func fuzzKillResume(t *testing.T, bin, cache, arch, n string) {
 		if _, err := os.Stat(f); err == nil {
 			return []string{"fuzz", "--resume", f, "--checkpoint", "10ms", "--json", "--quiet"}
 		}
-		return []string{"fuzz", "--arch", arch, "-n", n, "--seed", "3", "--out", f, "--checkpoint", "10ms", "--json", "--quiet"}
+		return append([]string{"fuzz", "--arch", arch, "-n", n, "--seed", "3", "--out", f, "--checkpoint", "10ms", "--json", "--quiet"}, stable...)
 	}
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 0))
 	kills, runs := 0, 0
@@ -109,8 +110,19 @@ func fuzzKillResume(t *testing.T, bin, cache, arch, n string) {
 		t.Errorf("after %d kills, the resumed campaign's counts differ from an uninterrupted run's: %v", kills, d)
 	}
 	if w, g := findingLines(t, ref), findingLines(t, f); !slices.Equal(w, g) {
-		t.Errorf("findings differ: %d uninterrupted, %d resumed", len(w), len(g))
+		t.Errorf("findings differ: %d uninterrupted, %d resumed; only uninterrupted: %.600q; only resumed: %.600q", len(w), len(g), missing(w, g), missing(g, w))
 	}
 	b, _ := os.ReadFile(f)
 	t.Logf("%d runs, %d killed; %d checkpoints in the file", runs, kills, bytes.Count(b, []byte(`"record":"checkpoint"`)))
+}
+
+// missing lists the records of a that b lacks.
+func missing(a, b []string) []string {
+	var m []string
+	for _, l := range a {
+		if !slices.Contains(b, l) {
+			m = append(m, l)
+		}
+	}
+	return m
 }
