@@ -156,7 +156,7 @@ func TestMeasureChecks(t *testing.T) {
 	if os.Getenv("KBOOST_ORACLE") != "1" {
 		t.Skip("set KBOOST_ORACLE=1")
 	}
-	for _, a := range []*Arch{X86_64, I386} {
+	for _, a := range testArches(t) {
 		r, err := MeasureChecks(a, 2*time.Second, 1)
 		if err != nil {
 			t.Fatal(err)

@@ -90,7 +90,11 @@
 // back to qemu-i386-static running the same runner, isolated in new
 // PID/network/IPC namespaces as nobody. ExecCPU and ExecQEMU insist on one.
 // An emulated sandbox reports its emulator through Sandbox.Emulator and has
-// no hardware length oracle.
+// no hardware length oracle. 32-bit case code reaches every address of its
+// process, so the i386 runner on the CPU unmaps the vDSO and makes the
+// stack the kernel gave it read-only: a case branching into random bytes
+// that write there faults, rather than leaving memory that the next case
+// (the same instruction's hit) reads differently.
 //
 // [Sandbox.HWLengths] and [HWLength] are the sandsifter length oracle: bytes
 // placed against the unmapped page after the code page, run with the trap

@@ -30,6 +30,11 @@ func sandboxFor(t *testing.T, a *Arch) *Sandbox {
 	if err != nil {
 		t.Fatalf("%s sandbox: %v", a.Name, err)
 	}
+	if a == I386 {
+		path := map[bool]string{true: "qemu", false: "cpu"}[s.Emulator() != ""]
+		expectI386Exec(t, path)
+		t.Logf("i386 --exec auto: %s %s", path, s.Emulator())
+	}
 	sandboxCache[a] = s
 	return s
 }
@@ -296,7 +301,7 @@ func TestFuzzOracle(t *testing.T) {
 		t.Skip("set KBOOST_ORACLE=1")
 	}
 	pol := lookup(t, "linux-6.1")
-	for _, a := range []*Arch{X86_64, I386} {
+	for _, a := range testArches(t) {
 		bits := 64
 		if a == I386 {
 			bits = 32
@@ -309,7 +314,11 @@ func TestFuzzOracle(t *testing.T) {
 					unsafe = append(unsafe, fmt.Sprintf("%s %s %s %v", f.Kind, f.Bytes, f.Asm, f.Diverged))
 				}
 			}})
-		for fz.Stats.Cases < 20000 {
+		n := 20000
+		if sandboxFor(t, a).Emulator() != "" {
+			n = 4000 // slower
+		}
+		for fz.Stats.Cases < n {
 			if err := fz.Block(64); err != nil {
 				t.Fatal(err)
 			}

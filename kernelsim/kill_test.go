@@ -18,7 +18,7 @@ func TestHelperFuzzLoop(t *testing.T) {
 		t.Skip("helper process for TestNoStraySandbox")
 	}
 	var ss []*Sandbox
-	for _, a := range []*Arch{X86_64, I386} {
+	for _, a := range testArches(t) {
 		for _, o := range execOptions(t, a) {
 			o.Tag = tag
 			s, err := NewWithOptions(a, o)
@@ -57,7 +57,10 @@ func TestNoStraySandbox(t *testing.T) {
 		t.Skip("starts subprocesses")
 	}
 	// one sandbox per backend the helper opens (see execOptions)
-	n := len(execOptions(t, X86_64)) + len(execOptions(t, I386))
+	n := 0
+	for _, a := range testArches(t) {
+		n += len(execOptions(t, a))
+	}
 	killHelperRounds(t, 3, "TestHelperFuzzLoop", "KBOOST_SANDBOX_HELPER", "kboost-stray-test", n, "sandbox",
 		func(round int) time.Duration { return time.Duration(50+100*round) * time.Millisecond })
 }

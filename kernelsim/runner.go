@@ -154,9 +154,18 @@ type target struct {
 	ptr        int // pointer size
 	codeBase   uint64
 	dataBase   uint64
+	// userTop is the top of the address space, for a target whose case
+	// code reaches all of it (32-bit). There the runner on the CPU unmaps
+	// what lies between its own pages and the page of its initial stack
+	// pointer (the vDSO, vvar, the stack's lower part) and makes the rest of
+	// the stack the kernel gave it read-only (its arguments stay readable:
+	// /proc/PID/cmdline, which finds sandboxes by tag), so that a case
+	// writing there (after a branch into random bytes) faults instead of
+	// changing memory the next case reads. 0: nothing to do.
+	userTop uint64
 	// system call numbers
-	nrMmap, nrPrctl, nrGetppid, nrSigaltstack, nrRtSigaction, nrRtSigreturn, nrFutex, nrExitGroup, nrExit, nrSetitimer int
-	sysArgs                                                                                                            []int // argument registers
+	nrMunmap, nrMprotect, nrMmap, nrPrctl, nrGetppid, nrSigaltstack, nrRtSigaction, nrRtSigreturn, nrFutex, nrExitGroup, nrExit, nrSetitimer int
+	sysArgs                                                                                                                                  []int // argument registers
 	// signal frame layout
 	ucGregs   int     // offset of the general registers in ucontext
 	gregGPR   [16]int // ucontext index of each GPR (encoding order)
@@ -171,7 +180,7 @@ var target64 = &target{
 	is64: true, elfClass: 2, elfMachine: 62, auditArch: 0xC000003E, ptr: 8, qemu: "qemu-x86_64-static",
 	// far from everything case code can reach with a register or disp32
 	codeBase: 0x7e00_0000_0000, dataBase: 0x7e00_0010_0000,
-	nrMmap: 9, nrPrctl: 157, nrGetppid: 110, nrSigaltstack: 131, nrRtSigaction: 13,
+	nrMunmap: 11, nrMprotect: 10, nrMmap: 9, nrPrctl: 157, nrGetppid: 110, nrSigaltstack: 131, nrRtSigaction: 13,
 	nrRtSigreturn: 15, nrFutex: 202, nrExitGroup: 231, nrExit: 60, nrSetitimer: 38,
 	sysArgs: []int{rDI, rSI, rDX, r10, r8, r9},
 	ucGregs: 40,
@@ -183,7 +192,8 @@ var target64 = &target{
 var target32 = &target{
 	is64: false, elfClass: 1, elfMachine: 3, auditArch: 0x40000003, ptr: 4, qemu: "qemu-i386-static",
 	codeBase: 0x1000_0000, dataBase: 0x1010_0000,
-	nrMmap: 192, nrPrctl: 172, nrGetppid: 64, nrSigaltstack: 186, nrRtSigaction: 174,
+	userTop:  0xffff_e000, // TASK_SIZE of a compat task
+	nrMunmap: 91, nrMprotect: 125, nrMmap: 192, nrPrctl: 172, nrGetppid: 64, nrSigaltstack: 186, nrRtSigaction: 174,
 	nrRtSigreturn: 173, nrFutex: 240, nrExitGroup: 252, nrExit: 1, nrSetitimer: 104,
 	sysArgs: []int{rBX, rCX, rDX, rSI, rDI, rBP},
 	ucGregs: 20,
@@ -308,6 +318,31 @@ func (t *target) genRunner(l Layout, base uint64, emu bool) *runnerCode {
 	mmap(l.Slot, PageSize, codeProt, offSlot, 5)
 	mmap(l.Scratch, ScratchSize, protRW, offScratch, 6)
 	mmap(l.Stack, StackSize, protRW, offStack, 7)
+	if t.userTop != 0 && !emu {
+		hi := d + dataLen
+		for _, e := range []uint64{l.Orig + PageSize, l.Slot + PageSize, l.Scratch + ScratchSize, l.Stack + StackSize} {
+			hi = max(hi, e)
+		}
+		hi = (hi + PageSize - 1) &^ (PageSize - 1)
+		// rBP: the initial stack pointer's page (above hi, below userTop)
+		a.movRR(false, rBP, rSP)
+		a.aluImm(false, aluAnd, rBP, -PageSize)
+		a.movRR(false, rCX, rBP)
+		a.aluImm(false, aluSub, rCX, int32(hi))
+		t.sys(a, t.nrMunmap, hi, keep{})
+		check(setupUnmap)
+		// read-only from there up, a page at a time, until the stack ends
+		more, end := a.newLabel(), a.newLabel()
+		a.bind(more)
+		a.movRR(false, rBX, rBP)
+		t.sys(a, t.nrMprotect, keep{}, PageSize, 1) // PROT_READ
+		a.aluImm(false, aluCmp, rAX, 0)
+		a.jcc(ccNE, end)
+		a.aluImm(false, aluAdd, rBP, PageSize)
+		a.aluImm(false, aluCmp, rBP, int32(t.userTop))
+		a.jcc(ccNE, more)
+		a.bind(end)
+	}
 	t.sys(a, t.nrSigaltstack, d+hAltstack, 0)
 	check(8)
 	for i, s := range caughtSignals {
@@ -744,8 +779,12 @@ func (t *target) genRunner(l Layout, base uint64, emu bool) *runnerCode {
 	return rc
 }
 
-// setupTimer is the set-up step number of setitimer.
-const setupTimer = 19
+// setupTimer is the set-up step number of setitimer, setupUnmap that of
+// the munmap above the runner's pages (target.userTop).
+const (
+	setupTimer = 19
+	setupUnmap = 22 // munmap below the initial stack page
+)
 
 // sigKILL is the number of SIGKILL.
 const sigKILL = 9

@@ -133,7 +133,7 @@ var setupSteps = map[int]string{
 	1: "mmap of the shared area", 2: "prctl(PR_SET_PDEATHSIG)", 3: "parent check (tracer already gone)",
 	4: "mmap of the code page", 5: "mmap of the slot page", 6: "mmap of the scratch page",
 	7: "mmap of the stack page", 8: "sigaltstack", 20: "prctl(PR_SET_NO_NEW_PRIVS)", 21: "seccomp filter",
-	setupTimer: "setitimer(ITIMER_VIRTUAL)",
+	setupTimer: "setitimer(ITIMER_VIRTUAL)", setupUnmap: "munmap of the vDSO and the stack's lower part",
 }
 
 func init() {

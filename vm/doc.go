@@ -152,7 +152,10 @@
 // as on hosts without IA32 emulation, and runs the "ia32-refused" guest
 // step (package vm/guest/clistep): a static i386 program, kboost's i386 sim
 // and fuzz with --exec auto (qemu-i386-static is copied from the host into
-// the initramfs) and a kernelsim test binary, whose results the host checks.
+// the initramfs) and compiled test binaries (go test -c), each in its
+// package's directory under /src with the files IA32Request adds (the guest
+// has no Go toolchain: the kboost binaries the tests run, their test data),
+// whose results the host checks.
 //
 // # Platforms
 //

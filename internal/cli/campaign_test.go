@@ -1,22 +1,15 @@
 package cli
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
 	"sort"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 )
 
 // smallSamples points kboost's cache at a directory whose only "vmlinux"
@@ -95,21 +88,36 @@ func diffCounts(a, b map[string]any) []string {
 // TestFuzzShardsMerge: the four shards of a campaign, merged, are the
 // unsharded campaign: the same counts and the same findings, in the same
 // order; merging their --json summaries gives the same counts but for
-// distinct_findings, which is summed there.
+// distinct_findings, which is summed there. For x86-64 and for i386 (on
+// the path i386Path says).
 func TestFuzzShardsMerge(t *testing.T) {
 	t.Setenv("KBOOST_CACHE", smallSamples(t))
+	for _, arch := range []string{"x86-64", "i386"} {
+		t.Run(arch, func(t *testing.T) { fuzzShardsMerge(t, arch) })
+	}
+}
+
+func fuzzShardsMerge(t *testing.T, arch string) {
 	dir := t.TempDir()
 	const n = "1500"
+	stable := stableTimeout(t, arch)
 	fuzz := func(out string, extra ...string) []byte {
 		t.Helper()
-		stdout, stderr, code := run(t, append([]string{"fuzz", "-n", n, "--seed", "11", "--json", "--quiet", "--out", out}, extra...)...)
+		args := append([]string{"fuzz", "--arch", arch, "-n", n, "--seed", "11", "--json", "--quiet", "--out", out}, stable...)
+		stdout, stderr, code := run(t, append(args, extra...)...)
 		if code != 0 {
 			t.Fatalf("fuzz %v: exit %d: %s", extra, code, stderr)
 		}
 		return []byte(stdout)
 	}
 	whole := filepath.Join(dir, "whole.jsonl")
-	want := counts(t, fuzz(whole))
+	wholeOut := fuzz(whole)
+	if arch == "i386" {
+		var sum map[string]any
+		json.Unmarshal(wholeOut, &sum)
+		wantI386Emulator(t, i386Path(t), sum)
+	}
+	want := counts(t, wholeOut)
 	var files, sums []string
 	for k := range 4 {
 		f := filepath.Join(dir, fmt.Sprintf("s%d.jsonl", k))
@@ -220,92 +228,6 @@ func TestAuditShards(t *testing.T) {
 	if nonEmpty < 2 {
 		t.Errorf("only %d of 4 shards have functions", nonEmpty)
 	}
-}
-
-// TestFuzzKillResume kills the built kboost binary with SIGKILL at random
-// moments of a `fuzz --out` campaign (at least 20 times, resuming it each
-// time): every findings file it leaves parses line by line, and the
-// resumed campaign ends with the counts and findings of an uninterrupted
-// run of the same seed.
-func TestFuzzKillResume(t *testing.T) {
-	if os.Getenv("KBOOST_ORACLE") == "" {
-		t.Skip("set KBOOST_ORACLE=1 (builds kboost and runs it ~25 times)")
-	}
-	cache := smallSamples(t)
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "kboost")
-	build := exec.Command("go", "build", "-pgo=off", "-o", bin, "github.com/kboost/kboost/cmd/kboost")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	const n = "10240" // 160 blocks
-	kboost := func(ctx context.Context, args ...string) *exec.Cmd {
-		c := exec.CommandContext(ctx, bin, args...)
-		c.Env = append(os.Environ(), "KBOOST_CACHE="+cache)
-		return c
-	}
-	ref := filepath.Join(dir, "ref.jsonl")
-	refOut, err := kboost(context.Background(), "fuzz", "-n", n, "--seed", "3", "--json", "--quiet", "--out", ref).Output()
-	if err != nil {
-		t.Fatalf("reference run: %v", err)
-	}
-	want := counts(t, refOut)
-	f := filepath.Join(dir, "killed.jsonl")
-	args := func() []string {
-		if _, err := os.Stat(f); err == nil {
-			return []string{"fuzz", "--resume", f, "--checkpoint", "10ms", "--json", "--quiet"}
-		}
-		return []string{"fuzz", "-n", n, "--seed", "3", "--out", f, "--checkpoint", "10ms", "--json", "--quiet"}
-	}
-	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 0))
-	kills, runs := 0, 0
-	for kills < 20 {
-		runs++
-		if runs > 60 {
-			t.Fatalf("the campaign ended after %d kills: make it longer", kills)
-		}
-		c := kboost(context.Background(), args()...)
-		if err := c.Start(); err != nil {
-			t.Fatal(err)
-		}
-		// a quarter at any moment (start-up included), the others once the
-		// file has grown: while blocks run and records are written
-		checkpoints := func() int {
-			b, _ := os.ReadFile(f)
-			return bytes.Count(b, []byte(`"record":"checkpoint"`))
-		}
-		if runs%4 != 0 {
-			for cp, deadline := checkpoints(), time.Now().Add(5*time.Second); checkpoints() == cp && time.Now().Before(deadline); {
-				time.Sleep(time.Millisecond)
-			}
-		}
-		time.Sleep(time.Duration(rng.IntN(40)) * time.Millisecond)
-		c.Process.Signal(syscall.SIGKILL)
-		err := c.Wait()
-		var ee *exec.ExitError
-		if errors.As(err, &ee) && ee.Sys().(syscall.WaitStatus).Signaled() {
-			kills++
-		} else if err != nil {
-			t.Fatalf("run %d: %v", runs, err)
-		} else {
-			t.Fatalf("run %d: the campaign finished before %d kills: make it longer", runs, 20)
-		}
-		if _, err := os.Stat(f); err == nil {
-			findingLines(t, f) // every line whole JSON
-		}
-	}
-	out, err := kboost(context.Background(), args()...).Output()
-	if err != nil {
-		t.Fatalf("final resume: %v", err)
-	}
-	if d := diffCounts(want, counts(t, out)); len(d) > 0 {
-		t.Errorf("after %d kills, the resumed campaign's counts differ from an uninterrupted run's: %v", kills, d)
-	}
-	if w, g := findingLines(t, ref), findingLines(t, f); !slices.Equal(w, g) {
-		t.Errorf("findings differ: %d uninterrupted, %d resumed", len(w), len(g))
-	}
-	b, _ := os.ReadFile(f)
-	t.Logf("%d runs, %d killed; %d checkpoints in the file", runs, kills, bytes.Count(b, []byte(`"record":"checkpoint"`)))
 }
 
 // TestAuditShardSummaries: merging the --summary --json of an audit's four

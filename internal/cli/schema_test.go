@@ -40,7 +40,6 @@ func TestJSONSchemas(t *testing.T) {
 		{"explain", []string{"explain", "--json", "ff", "ff"}},
 		{"explain", []string{"explain", "--json", "--slot", "0xffffffffa0000000", "48", "8b", "05", "10", "00", "00", "00"}},
 		{"sim", []string{"sim", "--json", "--trials", "2", "48", "8b", "05", "10", "00", "00", "00"}},
-		{"sim", []string{"sim", "--json", "--trials", "2", "--arch", "i386", "--policy", "linux-2.6.17-i386", "89", "c8"}},
 		{"fuzz-summary", []string{"fuzz", "--json", "--quiet", "-n", "300", "--out", findings}},
 		{"opcodes", []string{"opcodes", "--json"}},
 		{"opcodes", []string{"opcodes", "--json", "--arch", "i386", "--policy", "uprobes-x86"}},

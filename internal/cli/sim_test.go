@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -37,6 +38,9 @@ func TestSimCommand(t *testing.T) {
 	}, func(args []string, out string) {
 		if strings.Contains(out, "\033[") {
 			t.Errorf("%v: colour codes on a non-terminal", args)
+		}
+		if slices.Contains(args, "i386") {
+			wantI386Executor(t, i386Path(t), out)
 		}
 	})
 	out, _, code := run(t, "sim", "--json", "--trials", "1", "53")

@@ -7,11 +7,17 @@ type IA32Args struct {
 	Static386 string `json:"static386"`
 	// FuzzN is the -n of `kboost fuzz --arch i386`.
 	FuzzN int `json:"fuzz_n"`
-	// TestBinary is a compiled kernelsim test binary (go test -c), run with
-	// -test.run TestRun and -test.v; empty: not run.
-	TestBinary string   `json:"test_binary,omitempty"`
-	TestRun    string   `json:"test_run,omitempty"`
-	TestEnv    []string `json:"test_env,omitempty"` // added to its environment
+	// Tests are compiled test binaries (go test -c) to run, in order.
+	Tests []IA32Test `json:"tests,omitempty"`
+}
+
+// IA32Test is one test binary's run: Binary -test.run Run -test.v in Dir,
+// with Env added to the step's environment.
+type IA32Test struct {
+	Binary string   `json:"binary"`
+	Dir    string   `json:"dir"`
+	Run    string   `json:"run"`
+	Env    []string `json:"env,omitempty"`
 }
 
 // IA32Report is the "ia32-refused" step's result (ia32-refused.json).
@@ -24,13 +30,15 @@ type IA32Report struct {
 	// `kboost fuzz --arch i386 --exec auto -n N --json`, run in-process.
 	Sim  CLIRun `json:"sim"`
 	Fuzz CLIRun `json:"fuzz"`
-	// Test is the kernelsim test binary's run.
-	Test *ProgramRun `json:"test,omitempty"`
+	// Tests are the test binaries' runs, one per Args.Tests entry.
+	Tests []ProgramRun `json:"tests,omitempty"`
 }
 
-// ProgramRun is a program's exit status and combined output.
+// ProgramRun is a program's exit status, combined output and wall-clock
+// time.
 type ProgramRun struct {
-	Args   []string `json:"args"`
-	Exit   int      `json:"exit"`
-	Output string   `json:"output"`
+	Args    []string `json:"args"`
+	Exit    int      `json:"exit"`
+	Output  string   `json:"output"`
+	Seconds float64  `json:"seconds"`
 }

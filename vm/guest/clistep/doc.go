@@ -20,8 +20,8 @@
 // It also registers "ia32-refused" (guest.IA32Args, result
 // ia32-refused.json, a guest.IA32Report): on a kernel that refuses 32-bit
 // executables, the errno of a static i386 program's execve, `kboost sim` and
-// `kboost fuzz --arch i386 --exec auto` run in-process, and a compiled test
-// binary's output (see vm.IA32Refused).
+// `kboost fuzz --arch i386 --exec auto` run in-process, and compiled test
+// binaries' outputs and times (see vm.IA32Refused).
 //
 // Linux only; elsewhere the package is empty.
 package clistep

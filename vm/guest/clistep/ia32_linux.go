@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"strconv"
 	"syscall"
+	"time"
 
 	"github.com/kboost/kboost/vm/guest"
 	"golang.org/x/sys/unix"
@@ -22,7 +23,7 @@ func init() {
 
 // ia32Step runs, on a kernel that may refuse 32-bit executables, a static
 // i386 program, kboost's i386 sim and fuzz with --exec auto, and the
-// kernelsim test binary.
+// compiled test binaries.
 func ia32Step(e *guest.Env, raw json.RawMessage) error {
 	var args guest.IA32Args
 	if err := json.Unmarshal(raw, &args); err != nil {
@@ -49,23 +50,13 @@ func ia32Step(e *guest.Env, raw json.RawMessage) error {
 	e.Logf("sim: exit %d", rep.Sim.Exit)
 	rep.Fuzz = run("fuzz", "--arch", "i386", "--exec", "auto", "-n", strconv.Itoa(args.FuzzN), "--json")
 	e.Logf("fuzz: exit %d", rep.Fuzz.Exit)
-	if args.TestBinary != "" {
-		a := []string{"-test.run", args.TestRun, "-test.v", "-test.count=1"}
-		cmd := exec.Command(args.TestBinary, a...)
-		cmd.Env = append(append(os.Environ(), "KBOOST_ORACLE=1", "TMPDIR=/tmp"), args.TestEnv...)
-		var out bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &out
-		t := &guest.ProgramRun{Args: append([]string{args.TestBinary}, a...)}
-		if err := cmd.Run(); err != nil {
-			var ee *exec.ExitError
-			if !errors.As(err, &ee) {
-				return fmt.Errorf("running %s: %w", args.TestBinary, err)
-			}
-			t.Exit = ee.ExitCode()
+	for _, tb := range args.Tests {
+		t, err := runTest(tb)
+		if err != nil {
+			return err
 		}
-		t.Output = out.String()
-		rep.Test = t
-		e.Logf("kernelsim tests: exit %d", t.Exit)
+		rep.Tests = append(rep.Tests, t)
+		e.Logf("%s: exit %d in %.0fs", tb.Binary, t.Exit, t.Seconds)
 	}
 	return e.PutJSON("ia32-refused.json", &rep)
 }
@@ -77,4 +68,26 @@ func errnoName(err error) string {
 		return unix.ErrnoName(en)
 	}
 	return err.Error()
+}
+
+// runTest runs one compiled test binary verbosely in its directory.
+func runTest(tb guest.IA32Test) (guest.ProgramRun, error) {
+	a := []string{"-test.run", tb.Run, "-test.v", "-test.count=1"}
+	cmd := exec.Command(tb.Binary, a...)
+	cmd.Dir = tb.Dir
+	cmd.Env = append(append(os.Environ(), "KBOOST_ORACLE=1", "KBOOST_ROOT=1", "TMPDIR=/tmp", "HOME=/tmp"), tb.Env...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	r := guest.ProgramRun{Args: append([]string{tb.Binary}, a...)}
+	start := time.Now()
+	if err := cmd.Run(); err != nil {
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) {
+			return r, fmt.Errorf("running %s: %w", tb.Binary, err)
+		}
+		r.Exit = ee.ExitCode()
+	}
+	r.Seconds = time.Since(start).Seconds()
+	r.Output = out.String()
+	return r, nil
 }
