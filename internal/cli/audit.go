@@ -355,7 +355,11 @@ func prepareAudit(o auditOpts, file, policy string, sh shard.Shard) (_ *auditSet
 		// ftrace_init_nop rewrites at boot (arm64): audit the booted bytes.
 		if p, err := audit.NewFtraceInitPatcher(f); err == nil {
 			patch = p
-			notes = append(notes, fmt.Sprintf("boot patching: the first patchable-entry NOP of the %d functions with an ftrace record is `mov x9, x30`, as ftrace_init_nop writes it", audit.CountPatchedWords(p)))
+			n := fmt.Sprintf("boot patching: the first patchable-entry NOP of the %d functions with an ftrace record is `mov x9, x30`, as ftrace_init_nop writes it", audit.CountPatchedWords(p))
+			if ops := audit.FtraceOpsLiteral(p); ops != 0 {
+				n += fmt.Sprintf(", and the two NOPs before each such function hold &ftrace_nop_ops (%#x)", ops)
+			}
+			notes = append(notes, n)
 			caps := o.cpuCaps
 			if fileExists(caps) { // a kernel log: its "CPU features: detected:" lines
 				b, err := os.ReadFile(caps)
