@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/kboost/kboost/decode"
 )
@@ -131,6 +132,11 @@ func (s *X86Features) Has(n uint16) bool {
 func ReadX86Boot(f *File) (*X86Boot, error) {
 	if f.Arch == nil || f.Arch.Name != "x86-64" {
 		return nil, fmt.Errorf("x86 boot patching: %w", ErrUnsupportedArch)
+	}
+	// 6.12 moved the paravirt sites into the alternatives, whose entries
+	// grew a flags word (14 bytes): only 6.1's layout is read.
+	if v := f.KernelVersion; v != "" && !strings.HasPrefix(v, "6.1.") && !strings.HasPrefix(v, "6.1-") {
+		return nil, fmt.Errorf("x86 boot patching of kernel %s: %w (the tables are read in Linux 6.1's layout only)", v, ErrUnsupportedVersion)
 	}
 	b := &X86Boot{f: f}
 	if sec, ok := f.Section(".parainstructions"); ok && !sec.NoBits {

@@ -452,6 +452,32 @@ type Patcher struct {
 	lits   []uint64
 	litVal uint64
 	alt    *a64Alt // arm64 CPU alternatives (SetCPUCaps)
+
+	x86    *kimage.X86Boot // x86 boot-time patching (NewX86BootPatcher)
+	x86cpu kimage.X86CPU
+}
+
+// NewX86BootPatcher builds the x86-64 boot patcher of f for the machine cpu:
+// kimage.X86Boot (ftrace records, paravirt sites, alternatives, UP LOCK
+// prefixes), then the return thunks patched to ret (a machine whose CPU needs
+// no return thunk). It returns a note saying what it applies.
+func NewX86BootPatcher(f *kimage.File, cpu kimage.X86CPU) (*Patcher, string, error) {
+	b, err := kimage.ReadX86Boot(f)
+	if err != nil {
+		return nil, "", err
+	}
+	p := &Patcher{x86: b, x86cpu: cpu}
+	note := fmt.Sprintf("boot patching as on %s: %s, %d ftrace records", cpu, b.From, len(b.Fentry))
+	if cpu.CPUs == 1 {
+		note += fmt.Sprintf(", %d LOCK prefixes patched to UP", len(b.SMPLocks))
+	}
+	if rp, err := NewReturnPatcher(f); err == nil {
+		p.returns, p.thunk = rp.returns, rp.thunk
+		note += fmt.Sprintf(", %d return thunks patched to ret", len(rp.returns))
+	} else if !errors.Is(err, ErrNoReturnSites) {
+		return nil, "", err
+	}
+	return p, note + "; static calls keep their file targets (kprobes refuse them either way)", nil
 }
 
 // a64MovX9LR is `mov x9, x30` (ORR X9, XZR, X30), what ftrace_init_nop writes.
@@ -562,6 +588,9 @@ func (p *Patcher) Patch(addr uint64, b []byte) int {
 		return p.patchWords(addr, b) + countApplied(p.applyAlternatives(addr, b))
 	}
 	n := 0
+	if p.x86 != nil {
+		n = p.x86.Apply(addr, b, &p.x86cpu)
+	}
 	i := sort.Search(len(p.returns), func(i int) bool { return p.returns[i] >= addr })
 	for ; i < len(p.returns) && p.returns[i] < addr+uint64(len(b)); i++ {
 		off := p.returns[i] - addr
