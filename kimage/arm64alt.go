@@ -378,8 +378,10 @@ func ParseA64Alternatives(b []byte, addr uint64) ([]A64Alt, error) {
 			OrigLen: int(e[10]), AltLen: int(e[11]),
 		}
 		switch {
-		case a.OrigLen == 0 || a.OrigLen%4 != 0:
-			return nil, corrupt("arm64 .altinstructions", int64(o), "entry %d: orig_len %d is not a positive multiple of 4", o/a64AltEntry, a.OrigLen)
+		case a.OrigLen%4 != 0:
+			// orig_len 0 occurs (7.2): __apply_alternatives patches no
+			// instruction for it.
+			return nil, corrupt("arm64 .altinstructions", int64(o), "entry %d: orig_len %d is not a multiple of 4", o/a64AltEntry, a.OrigLen)
 		case a.Orig%4 != 0:
 			return nil, corrupt("arm64 .altinstructions", int64(o), "entry %d: original instructions at %#x are not 4-byte aligned", o/a64AltEntry, a.Orig)
 		case a.Callback && a.AltLen != 0:
@@ -458,6 +460,9 @@ func ARM64Alternatives(f *File) (*A64Alternatives, error) {
 	lo, hi := text[0].Start, text[len(text)-1].End
 	const segAlign = 64 << 10
 	hi = (hi + 2*segAlign - 1) &^ (segAlign - 1)
+	if e, ok := f.Symbols.ByName("__inittext_end"); ok && e.Addr > hi {
+		hi = e.Addr // kallsyms names the init text segment's end (7.2)
+	}
 	inCode := func(a uint64) bool { return a >= lo && a < hi }
 	try := func(start, end uint64) ([]A64Alt, bool) {
 		if end <= start || end-start > a64MaxTable || (end-start)%a64AltEntry != 0 {
@@ -530,7 +535,7 @@ func ARM64Alternatives(f *File) (*A64Alternatives, error) {
 			}
 		}
 	}
-	t.Caps = a64CapNumbering(im)
+	t.Caps = a64CapNumbering(im, f.KernelVersion)
 	t.Caps.described = func(desc string) []A64Cap {
 		return a64DescCaps(im, []struct{ desc, name string }{{desc, ""}})[0]
 	}
@@ -577,12 +582,14 @@ func A64CapList(v string) []string {
 
 // a64CapNumbering picks the cpucap numbering the Image's capability
 // descriptors agree with: of those whose every witness found in the Image
-// has its number, the one checked against the most.
-func a64CapNumbering(im *arm64Image) *A64CapNames {
+// has its number, the kernel release's own (release "7.2.13+deb14-arm64"),
+// else the one checked against the most.
+func a64CapNumbering(im *arm64Image, release string) *A64CapNames {
 	seen := a64DescCaps(im, a64CapWitnesses)
 	var best *A64CapNames
 	bestChecked := 0
 	for _, cand := range a64CapLists() {
+		own := release != "" && strings.HasPrefix(cand.from, "Linux "+kernelMajorMinor(release)+".")
 		n := &A64CapNames{Names: cand.names}
 		agree, checked := true, 0
 		for i, w := range a64CapWitnesses {
@@ -604,6 +611,10 @@ func a64CapNumbering(im *arm64Image) *A64CapNames {
 				break
 			}
 			checked++
+		}
+		if agree && checked > 0 && own {
+			n.From = fmt.Sprintf("%s (the kernel's release; checked against %d capability descriptors in the Image)", cand.from, checked)
+			return n
 		}
 		if agree && checked > bestChecked {
 			n.From = fmt.Sprintf("%s (checked against %d capability descriptors in the Image)", cand.from, checked)
@@ -635,16 +646,23 @@ func a64DescCaps(im *arm64Image, descs []struct{ desc, name string }) [][]A64Cap
 	if len(want) == 0 {
 		return out
 	}
+	add := func(i int, slot uint64) {
+		if o, ok := im.fileOff(im.base, slot+a64CapDescCap, 2); ok {
+			out[i] = append(out[i], A64Cap(binary.LittleEndian.Uint16(im.data[o:])))
+		}
+	}
 	for _, r := range im.rela {
-		i, ok := want[r.addend]
-		if !ok {
-			continue
+		if i, ok := want[r.addend]; ok {
+			add(i, r.off)
 		}
-		o, ok := im.fileOff(im.base, r.off+a64CapDescCap, 2)
-		if !ok {
-			continue
+	}
+	// RELR (7.2): the pointer's value is in the Image itself.
+	for _, a := range im.relr {
+		if v, ok := im.pointer(a); ok {
+			if i, ok := want[v]; ok {
+				add(i, a)
+			}
 		}
-		out[i] = append(out[i], A64Cap(binary.LittleEndian.Uint16(im.data[o:])))
 	}
 	return out
 }
@@ -813,4 +831,17 @@ func a64Rebranch(w uint32, to, from, alt uint64, altLen int, bits, shift uint) u
 	}
 	off := int32(target - to)
 	return w&^(mask<<shift) | (uint32(off>>2)&mask)<<shift
+}
+
+// kernelMajorMinor is "7.2" of a release such as "7.2.13+deb14-arm64".
+func kernelMajorMinor(release string) string {
+	parts := strings.SplitN(release, ".", 3)
+	if len(parts) < 2 {
+		return release
+	}
+	minor := parts[1]
+	if i := strings.IndexFunc(minor, func(r rune) bool { return r < '0' || r > '9' }); i >= 0 {
+		minor = minor[:i]
+	}
+	return parts[0] + "." + minor
 }

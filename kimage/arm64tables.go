@@ -50,7 +50,7 @@ const (
 	a64ExEntry   = 12
 	a64JumpEntry = 16
 	a64PtrEntry  = 8
-	a64ExTypeMax = 4 // EX_TYPE_LOAD_UNALIGNED_ZEROPAD
+	a64ExTypeMax = 5 // EX_TYPE_LOAD_UNALIGNED_ZEROPAD (4 in 6.1 and 6.12; 7.2 adds EX_TYPE_UACCESS_CPY before it)
 	// a64MaxTable bounds a table (bytes): the largest, __mcount_loc, is about
 	// 8 bytes per function.
 	a64MaxTable = 16 << 20
