@@ -93,8 +93,8 @@
 // at boot (ftrace records, .parainstructions, .altinstructions, .smp_locks);
 // X86Boot.Apply patches bytes as alternative_instructions does on a machine
 // given as an X86CPU (its feature bits and number of CPUs; QEMU64 is the one
-// kboost boots). Other kernel versions give ErrUnsupportedVersion. See
-// x86boot.go.
+// kboost boots). For later kernels only the ftrace records and the LOCK
+// prefixes are applied (X86Boot.Partial). See x86boot.go.
 //
 // SourceDirs reads an ELF file's DWARF line tables (compressed sections
 // too) and maps an address to the directory of its source file, as addr2line

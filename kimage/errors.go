@@ -14,9 +14,6 @@ var (
 	ErrCorrupt = errors.New("corrupt or truncated input")
 	// ErrUnsupportedArch: the file is for a machine kboost does not (yet) decode.
 	ErrUnsupportedArch = errors.New("unsupported architecture")
-	// ErrUnsupportedVersion: the kernel's version lays a table out in a way
-	// kimage does not read (yet).
-	ErrUnsupportedVersion = errors.New("kernel version not modelled")
 	// ErrUnsupportedCompression: a compressed payload uses a method kimage lacks.
 	ErrUnsupportedCompression = errors.New("unsupported compression")
 	// ErrNoKernel: a Debian package holds no ./boot/vmlinuz-*.

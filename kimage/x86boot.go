@@ -30,7 +30,9 @@ import (
 // X86Boot models steps 1 and 3 for a CPU given as its feature bits; the pv_ops
 // values are the ones the image initialises (a kernel on bare metal or a
 // non-paravirtual hypervisor such as QEMU TCG: no Xen PV, no KVM
-// paravirtualisation).
+// paravirtualisation). For a kernel after 6.1 only the ftrace records and the
+// LOCK prefixes are applied (X86Boot.Partial says so): 6.12 moved the
+// paravirt sites into the alternatives and gave alt_instr a flags word.
 
 const (
 	pvSiteSize  = 16
@@ -96,6 +98,9 @@ type X86Boot struct {
 	SMPLocks []uint64
 	Alts     []X86Alt // table order
 	From     string   // where they came from, for notes
+	// Partial, when not "", says what is not modelled for this kernel
+	// (6.12 and later: the paravirt sites and alternatives).
+	Partial string
 	// altOrder indexes Alts by Orig (sorted), for lookups by range.
 	altOrder []int
 	f        *File
@@ -134,12 +139,13 @@ func ReadX86Boot(f *File) (*X86Boot, error) {
 		return nil, fmt.Errorf("x86 boot patching: %w", ErrUnsupportedArch)
 	}
 	// 6.12 moved the paravirt sites into the alternatives, whose entries
-	// grew a flags word (14 bytes): only 6.1's layout is read.
-	if v := f.KernelVersion; v != "" && !strings.HasPrefix(v, "6.1.") && !strings.HasPrefix(v, "6.1-") {
-		return nil, fmt.Errorf("x86 boot patching of kernel %s: %w (the tables are read in Linux 6.1's layout only)", v, ErrUnsupportedVersion)
-	}
+	// grew a flags word (14 bytes): those two are read in 6.1's layout only;
+	// the ftrace records and .smp_locks keep theirs.
 	b := &X86Boot{f: f}
-	if sec, ok := f.Section(".parainstructions"); ok && !sec.NoBits {
+	if v := f.KernelVersion; v != "" && !strings.HasPrefix(v, "6.1.") && !strings.HasPrefix(v, "6.1-") {
+		b.Partial = fmt.Sprintf("kernel %s: paravirt sites and alternatives not applied (read in Linux 6.1's layout only)", v)
+	}
+	if sec, ok := f.Section(".parainstructions"); ok && !sec.NoBits && b.Partial == "" {
 		d, err := sec.Data()
 		if err != nil {
 			return nil, err
@@ -199,7 +205,7 @@ func ReadX86Boot(f *File) (*X86Boot, error) {
 		}
 		sort.Slice(b.SMPLocks, func(i, j int) bool { return b.SMPLocks[i] < b.SMPLocks[j] })
 	}
-	if sec, ok := f.Section(".altinstructions"); ok && !sec.NoBits {
+	if sec, ok := f.Section(".altinstructions"); ok && !sec.NoBits && b.Partial == "" {
 		d, err := sec.Data()
 		if err != nil {
 			return nil, err

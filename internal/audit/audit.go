@@ -467,7 +467,13 @@ func NewX86BootPatcher(f *kimage.File, cpu kimage.X86CPU) (*Patcher, string, err
 		return nil, "", err
 	}
 	p := &Patcher{x86: b, x86cpu: cpu}
-	note := fmt.Sprintf("boot patching as on %s: %s, %d ftrace records", cpu, b.From, len(b.Fentry))
+	note := fmt.Sprintf("boot patching as on %s: %d ftrace records", cpu, len(b.Fentry))
+	if b.From != "" {
+		note += ", " + b.From
+	}
+	if b.Partial != "" {
+		note += " (" + b.Partial + ")"
+	}
 	if cpu.CPUs == 1 {
 		note += fmt.Sprintf(", %d LOCK prefixes patched to UP", len(b.SMPLocks))
 	}

@@ -357,15 +357,11 @@ func prepareAudit(o auditOpts, file, policy string, sh shard.Shard) (_ *auditSet
 		notes = append(notes, fmt.Sprintf("--cpu %s: x86-64 boot patching does not apply to %s code (option ignored)", o.cpu, f.Arch.Name))
 	default:
 		p, n, err := audit.NewX86BootPatcher(f, kimage.QEMU64())
-		switch {
-		case errors.Is(err, kimage.ErrUnsupportedVersion):
-			notes = append(notes, fmt.Sprintf("--cpu %s: %v (bytes as in the file)", o.cpu, err))
-		case err != nil:
+		if err != nil {
 			return nil, err
-		default:
-			patch, returns = p, ""
-			notes = append(notes, n)
 		}
+		patch, returns = p, ""
+		notes = append(notes, n)
 	}
 	switch returns {
 	case "":
