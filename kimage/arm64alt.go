@@ -127,6 +127,68 @@ func a64Caps61Old() []string {
 	return out
 }
 
+// a64Caps612 is arch/arm64/tools/cpucaps of Linux 6.12.117 (Debian's package).
+var a64Caps612 = []string{
+	"ALWAYS_BOOT", "ALWAYS_SYSTEM", "BTI", "HAS_32BIT_EL0_DO_NOT_USE", "HAS_32BIT_EL1",
+	"HAS_ADDRESS_AUTH", "HAS_ADDRESS_AUTH_ARCH_QARMA3", "HAS_ADDRESS_AUTH_ARCH_QARMA5",
+	"HAS_ADDRESS_AUTH_IMP_DEF", "HAS_AMU_EXTN", "HAS_ARMv8_4_TTL", "HAS_CACHE_DIC",
+	"HAS_CACHE_IDC", "HAS_CNP", "HAS_CRC32", "HAS_DCPODP", "HAS_DCPOP", "HAS_DIT", "HAS_E0PD",
+	"HAS_ECV", "HAS_ECV_CNTPOFF", "HAS_EPAN", "HAS_EVT", "HAS_FPMR", "HAS_FGT", "HAS_FPSIMD",
+	"HAS_GENERIC_AUTH", "HAS_GENERIC_AUTH_ARCH_QARMA3", "HAS_GENERIC_AUTH_ARCH_QARMA5",
+	"HAS_GENERIC_AUTH_IMP_DEF", "HAS_GIC_CPUIF_SYSREGS", "HAS_GIC_PRIO_MASKING",
+	"HAS_GIC_PRIO_RELAXED_SYNC", "HAS_HCR_NV1", "HAS_HCX", "HAS_LDAPR", "HAS_LPA2",
+	"HAS_LSE_ATOMICS", "HAS_MOPS", "HAS_NESTED_VIRT", "HAS_PAN", "HAS_S1PIE", "HAS_S1POE",
+	"HAS_RAS_EXTN", "HAS_RNG", "HAS_SB", "HAS_STAGE2_FWB", "HAS_TCR2", "HAS_TIDCP1",
+	"HAS_TLB_RANGE", "HAS_VA52", "HAS_VIRT_HOST_EXTN", "HAS_WFXT", "HW_DBM", "KVM_HVHE",
+	"KVM_PROTECTED_MODE", "MISMATCHED_CACHE_TYPE", "MTE", "MTE_ASYMM", "SME", "SME_FA64",
+	"SME2", "SPECTRE_V2", "SPECTRE_V3A", "SPECTRE_V4", "SPECTRE_BHB", "SSBS", "SVE",
+	"UNMAP_KERNEL_AT_EL0", "WORKAROUND_834220", "WORKAROUND_843419", "WORKAROUND_845719",
+	"WORKAROUND_858921", "WORKAROUND_1418040", "WORKAROUND_1463225", "WORKAROUND_1508412",
+	"WORKAROUND_1542419", "WORKAROUND_1742098", "WORKAROUND_1902691", "WORKAROUND_2038923",
+	"WORKAROUND_2064142", "WORKAROUND_2077057", "WORKAROUND_2645198", "WORKAROUND_2658417",
+	"WORKAROUND_AMPERE_AC03_CPU_38", "WORKAROUND_TRBE_OVERWRITE_FILL_MODE",
+	"WORKAROUND_TSB_FLUSH_FAILURE", "WORKAROUND_TRBE_WRITE_OUT_OF_RANGE",
+	"WORKAROUND_CAVIUM_23154", "WORKAROUND_CAVIUM_27456", "WORKAROUND_CAVIUM_30115",
+	"WORKAROUND_CAVIUM_TX2_219_PRFM", "WORKAROUND_CAVIUM_TX2_219_TVM", "WORKAROUND_CLEAN_CACHE",
+	"WORKAROUND_DEVICE_LOAD_ACQUIRE", "WORKAROUND_NVIDIA_CARMEL_CNP",
+	"WORKAROUND_QCOM_FALKOR_E1003", "WORKAROUND_REPEAT_TLBI", "WORKAROUND_SPECULATIVE_AT",
+	"WORKAROUND_SPECULATIVE_SSBS", "WORKAROUND_SPECULATIVE_UNPRIV_LOAD",
+	"WORKAROUND_BROKEN_AMU_CONSTCNT",
+}
+
+// a64Caps72 is arch/arm64/tools/cpucaps of Linux 7.2.13 (Debian's package).
+var a64Caps72 = []string{
+	"ALWAYS_BOOT", "ALWAYS_SYSTEM", "BTI", "HAS_32BIT_EL0_DO_NOT_USE", "HAS_32BIT_EL1",
+	"HAS_ADDRESS_AUTH", "HAS_ADDRESS_AUTH_ARCH_QARMA3", "HAS_ADDRESS_AUTH_ARCH_QARMA5",
+	"HAS_ADDRESS_AUTH_IMP_DEF", "HAS_AMU_EXTN", "HAS_ARMv8_4_TTL", "HAS_CACHE_DIC",
+	"HAS_CACHE_IDC", "HAS_CNP", "HAS_CRC32", "HAS_DCPODP", "HAS_DCPOP", "HAS_DIT", "HAS_E0PD",
+	"HAS_ECV", "HAS_ECV_CNTPOFF", "HAS_EPAN", "HAS_EVT", "HAS_FPMR", "HAS_FGT", "HAS_FGT2",
+	"HAS_FPSIMD", "HAS_GCS", "HAS_GENERIC_AUTH", "HAS_GENERIC_AUTH_ARCH_QARMA3",
+	"HAS_GENERIC_AUTH_ARCH_QARMA5", "HAS_GENERIC_AUTH_IMP_DEF", "HAS_GICV3_CPUIF",
+	"HAS_GICV5_CPUIF", "HAS_GICV5_LEGACY", "HAS_GIC_PRIO_MASKING", "HAS_GIC_PRIO_RELAXED_SYNC",
+	"HAS_ICH_HCR_EL2_TDIR", "HAS_HCR_NV1", "HAS_HCX", "HAS_LDAPR", "HAS_LPA2",
+	"HAS_LSE_ATOMICS", "HAS_LS64", "HAS_LS64_V", "HAS_LSUI", "HAS_MOPS", "HAS_NESTED_VIRT",
+	"HAS_BBML2_NOABORT", "HAS_PAN", "HAS_PMUV3", "HAS_S1PIE", "HAS_S1POE", "HAS_SCTLR2",
+	"HAS_RAS_EXTN", "HAS_RASV1P1_EXTN", "HAS_RNG", "HAS_SB", "HAS_STAGE2_FWB", "HAS_TCR2",
+	"HAS_TIDCP1", "HAS_TLB_RANGE", "HAS_VA52", "HAS_VIRT_HOST_EXTN", "HAS_WFXT", "HAS_XNX",
+	"HAFT", "HW_DBM", "KVM_HVHE", "KVM_PROTECTED_MODE", "MISMATCHED_CACHE_TYPE", "MPAM",
+	"MPAM_HCR", "MTE", "MTE_ASYMM", "MTE_FAR", "MTE_STORE_ONLY", "SME", "SME_FA64", "SME2",
+	"SPECTRE_V2", "SPECTRE_V3A", "SPECTRE_V4", "SPECTRE_BHB", "SSBS", "SVE",
+	"UNMAP_KERNEL_AT_EL0", "WORKAROUND_834220", "WORKAROUND_843419", "WORKAROUND_845719",
+	"WORKAROUND_858921", "WORKAROUND_1418040", "WORKAROUND_1463225", "WORKAROUND_1508412",
+	"WORKAROUND_1542419", "WORKAROUND_1742098", "WORKAROUND_1902691", "WORKAROUND_2038923",
+	"WORKAROUND_2064142", "WORKAROUND_2077057", "WORKAROUND_2645198", "WORKAROUND_2658417",
+	"WORKAROUND_4193714", "WORKAROUND_4311569", "WORKAROUND_AMPERE_AC03_CPU_38",
+	"WORKAROUND_AMPERE_AC04_CPU_23", "WORKAROUND_TRBE_OVERWRITE_FILL_MODE",
+	"WORKAROUND_TSB_FLUSH_FAILURE", "WORKAROUND_TRBE_WRITE_OUT_OF_RANGE",
+	"WORKAROUND_CAVIUM_23154", "WORKAROUND_CAVIUM_27456", "WORKAROUND_CAVIUM_30115",
+	"WORKAROUND_CAVIUM_TX2_219_PRFM", "WORKAROUND_CAVIUM_TX2_219_TVM", "WORKAROUND_CLEAN_CACHE",
+	"WORKAROUND_DEVICE_LOAD_ACQUIRE", "WORKAROUND_DISABLE_CNP", "WORKAROUND_PMUV3_IMPDEF_TRAPS",
+	"WORKAROUND_QCOM_FALKOR_E1003", "WORKAROUND_QCOM_ORYON_CNTVOFF", "WORKAROUND_REPEAT_TLBI",
+	"WORKAROUND_SPECULATIVE_AT", "WORKAROUND_SPECULATIVE_SSBS",
+	"WORKAROUND_SPECULATIVE_UNPRIV_LOAD", "WORKAROUND_BROKEN_AMU_CONSTCNT",
+}
+
 // a64CapWitnesses are capability descriptions (the desc strings of
 // arm64_features[] and arm64_errata[]) whose cpucap numbers tell the
 // numberings apart.
@@ -316,8 +378,10 @@ func ParseA64Alternatives(b []byte, addr uint64) ([]A64Alt, error) {
 			OrigLen: int(e[10]), AltLen: int(e[11]),
 		}
 		switch {
-		case a.OrigLen == 0 || a.OrigLen%4 != 0:
-			return nil, corrupt("arm64 .altinstructions", int64(o), "entry %d: orig_len %d is not a positive multiple of 4", o/a64AltEntry, a.OrigLen)
+		case a.OrigLen%4 != 0:
+			// orig_len 0 occurs (7.2): __apply_alternatives patches no
+			// instruction for it.
+			return nil, corrupt("arm64 .altinstructions", int64(o), "entry %d: orig_len %d is not a multiple of 4", o/a64AltEntry, a.OrigLen)
 		case a.Orig%4 != 0:
 			return nil, corrupt("arm64 .altinstructions", int64(o), "entry %d: original instructions at %#x are not 4-byte aligned", o/a64AltEntry, a.Orig)
 		case a.Callback && a.AltLen != 0:
@@ -396,6 +460,9 @@ func ARM64Alternatives(f *File) (*A64Alternatives, error) {
 	lo, hi := text[0].Start, text[len(text)-1].End
 	const segAlign = 64 << 10
 	hi = (hi + 2*segAlign - 1) &^ (segAlign - 1)
+	if e, ok := f.Symbols.ByName("__inittext_end"); ok && e.Addr > hi {
+		hi = e.Addr // kallsyms names the init text segment's end (7.2)
+	}
 	inCode := func(a uint64) bool { return a >= lo && a < hi }
 	try := func(start, end uint64) ([]A64Alt, bool) {
 		if end <= start || end-start > a64MaxTable || (end-start)%a64AltEntry != 0 {
@@ -468,7 +535,7 @@ func ARM64Alternatives(f *File) (*A64Alternatives, error) {
 			}
 		}
 	}
-	t.Caps = a64CapNumbering(im)
+	t.Caps = a64CapNumbering(im, f.KernelVersion)
 	t.Caps.described = func(desc string) []A64Cap {
 		return a64DescCaps(im, []struct{ desc, name string }{{desc, ""}})[0]
 	}
@@ -486,17 +553,43 @@ func preferredName(f *File, s Symbol) string {
 	return s.Name
 }
 
-// a64CapNumbering picks the cpucap numbering the Image's capability
-// descriptors agree with.
-func a64CapNumbering(im *arm64Image) *A64CapNames {
-	seen := a64DescCaps(im, a64CapWitnesses)
-	for _, cand := range []struct {
+// a64CapLists are the cpucap numberings kboost knows, oldest first.
+func a64CapLists() []struct {
+	names []string
+	from  string
+} {
+	return []struct {
 		names []string
 		from  string
 	}{
 		{a64Caps61, "Linux 6.1.192 arch/arm64/tools/cpucaps"},
 		{a64Caps61Old(), "Linux 6.1 arch/arm64/tools/cpucaps before erratum 2457168 became BROKEN_AMU_CONSTCNT"},
-	} {
+		{a64Caps612, "Linux 6.12.117 arch/arm64/tools/cpucaps"},
+		{a64Caps72, "Linux 7.2.13 arch/arm64/tools/cpucaps"},
+	}
+}
+
+// A64CapList is the cpucap numbering of Linux version v ("6.1", "6.12",
+// "7.2": the releases kboost models), nil for another.
+func A64CapList(v string) []string {
+	for _, c := range a64CapLists() {
+		if strings.HasPrefix(c.from, "Linux "+v+".") {
+			return c.names
+		}
+	}
+	return nil
+}
+
+// a64CapNumbering picks the cpucap numbering the Image's capability
+// descriptors agree with: of those whose every witness found in the Image
+// has its number, the kernel release's own (release "7.2.13+deb14-arm64"),
+// else the one checked against the most.
+func a64CapNumbering(im *arm64Image, release string) *A64CapNames {
+	seen := a64DescCaps(im, a64CapWitnesses)
+	var best *A64CapNames
+	bestChecked := 0
+	for _, cand := range a64CapLists() {
+		own := release != "" && strings.HasPrefix(cand.from, "Linux "+kernelMajorMinor(release)+".")
 		n := &A64CapNames{Names: cand.names}
 		agree, checked := true, 0
 		for i, w := range a64CapWitnesses {
@@ -519,10 +612,17 @@ func a64CapNumbering(im *arm64Image) *A64CapNames {
 			}
 			checked++
 		}
-		if agree && checked > 0 {
-			n.From = fmt.Sprintf("%s (checked against %d capability descriptors in the Image)", cand.from, checked)
+		if agree && checked > 0 && own {
+			n.From = fmt.Sprintf("%s (the kernel's release; checked against %d capability descriptors in the Image)", cand.from, checked)
 			return n
 		}
+		if agree && checked > bestChecked {
+			n.From = fmt.Sprintf("%s (checked against %d capability descriptors in the Image)", cand.from, checked)
+			best, bestChecked = n, checked
+		}
+	}
+	if best != nil {
+		return best
 	}
 	return &A64CapNames{Names: a64Caps61, From: "Linux 6.1.192 arch/arm64/tools/cpucaps (unchecked: the Image's capability descriptors match no known 6.1 numbering)"}
 }
@@ -546,16 +646,23 @@ func a64DescCaps(im *arm64Image, descs []struct{ desc, name string }) [][]A64Cap
 	if len(want) == 0 {
 		return out
 	}
+	add := func(i int, slot uint64) {
+		if o, ok := im.fileOff(im.base, slot+a64CapDescCap, 2); ok {
+			out[i] = append(out[i], A64Cap(binary.LittleEndian.Uint16(im.data[o:])))
+		}
+	}
 	for _, r := range im.rela {
-		i, ok := want[r.addend]
-		if !ok {
-			continue
+		if i, ok := want[r.addend]; ok {
+			add(i, r.off)
 		}
-		o, ok := im.fileOff(im.base, r.off+a64CapDescCap, 2)
-		if !ok {
-			continue
+	}
+	// RELR (7.2): the pointer's value is in the Image itself.
+	for _, a := range im.relr {
+		if v, ok := im.pointer(a); ok {
+			if i, ok := want[v]; ok {
+				add(i, a)
+			}
 		}
-		out[i] = append(out[i], A64Cap(binary.LittleEndian.Uint16(im.data[o:])))
 	}
 	return out
 }
@@ -724,4 +831,17 @@ func a64Rebranch(w uint32, to, from, alt uint64, altLen int, bits, shift uint) u
 	}
 	off := int32(target - to)
 	return w&^(mask<<shift) | (uint32(off>>2)&mask)<<shift
+}
+
+// kernelMajorMinor is "7.2" of a release such as "7.2.13+deb14-arm64".
+func kernelMajorMinor(release string) string {
+	parts := strings.SplitN(release, ".", 3)
+	if len(parts) < 2 {
+		return release
+	}
+	minor := parts[1]
+	if i := strings.IndexFunc(minor, func(r rune) bool { return r < '0' || r > '9' }); i >= 0 {
+		minor = minor[:i]
+	}
+	return parts[0] + "." + minor
 }

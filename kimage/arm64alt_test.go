@@ -295,9 +295,13 @@ func TestParseA64Alternatives(t *testing.T) {
 	if !slices.Equal(alts, want) {
 		t.Errorf("got %+v\nwant %+v", alts, want)
 	}
+	// orig_len 0 patches nothing (__apply_alternatives: nr_inst 0); Debian's
+	// 7.2 Image has such entries.
+	if _, err := ParseA64Alternatives(ent(0, 0, 1, 0, 0), at); err != nil {
+		t.Errorf("orig_len 0: %v, want accepted", err)
+	}
 	for name, b := range map[string][]byte{
 		"short":            ent(0, 0, 1, 4, 4)[:11],
-		"orig_len 0":       ent(0, 0, 1, 0, 0),
 		"orig_len 6":       ent(0, 0, 1, 6, 6),
 		"unaligned":        ent(2, 0, 1, 4, 4),
 		"alt_len mismatch": ent(0, 0, 1, 8, 4),

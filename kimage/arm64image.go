@@ -49,6 +49,9 @@ type arm64Image struct {
 	baseFrom  string // how base was found
 	rela      []a64Rela
 	relaOff   int // file offset of the first .rela.dyn entry, -1 when none
+	// relr are the link addresses .relr.dyn relocates (CONFIG_RELR, 7.2),
+	// sorted: there the Image holds the pointer's link-time value itself.
+	relr []uint64
 }
 
 type a64Rela struct{ off, addend uint64 }
@@ -151,6 +154,7 @@ func openARM64Image(b []byte) (*File, error) {
 	}
 	im := &arm64Image{data: b, stextOff: info.StextOff, imageSize: info.ImageSize, relaOff: -1}
 	im.findRela()
+	im.findRelr()
 	im.findBase(nil)
 	f := &File{Kind: KindARM64Image, Arch: decode.ARM64, Machine: "EM_AARCH64", Symbols: &SymTab{}, image: b, a64: im}
 	f.Sections = im.sections(nil)
@@ -298,7 +302,70 @@ func (im *arm64Image) pointer(a uint64) (uint64, bool) {
 // relocated reports whether a relocation targets link address a.
 func (im *arm64Image) relocated(a uint64) bool {
 	i := sort.Search(len(im.rela), func(i int) bool { return im.rela[i].off >= a })
-	return i < len(im.rela) && im.rela[i].off == a
+	if i < len(im.rela) && im.rela[i].off == a {
+		return true
+	}
+	j := sort.Search(len(im.relr), func(j int) bool { return im.relr[j] >= a })
+	return j < len(im.relr) && im.relr[j] == a
+}
+
+// a64RelrMin is the fewest entries a .relr.dyn run must have to be taken
+// for the table (a kernel has thousands).
+const a64RelrMin = 256
+
+// findRelr locates .relr.dyn (SHT_RELR): the longest run of 8-byte words in
+// which each even word is an upper-half, 8-aligned address above the range
+// the words before it cover and each odd word a bitmap of the 63 slots after
+// it (relocate_kernel's decoding).
+func (im *arm64Image) findRelr() {
+	b := im.data
+	word := func(o int) uint64 { return binary.LittleEndian.Uint64(b[o:]) }
+	// run decodes the run at o; it returns its length in words and its
+	// number of bitmaps and, when out is not nil, appends the addresses it
+	// relocates. (A sorted pointer table such as __mcount_loc reads as a run
+	// of addresses alone: the table is the run with the most bitmaps.)
+	run := func(o int, out *[]uint64) (n, bitmaps int) {
+		var where uint64
+		for ; o+8 <= len(b); o, n = o+8, n+1 {
+			w := word(o)
+			switch {
+			case w&1 == 0:
+				if w>>48 != 0xffff || w&7 != 0 || (n > 0 && w < where) {
+					return n, bitmaps
+				}
+				if out != nil {
+					*out = append(*out, w)
+				}
+				where = w + 8
+			case n == 0:
+				return 0, 0 // a run starts with an address
+			default:
+				bitmaps++
+				for i := uint64(1); i < 64; i++ {
+					if w>>i&1 != 0 && out != nil {
+						*out = append(*out, where+(i-1)*8)
+					}
+				}
+				where += 63 * 8
+			}
+		}
+		return n, bitmaps
+	}
+	bestOff, bestBitmaps := -1, 0
+	for o := 0; o+8 <= len(b); o += 8 {
+		n, bm := run(o, nil)
+		if bm > bestBitmaps {
+			bestOff, bestBitmaps = o, bm
+		}
+		if n > 1 {
+			o += 8 * (n - 1)
+		}
+	}
+	if bestBitmaps < a64RelrMin {
+		return
+	}
+	run(bestOff, &im.relr)
+	sort.Slice(im.relr, func(i, j int) bool { return im.relr[i] < im.relr[j] })
 }
 
 // a64Marks are the kallsyms symbols that split an Image into sections.

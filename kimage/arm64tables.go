@@ -31,9 +31,13 @@ import (
 //     bug_addr is BRK #0x800 (BUG_BRK_IMM).
 //   - __mcount_loc (with FTRACE_MCOUNT_USE_PATCHABLE_FUNCTION_ENTRY the
 //     linker script puts __patchable_function_entries there): one absolute
-//     pointer per function, to the first of its two entry NOPs; the ftrace
-//     record is that address + 4 (ftrace_call_adjust with
-//     DYNAMIC_FTRACE_WITH_REGS).
+//     pointer per function, which ftrace_call_adjust turns into the ftrace
+//     record (a64FtraceAdjust): the first of the two entry NOPs + 4 with
+//     DYNAMIC_FTRACE_WITH_REGS (6.1) or WITH_ARGS; with
+//     DYNAMIC_FTRACE_WITH_CALL_OPS (6.12, 7.2: -fpatchable-function-entry=4,2)
+//     the pointer is the first of two NOPs before the function, 8-byte
+//     aligned, and the record is 12 bytes on (16 past a BTI when
+//     ARM64_BTI_KERNEL); a misaligned pointer gives no record.
 //   - _kprobe_blacklist (NOKPROBE_SYMBOL): one absolute pointer per function.
 //
 // Absolute pointers are read through .rela.dyn (see arm64image.go).
@@ -46,7 +50,7 @@ const (
 	a64ExEntry   = 12
 	a64JumpEntry = 16
 	a64PtrEntry  = 8
-	a64ExTypeMax = 4 // EX_TYPE_LOAD_UNALIGNED_ZEROPAD
+	a64ExTypeMax = 5 // EX_TYPE_LOAD_UNALIGNED_ZEROPAD (4 in 6.1 and 6.12; 7.2 adds EX_TYPE_UACCESS_CPY before it)
 	// a64MaxTable bounds a table (bytes): the largest, __mcount_loc, is about
 	// 8 bytes per function.
 	a64MaxTable = 16 << 20
@@ -57,9 +61,55 @@ const (
 type a64View struct {
 	im         *arm64Image
 	text, init Range // _stext.._etext, _sinittext.._einittext
+	exit       Range // __exittext_begin..__exittext_end, when kallsyms names them (6.12)
 	bugEntry   int
-	mcountAdj  uint64 // ftrace_call_adjust
+	mcount     a64FtraceAdjust
 }
+
+// a64FtraceAdjust is arm64's ftrace_call_adjust for one configuration.
+type a64FtraceAdjust struct {
+	entryNOPs bool // DYNAMIC_FTRACE_WITH_REGS or WITH_ARGS: patchable entry NOPs
+	callOps   bool // DYNAMIC_FTRACE_WITH_CALL_OPS: two NOPs before the function
+	btiKernel bool // ARM64_BTI_KERNEL: the function may start with a BTI
+}
+
+// a64FtraceConfig reads the adjustment's configuration. A config without
+// either option (none given: an Image alone) is taken as 6.1's
+// DYNAMIC_FTRACE_WITH_REGS.
+func a64FtraceConfig(c *KConfig) a64FtraceAdjust {
+	a := a64FtraceAdjust{entryNOPs: true}
+	if c == nil {
+		return a
+	}
+	_, regsSet := c.Value("DYNAMIC_FTRACE_WITH_REGS")
+	_, argsSet := c.Value("DYNAMIC_FTRACE_WITH_ARGS")
+	if regsSet || argsSet {
+		a.entryNOPs = c.Bool("DYNAMIC_FTRACE_WITH_REGS") || c.Bool("DYNAMIC_FTRACE_WITH_ARGS")
+	}
+	a.callOps = a.entryNOPs && c.Bool("DYNAMIC_FTRACE_WITH_CALL_OPS")
+	a.btiKernel = c.Bool("ARM64_BTI_KERNEL")
+	return a
+}
+
+// record is the ftrace record of the __mcount_loc pointer p, 0 for none.
+func (m a64FtraceAdjust) record(v *a64View, p uint64) uint64 {
+	switch {
+	case !m.entryNOPs:
+		return p // the bl _mcount itself
+	case !m.callOps:
+		return p + 4
+	case p%8 != 0:
+		return 0 // "Misaligned patch-site": the kernel drops it
+	}
+	r := p + 12
+	if w, ok := v.word(p + 8); ok && m.btiKernel && isA64BTI(w) {
+		r += 4
+	}
+	return r
+}
+
+// isA64BTI: BTI, BTI c, j or jc (HINT #32, #34, #36, #38).
+func isA64BTI(w uint32) bool { return w&0xFFFFFF3F == 0xD503241F }
 
 func (v *a64View) inText(a uint64) bool {
 	return (a >= v.text.Start && a < v.text.End) || (a >= v.init.Start && a < v.init.End)
@@ -68,10 +118,13 @@ func (v *a64View) inText(a uint64) bool {
 // inCode reports whether a may hold code a table names: core or init text, or
 // the rest of the init text segment after _einittext (.exit.text, whose BUG
 // and jump-label sites the tables list too, and .altinstructions), which ends
-// at the next SEGMENT_ALIGN (64 KiB) boundary.
+// at the next SEGMENT_ALIGN (64 KiB) boundary, or at __exittext_end where
+// kallsyms names it (6.12 and later put .exit.text, unaligned, before
+// .altinstructions).
 func (v *a64View) inCode(a uint64) bool {
 	const segAlign = 64 << 10
-	return v.inText(a) || (v.init.End > 0 && a >= v.init.End && a < (v.init.End+segAlign-1)&^(segAlign-1))
+	return v.inText(a) || (v.init.End > 0 && a >= v.init.End && a < (v.init.End+segAlign-1)&^(segAlign-1)) ||
+		(a >= v.exit.Start && a < v.exit.End)
 }
 
 func (v *a64View) bytes(a uint64, n int) ([]byte, bool) {
@@ -161,8 +214,11 @@ var arm64Specs = []a64Spec{
 			if !ok {
 				return false
 			}
-			if p == 0 && !v.im.relocated(a) {
-				return true // a discarded function: ftrace_process_locs skips it
+			if p == 0 {
+				// A discarded function: ftrace_process_locs skips NULL
+				// entries. 6.12's build-time sort moves them to the
+				// front, each with an R_AARCH64_RELATIVE of addend 0.
+				return true
 			}
 			w, ok := v.word(p)
 			return ok && v.inText(p) && p&3 == 0 && w == a64NOP
@@ -172,7 +228,7 @@ var arm64Specs = []a64Spec{
 			if p == 0 {
 				return 0
 			}
-			return p + v.mcountAdj
+			return v.mcount.record(v, p)
 		},
 	},
 	{
@@ -234,17 +290,17 @@ func arm64KernelTables(f *File) (*Tables, error) {
 			verbose = f.Config.Bool("DEBUG_BUGVERBOSE")
 		}
 	}
-	v := &a64View{im: f.a64, bugEntry: bugEntrySize(8, rel, verbose), mcountAdj: 4}
-	if f.Config != nil {
-		if _, ok := f.Config.Value("DYNAMIC_FTRACE_WITH_REGS"); ok && !f.Config.Bool("DYNAMIC_FTRACE_WITH_REGS") {
-			v.mcountAdj = 0
-		}
-	}
+	v := &a64View{im: f.a64, bugEntry: bugEntrySize(8, rel, verbose), mcount: a64FtraceConfig(f.Config)}
 	if t.CoreText.Known() {
 		v.text = t.CoreText.Ranges.Ranges()[0]
 	}
 	if t.InitText.Known() {
 		v.init = t.InitText.Ranges.Ranges()[0]
+	}
+	b, ok1 := f.Symbols.ByName("__exittext_begin")
+	e, ok2 := f.Symbols.ByName("__exittext_end")
+	if ok1 && ok2 && e.Addr > b.Addr {
+		v.exit = Range{Start: b.Addr, End: e.Addr}
 	}
 	if v.im == nil {
 		for _, s := range arm64Specs {
@@ -268,6 +324,7 @@ func arm64KernelTables(f *File) (*Tables, error) {
 	}
 	a64WidenBlacklist(f, t)
 	t.FtraceEntryNOP = true
+	t.FtraceOpsLiteral = v.mcount.callOps
 	t.Refused = []*Table{&t.KprobeBlacklist, &t.KprobesText, &t.NoinstrText, &t.EntryText, &t.IRQEntryText,
 		&t.IdmapText, &t.HypText, &t.HypIdmapText}
 	for _, x := range t.Refused[1:] {

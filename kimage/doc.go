@@ -74,9 +74,13 @@
 // jump_label_init, find_bug, ftrace_init, init_kprobes) give candidate bounds,
 // and the widest pair whose every entry has the table's shape is taken
 // (Source == SourceCode); absolute pointers (__mcount_loc, the NOKPROBE list)
-// are read through .rela.dyn, as the relocatable kernel applies it at boot.
-// Tables.Ftrace holds the ftrace records, Tables.Refused the ranges arm64's
-// kprobe blacklist holds. See arm64tables.go.
+// are read through .rela.dyn, as the relocatable kernel applies it at boot,
+// or, for a RELR kernel (7.2), from the Image itself at the addresses
+// .relr.dyn names (both tables found by their shape). Tables.Ftrace holds the
+// ftrace records (ftrace_call_adjust of the configuration: the patchable
+// entry, or with DYNAMIC_FTRACE_WITH_CALL_OPS the NOPs before the function),
+// Tables.Refused the ranges arm64's kprobe blacklist holds. See
+// arm64tables.go.
 //
 // ARM64Alternatives reads an arm64 Image's CPU alternatives (struct alt_instr
 // entries, found by the __alt_instructions symbols or through the alt_region
@@ -84,6 +88,13 @@
 // Image's own capability descriptors (A64CapNames; the numbering differs
 // between 6.1 stable releases); Apply patches bytes as __apply_alternatives
 // does, branch and ADRP fix-ups included. See arm64alt.go.
+//
+// ReadX86Boot reads what an x86-64 Linux 6.1 kernel patches in its own text
+// at boot (ftrace records, .parainstructions, .altinstructions, .smp_locks);
+// X86Boot.Apply patches bytes as alternative_instructions does on a machine
+// given as an X86CPU (its feature bits and number of CPUs; QEMU64 is the one
+// kboost boots). For later kernels only the ftrace records and the LOCK
+// prefixes are applied (X86Boot.Partial). See x86boot.go.
 //
 // SourceDirs reads an ELF file's DWARF line tables (compressed sections
 // too) and maps an address to the directory of its source file, as addr2line

@@ -95,10 +95,15 @@ type Tables struct {
 	// at boot (arm64's ftrace_init_nop); elsewhere (arm: the records are the
 	// bl __gnu_mcount_nc themselves) it is false.
 	FtraceEntryNOP bool
-	CoreText       Table // _stext.._etext (core_kernel_text after boot)
-	IdmapText      Table // .idmap.text
-	HypText        Table // .hyp.text (KVM nVHE hypervisor)
-	HypIdmapText   Table // .hyp.idmap.text
+	// FtraceOpsLiteral: the 8 bytes at ALIGN_DOWN(record - 12, 8), two NOPs
+	// before the function, hold the record's ftrace_ops pointer, which
+	// ftrace_init_nop sets to &ftrace_nop_ops at boot (arm64
+	// DYNAMIC_FTRACE_WITH_CALL_OPS).
+	FtraceOpsLiteral bool
+	CoreText         Table // _stext.._etext (core_kernel_text after boot)
+	IdmapText        Table // .idmap.text
+	HypText          Table // .hyp.text (KVM nVHE hypervisor)
+	HypIdmapText     Table // .hyp.idmap.text
 	// Refused lists, when non-nil, every table whose addresses or ranges the
 	// architecture's kprobe blacklist holds (populate_kprobe_blacklist and
 	// arch_populate_kprobe_blacklist), areas widened to whole functions.

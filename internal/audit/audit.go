@@ -214,10 +214,14 @@ func Env(f *kimage.File, pol *boost.Policy, cfg *kimage.KConfig) (env *boost.Env
 			notes = append(notes, "unknown (table not found; a stripped vmlinux needs --symbols from kallsyms with KALLSYMS_ALL): "+strings.Join(missing, ", "))
 		}
 	}
-	if m := <-mc; m.ok {
-		sites.FtraceLocs = boost.NewAddrTable(m.locs)
-	} else if tabs != nil && tabs.Ftrace.Name != "" {
-		// The architecture's reader locates the ftrace records itself (arm64).
+	m := <-mc
+	switch {
+	case tabs != nil && tabs.Ftrace.Name != "" && (tabs.Ftrace.Known() || !m.ok):
+		// The architecture's reader locates the ftrace records itself
+		// (arm64): in an Image, __mcount_loc holds the functions' addresses
+		// only in the addends of its relocations (the raw words read by
+		// mcountLocs are not them, even where kallsyms names the bounds), and
+		// a record is ftrace_call_adjust of its entry.
 		if tabs.Ftrace.Known() {
 			sites.FtraceLocs = boost.NewAddrTable(tabs.Ftrace.Addrs.Addrs())
 		} else {
@@ -230,7 +234,9 @@ func Env(f *kimage.File, pol *boost.Policy, cfg *kimage.KConfig) (env *boost.Env
 			// core_kernel_text after boot: init text is freed.
 			sites.TextRanges = rangeTable(&tabs.CoreText)
 		}
-	} else {
+	case m.ok:
+		sites.FtraceLocs = boost.NewAddrTable(m.locs)
+	default:
 		notes = append(notes, "no __mcount_loc table: ftrace sites are recognised from the bytes at function entry")
 	}
 	env.Sites = sites
@@ -440,7 +446,44 @@ type Patcher struct {
 
 	words    []uint64 // sorted addresses of 4-byte words to rewrite (arm64)
 	from, to uint32   // the word expected there and its replacement
-	alt      *a64Alt  // arm64 CPU alternatives (SetCPUCaps)
+	// lits are the sorted addresses of the 8-byte ftrace_ops literals
+	// ftrace_init_nop sets to litVal (&ftrace_nop_ops) over two NOPs
+	// (arm64 DYNAMIC_FTRACE_WITH_CALL_OPS).
+	lits   []uint64
+	litVal uint64
+	alt    *a64Alt // arm64 CPU alternatives (SetCPUCaps)
+
+	x86    *kimage.X86Boot // x86 boot-time patching (NewX86BootPatcher)
+	x86cpu kimage.X86CPU
+}
+
+// NewX86BootPatcher builds the x86-64 boot patcher of f for the machine cpu:
+// kimage.X86Boot (ftrace records, paravirt sites, alternatives, UP LOCK
+// prefixes), then the return thunks patched to ret (a machine whose CPU needs
+// no return thunk). It returns a note saying what it applies.
+func NewX86BootPatcher(f *kimage.File, cpu kimage.X86CPU) (*Patcher, string, error) {
+	b, err := kimage.ReadX86Boot(f)
+	if err != nil {
+		return nil, "", err
+	}
+	p := &Patcher{x86: b, x86cpu: cpu}
+	note := fmt.Sprintf("boot patching as on %s: %d ftrace records", cpu, len(b.Fentry))
+	if b.From != "" {
+		note += ", " + b.From
+	}
+	if b.Partial != "" {
+		note += " (" + b.Partial + ")"
+	}
+	if cpu.CPUs == 1 {
+		note += fmt.Sprintf(", %d LOCK prefixes patched to UP", len(b.SMPLocks))
+	}
+	if rp, err := NewReturnPatcher(f); err == nil {
+		p.returns, p.thunk = rp.returns, rp.thunk
+		note += fmt.Sprintf(", %d return thunks patched to ret", len(rp.returns))
+	} else if !errors.Is(err, ErrNoReturnSites) {
+		return nil, "", err
+	}
+	return p, note + "; static calls keep their file targets (kprobes refuse them either way)", nil
 }
 
 // a64MovX9LR is `mov x9, x30` (ORR X9, XZR, X30), what ftrace_init_nop writes.
@@ -492,8 +535,28 @@ func NewFtraceInitPatcher(f *kimage.File) (*Patcher, error) {
 			words = append(words, r-4)
 		}
 	}
-	return &Patcher{words: words, from: a64NOP, to: a64MovX9LR}, nil
+	p := &Patcher{words: words, from: a64NOP, to: a64MovX9LR}
+	if tabs.FtraceOpsLiteral {
+		ops, ok := f.Symbols.ByName("ftrace_nop_ops")
+		if !ok {
+			return nil, fmt.Errorf("%s: symbol ftrace_nop_ops not found (the ftrace_ops literal before each traced function holds its address; give kallsyms with --symbols)", f.Path)
+		}
+		p.litVal = ops.Addr
+		p.lits = make([]uint64, 0, len(recs))
+		for _, r := range recs {
+			if r >= 12 {
+				p.lits = append(p.lits, (r-12)&^7)
+			}
+		}
+		slices.Sort(p.lits)
+	}
+	return p, nil
 }
+
+// FtraceOpsLiteral is the value an arm64 Patcher writes into the ftrace_ops
+// literal before each traced function (&ftrace_nop_ops), 0 when the kernel
+// has no such literals.
+func FtraceOpsLiteral(p *Patcher) uint64 { return p.litVal }
 
 // CountPatchedWords is the number of words an arm64 Patcher rewrites.
 func CountPatchedWords(p *Patcher) int { return len(p.words) }
@@ -531,6 +594,9 @@ func (p *Patcher) Patch(addr uint64, b []byte) int {
 		return p.patchWords(addr, b) + countApplied(p.applyAlternatives(addr, b))
 	}
 	n := 0
+	if p.x86 != nil {
+		n = p.x86.Apply(addr, b, &p.x86cpu)
+	}
 	i := sort.Search(len(p.returns), func(i int) bool { return p.returns[i] >= addr })
 	for ; i < len(p.returns) && p.returns[i] < addr+uint64(len(b)); i++ {
 		off := p.returns[i] - addr
@@ -553,7 +619,7 @@ func (p *Patcher) Patch(addr uint64, b []byte) int {
 // patchWords rewrites the words of p.words inside b (the bytes at addr) that
 // hold p.from.
 func (p *Patcher) patchWords(addr uint64, b []byte) int {
-	n := 0
+	n := p.patchLiterals(addr, b)
 	i := sort.Search(len(p.words), func(i int) bool { return p.words[i] >= addr })
 	for ; i < len(p.words) && p.words[i]+4 <= addr+uint64(len(b)); i++ {
 		off := p.words[i] - addr
@@ -561,6 +627,31 @@ func (p *Patcher) patchWords(addr uint64, b []byte) int {
 			continue
 		}
 		binary.LittleEndian.PutUint32(b[off:], p.to)
+		n++
+	}
+	return n
+}
+
+// patchLiterals writes p.litVal over each ftrace_ops literal of p.lits that
+// overlaps b (the bytes at addr) and still holds its two NOPs; a literal that
+// b holds only one word of gets that word.
+func (p *Patcher) patchLiterals(addr uint64, b []byte) int {
+	n := 0
+	end := addr + uint64(len(b))
+	i := sort.Search(len(p.lits), func(i int) bool { return p.lits[i]+8 > addr })
+	for ; i < len(p.lits) && p.lits[i] < end; i++ {
+		var v [8]byte
+		binary.LittleEndian.PutUint64(v[:], p.litVal)
+		for k := uint64(0); k < 8; k += 4 {
+			at := p.lits[i] + k
+			if at < addr || at+4 > end {
+				continue
+			}
+			off := at - addr
+			if binary.LittleEndian.Uint32(b[off:]) == a64NOP {
+				copy(b[off:off+4], v[k:k+4])
+			}
+		}
 		n++
 	}
 	return n

@@ -40,6 +40,7 @@ type auditOpts struct {
 	post       bool
 	returns    string
 	cpuCaps    string
+	cpu        string
 	shard      string
 	format     string
 }
@@ -77,6 +78,7 @@ Without FILE kboost audits its embedded demo program (kernel-style code).`,
 	fl.StringVar(&o.shard, "shard", "", "audit only part K of N (K/N, counting from 0): the functions whose name hashes to K;\nthe N outputs together are the whole audit (see 'kboost merge')")
 	addFormatFlag(fl, &o.format, "text or html (one self-contained report: counts, heat maps, searchable functions, listings)", "text", "html")
 	fl.StringVar(&o.cpuCaps, "cpu-caps", "none", "arm64 Image: the cpucaps (arch/arm64/tools/cpucaps names, comma-separated, e.g.\nWORKAROUND_DEVICE_LOAD_ACQUIRE,HAS_LSE_ATOMICS, or the descriptions the kernel logs,\ne.g. 'ARM erratum 832075', or a dmesg FILE whose \"CPU features: detected:\" lines name them)\nwhose CPU alternatives the kernel applied at boot; 'none' applies only\nALWAYS_BOOT/ALWAYS_SYSTEM, which every CPU has")
+	fl.StringVar(&o.cpu, "cpu", "", "x86-64 kernel: the machine it boots on, whose boot-time text patching the audit applies\n(ftrace NOPs, paravirt calls, alternatives, UP LOCK prefixes, return thunks): qemu64\n(QEMU's default CPU under TCG, one CPU, as 'kboost vm verify' boots); a note for other kernels")
 	return cmd
 }
 
@@ -346,7 +348,23 @@ func prepareAudit(o auditOpts, file, policy string, sh shard.Shard) (_ *auditSet
 		return nil, selErr
 	}
 	var patch *audit.Patcher
-	switch o.returns {
+	returns := o.returns
+	switch {
+	case o.cpu == "":
+	case !strings.EqualFold(o.cpu, "qemu64"):
+		return nil, usagef("--cpu %q: want qemu64", o.cpu)
+	case f.Arch.Name != "x86-64":
+		notes = append(notes, fmt.Sprintf("--cpu %s: x86-64 boot patching does not apply to %s code (option ignored)", o.cpu, f.Arch.Name))
+	default:
+		p, n, err := audit.NewX86BootPatcher(f, kimage.QEMU64())
+		if err != nil {
+			return nil, err
+		}
+		patch, returns = p, ""
+		notes = append(notes, n)
+	}
+	switch returns {
+	case "":
 	case "thunk":
 		if _, ok := f.Section(".return_sites"); ok {
 			notes = append(notes, "return thunks kept as in the file (--returns thunk); on a CPU without retbleed/SRSO mitigation the kernel patches them to ret at boot: --returns ret")
@@ -355,7 +373,11 @@ func prepareAudit(o auditOpts, file, policy string, sh shard.Shard) (_ *auditSet
 		// ftrace_init_nop rewrites at boot (arm64): audit the booted bytes.
 		if p, err := audit.NewFtraceInitPatcher(f); err == nil {
 			patch = p
-			notes = append(notes, fmt.Sprintf("boot patching: the first patchable-entry NOP of the %d functions with an ftrace record is `mov x9, x30`, as ftrace_init_nop writes it", audit.CountPatchedWords(p)))
+			n := fmt.Sprintf("boot patching: the first patchable-entry NOP of the %d functions with an ftrace record is `mov x9, x30`, as ftrace_init_nop writes it", audit.CountPatchedWords(p))
+			if ops := audit.FtraceOpsLiteral(p); ops != 0 {
+				n += fmt.Sprintf(", and the two NOPs before each such function hold &ftrace_nop_ops (%#x)", ops)
+			}
+			notes = append(notes, n)
 			caps := o.cpuCaps
 			if fileExists(caps) { // a kernel log: its "CPU features: detected:" lines
 				b, err := os.ReadFile(caps)

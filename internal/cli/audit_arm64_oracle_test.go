@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
@@ -31,18 +32,24 @@ type arm64OracleFixture struct {
 	dmesg         []byte
 }
 
-func arm64Oracle(t *testing.T) arm64OracleFixture {
+// arm64OracleVersion returns the fixture of Debian's arm64 package of a
+// kernel version ("6.12", "7.2"; "" is linux-image-arm64's own, 6.1).
+func arm64OracleVersion(t *testing.T, version string) arm64OracleFixture {
 	t.Helper()
 	if os.Getenv("KBOOST_ORACLE") == "" {
 		t.Skip("set KBOOST_ORACLE=1 (downloads Debian's arm64 kernel; boots it under QEMU when the records are not cached)")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Minute)
 	defer cancel()
-	deb, err := kimage.FetchDebianKernel(ctx, "linux-image-arm64")
-	if err != nil {
-		t.Fatal(err)
+	var deb, ks string
+	var err error
+	if version == "" {
+		if deb, err = kimage.FetchDebianKernel(ctx, "linux-image-arm64"); err == nil {
+			ks, err = vm.DebianKallsyms(ctx, "linux-image-arm64")
+		}
+	} else if deb, err = kimage.FetchDebianKernelVersion(ctx, "linux-image-arm64", version); err == nil {
+		ks, err = vm.DebKallsyms(ctx, deb, vm.Config{})
 	}
-	ks, err := vm.DebianKallsyms(ctx, "linux-image-arm64")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +118,8 @@ func arm64BootLog(ctx context.Context, t *testing.T, deb string, qemuArgs []stri
 // detected: DESC") and numbers them the way the kernel itself does: the
 // Image's capability descriptors (struct arm64_cpu_capabilities in
 // arm64_features[] and arm64_errata[]) hold a pointer to DESC, relocated
-// through .rela.dyn (R_AARCH64_RELATIVE, addend = DESC's address), and the
+// through .rela.dyn (R_AARCH64_RELATIVE, addend = DESC's address; in place
+// with 7.2's RELR), and the
 // u16 capability 8 bytes after it. Descriptions with no such descriptor are
 // returned in unmapped. stext is _stext in kallsyms of a nokaslr boot.
 func bootLogCaps(img []byte, stext uint64, dmesg []byte) (caps map[uint16]string, unmapped []string, err error) {
@@ -152,7 +160,16 @@ func bootLogCaps(img []byte, stext uint64, dmesg []byte) (caps map[uint16]string
 		relas = append(relas, rela{binary.LittleEndian.Uint64(img[o:]), binary.LittleEndian.Uint64(img[o+16:])})
 	}
 	if len(relas) < 1000 {
-		return nil, nil, fmt.Errorf("only %d R_AARCH64_RELATIVE entries found in the Image", len(relas))
+		// A RELR kernel (7.2): the Image holds each pointer's link-time
+		// value in place; every aligned word is a candidate.
+		relas = relas[:0]
+		for o := 0; o+8 <= len(img); o += 8 {
+			if v := binary.LittleEndian.Uint64(img[o:]); v >= base && v-base < uint64(len(img)) {
+				if _, ok := want[v-base]; ok {
+					relas = append(relas, rela{base + uint64(o), v})
+				}
+			}
+		}
 	}
 	for _, r := range relas {
 		if r.addend < base {
@@ -181,8 +198,20 @@ func bootLogCaps(img []byte, stext uint64, dmesg []byte) (caps map[uint16]string
 // arm64 Image against the running kernel: the kprobe blacklist against
 // /sys/kernel/debug/kprobes/blacklist, notrace against
 // available_filter_functions, and that every table was found.
-func TestOracleAuditARM64Tables(t *testing.T) {
-	fx := arm64Oracle(t)
+func TestOracleAuditARM64Tables(t *testing.T) { testARM64Tables(t, "") }
+
+// TestOracleAuditARM64TablesVersions is TestOracleAuditARM64Tables for
+// Debian's 6.12 arm64 package. (7.2's: the kernel also blacklists five
+// entry.S functions, cpu_switch_to to __sdei_handler_abort, that kboost's
+// NOKPROBE list read from the Image lacks; not located yet.)
+func TestOracleAuditARM64TablesVersions(t *testing.T) {
+	for _, v := range []string{"6.12"} {
+		t.Run(v, func(t *testing.T) { testARM64Tables(t, v) })
+	}
+}
+
+func testARM64Tables(t *testing.T, version string) {
+	fx := arm64OracleVersion(t, version)
 	f, err := openImage(fx.deb, fx.kallsyms)
 	if err != nil {
 		t.Fatal(err)
@@ -198,12 +227,27 @@ func TestOracleAuditARM64Tables(t *testing.T) {
 			t.Errorf("table missing: %s", x)
 		}
 	}
-	pol, _ := boost.Lookup("linux-6.1-arm64")
+	pol, _, err := pickFilePolicy("", f)
+	if err != nil {
+		t.Fatal(err)
+	}
 	env, notes := audit.Env(f, pol, nil)
 	for _, n := range notes {
 		t.Log("note:", n)
 	}
-	checkLiveBlacklist(t, env, fx.rep, true)
+	// An alias: another function symbol at the same address (the kernel
+	// lists one name per ftrace record).
+	want := map[uint64]int{}
+	for _, fn := range fx.rep.Funcs {
+		want[fn.Addr] = 0
+	}
+	for s := range f.Symbols.All() {
+		if n, ok := want[s.Addr]; ok && s.Func {
+			want[s.Addr] = n + 1
+		}
+	}
+	alias := func(fn guest.KernelFunc) bool { return want[fn.Addr] > 1 }
+	checkLiveBlacklist(t, env, fx.rep, alias)
 }
 
 // a64Tally counts per-field agreement between predictions and the kernel.
@@ -292,17 +336,34 @@ func (ty *a64Tally) table() string {
 // detected: ..."), numbered through the Image's own capability descriptors
 // (bootLogCaps), not typed in. A second comparison audits the booted bytes
 // with the tables kboost found in the Image.
-func TestOracleAuditARM64(t *testing.T) {
-	fx := arm64Oracle(t)
+func TestOracleAuditARM64(t *testing.T) { testOfflineARM64(t, "") }
+
+// TestOracleAuditARM64Versions is TestOracleAuditARM64 for Debian's 6.12 and
+// 7.2 arm64 packages, each under the policy its version picks: the ftrace
+// records located in the Image (6.12 and 7.2 build with
+// DYNAMIC_FTRACE_WITH_CALL_OPS, whose __mcount_loc names the two NOPs before
+// each function), the ftrace_ops literal ftrace_init_nop writes there, the
+// jump-label and BUG tables, and the cpucaps of the boot log.
+func TestOracleAuditARM64Versions(t *testing.T) {
+	for _, v := range []string{"6.12", "7.2"} {
+		t.Run(v, func(t *testing.T) { testOfflineARM64(t, v) })
+	}
+}
+
+func testOfflineARM64(t *testing.T, version string) {
+	fx := arm64OracleVersion(t, version)
 	rep := fx.rep
 	f, err := openImage(fx.deb, fx.kallsyms)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	pol, err := pickPolicy("linux-6.1-arm64", f.Arch)
+	pol, polNote, err := pickFilePolicy("", f)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if want := "linux-" + cmp.Or(version, "6.1") + "-arm64"; pol.Name != want {
+		t.Fatalf("%s: policy %s picked (%s), want %s", fx.deb, pol.Name, polNote, want)
 	}
 	var names []string
 	for _, fn := range rep.Funcs {
@@ -368,7 +429,7 @@ func TestOracleAuditARM64(t *testing.T) {
 	t.Log("note:", note)
 	var mu sync.Mutex
 	ty := newA64Tally()
-	var differ, keyFlips []string
+	var differ, keyFlips, unlogged []string
 	marked, sites := 0, 0
 	st, _ := env.Sites.(*boost.StaticSites)
 	if st == nil || st.JumpLabels == nil {
@@ -395,6 +456,13 @@ func TestOracleAuditARM64(t *testing.T) {
 					at := a.Func.Addr + uint64(o)
 					if hit, _ := jumpLabels.Contains(at); hit && isA64NopOrB(ab[o:o+4]) && isA64NopOrB(kb[o:o+4]) {
 						keyFlips = append(keyFlips, fmt.Sprintf("%s+%#x: audited %x, booted %x", a.Func.Name, o, ab[o:o+4], kb[o:o+4]))
+						continue
+					}
+					// A word of an alternative site whose cpucap the boot
+					// log does not name (a cap detected without a
+					// "detected:" line): the log is all kboost is given.
+					if c, ok := unloggedCap(tab, bootCaps, at); ok {
+						unlogged = append(unlogged, fmt.Sprintf("%s+%#x: audited %x, booted %x (cpucap %s)", a.Func.Name, o, ab[o:o+4], kb[o:o+4], tab.Caps.Name(c)))
 						continue
 					}
 					differ = append(differ, fmt.Sprintf("%s+%#x: audited %x, booted %x", a.Func.Name, o, ab[o:o+4], kb[o:o+4]))
@@ -427,6 +495,9 @@ func TestOracleAuditARM64(t *testing.T) {
 		strings.Join(capNames, ","), rep.Release, len(reqs), len(differ), sites, marked, ty.table())
 	for _, d := range differ {
 		t.Error("bytes differ:", d)
+	}
+	for _, d := range unlogged {
+		t.Log("alternative of a cpucap the boot log does not name:", d)
 	}
 	for _, d := range keyFlips {
 		t.Log("jump-label site enabled at run time (not in the Image):", d)
@@ -506,11 +577,12 @@ func isA64NopOrB(w []byte) bool {
 // computes (kboost's are the NOKPROBE_SYMBOL functions and the areas widened
 // to whole functions; the kernel lists the areas function by function), and
 // every kboost blacklist address of a recorded function is in the kernel's
-// list. Without ftraceByName, a function kboost finds traced that
-// available_filter_functions does not list by its name is logged, not an
-// error (32-bit ARM's kallsyms names aliases such as __se_sys_msgget the
-// filter list has under the other name).
-func checkLiveBlacklist(t *testing.T, env *boost.Env, rep *guest.ARM64Report, ftraceByName bool) {
+// list. A function kboost finds traced that available_filter_functions does
+// not list by its name is logged, not an error, when alias says it may be
+// listed under another name (32-bit ARM's kallsyms names aliases such as
+// __se_sys_msgget the filter list has under the other name; 6.12's weak
+// cpu_show_* fallbacks are aliases of cpu_show_not_affected).
+func checkLiveBlacklist(t *testing.T, env *boost.Env, rep *guest.ARM64Report, alias func(fn guest.KernelFunc) bool) {
 	t.Helper()
 	live := guest.ParseBlacklist([]byte(rep.Blacklist))
 	if len(live) < 100 {
@@ -548,7 +620,7 @@ func checkLiveBlacklist(t *testing.T, env *boost.Env, rep *guest.ARM64Report, ft
 			}
 		}
 		traced, known := env.Sites.Ftrace(boost.Span{Start: fn.Addr, End: fn.Addr + fn.Size})
-		if known && traced && !fn.Traced && !ftraceByName {
+		if known && traced && !fn.Traced && alias(fn) {
 			t.Logf("%s: an ftrace location in kboost's table, not listed under this name in available_filter_functions (an alias: the kernel lists one name per address)", fn.Name)
 			continue
 		}
@@ -572,4 +644,17 @@ func recordedFunc(res *audit.Result, kfn map[string]guest.KernelFunc) (*boost.Fu
 	}
 	kb, err := hex.DecodeString(kf.Bytes)
 	return a, kb, err
+}
+
+// unloggedCap reports the cpucap of an alternative site holding at whose cap
+// is not among the boot log's.
+func unloggedCap(tab *kimage.A64Alternatives, logged map[uint16]string, at uint64) (kimage.A64Cap, bool) {
+	for _, s := range tab.Sites(at, 4) {
+		if at >= s.Orig && at < s.Orig+uint64(s.OrigLen) {
+			if _, ok := logged[uint16(s.Cap)]; !ok {
+				return s.Cap, true
+			}
+		}
+	}
+	return 0, false
 }

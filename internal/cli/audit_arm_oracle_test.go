@@ -82,7 +82,7 @@ func TestOracleAuditARM(t *testing.T) {
 	for _, n := range notes {
 		t.Log("note:", n)
 	}
-	checkLiveBlacklist(t, env, rep, false)
+	checkLiveBlacklist(t, env, rep, func(guest.KernelFunc) bool { return true })
 	byFunc := map[string][]*guest.VerifyRecord{}
 	for i := range rep.Records {
 		r := &rep.Records[i]

@@ -15,37 +15,56 @@ import (
 	"github.com/kboost/kboost/vm"
 )
 
-// TestOracleDiffVersionTable: the README's table of what changes between
-// Debian's amd64 kernels is what `kboost diff` computes from the packages
-// (their kallsyms from one boot each, cached).
+// TestOracleDiffVersionTable: the README's tables of what changes between
+// Debian's amd64 kernels and between its arm64 kernels are what `kboost diff`
+// computes from the packages (their kallsyms from one boot each, cached).
 func TestOracleDiffVersionTable(t *testing.T) {
 	if os.Getenv("KBOOST_ORACLE") != "1" {
-		t.Skip("set KBOOST_ORACLE=1 (downloads Debian's 6.1, 6.12 and 7.2 amd64 kernels, boots each once)")
+		t.Skip("set KBOOST_ORACLE=1 (downloads Debian's 6.1, 6.12 and 7.2 amd64 and arm64 kernels, boots each once)")
 	}
 	readme, err := os.ReadFile("../../README.md")
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Each table starts with a "| Debian ARCH |" header; its rows follow.
+	header := regexp.MustCompile(`(?m)^\| Debian (amd64|arm64) \|`)
 	row := regexp.MustCompile(`(?m)^\| ([0-9.]+) → ([0-9.]+) \| ([0-9,]+) \| ([0-9,]+) \| ([0-9,]+) \|`)
-	rows := row.FindAllStringSubmatch(string(readme), -1)
-	if len(rows) != 2 {
-		t.Fatalf("%d version rows in the README, want 6.1 → 6.12 and 6.12 → 7.2", len(rows))
+	type versionRow struct{ arch, a, b, funcs, points, changed string }
+	var rows []versionRow
+	hs := header.FindAllStringSubmatchIndex(string(readme), -1)
+	for i, h := range hs {
+		end := len(readme)
+		if i+1 < len(hs) {
+			end = hs[i+1][0]
+		}
+		arch := string(readme[h[2]:h[3]])
+		for _, r := range row.FindAllStringSubmatch(string(readme[h[1]:end]), -1) {
+			rows = append(rows, versionRow{arch, r[1], r[2], r[3], r[4], r[5]})
+		}
+	}
+	count := map[string]int{}
+	for _, r := range rows {
+		count[r.arch]++
+	}
+	if count["amd64"] != 2 || count["arm64"] < 1 {
+		t.Fatalf("version rows in the README: %v, want amd64 6.1 → 6.12 and 6.12 → 7.2, and arm64's", count)
 	}
 	ctx := context.Background()
-	kernel := func(upstream string) (deb, syms string) {
+	kernel := func(arch, upstream string) (deb, syms string) {
 		t.Helper()
 		v := upstream[:strings.LastIndexByte(upstream, '.')] // 6.12.117 -> 6.12
+		meta := "linux-image-" + arch
 		var err error
 		if v == "6.1" {
-			deb, err = kimage.FetchDebianKernel(ctx, "linux-image-amd64")
+			deb, err = kimage.FetchDebianKernel(ctx, meta)
 		} else {
-			deb, err = kimage.FetchDebianKernelVersion(ctx, "linux-image-amd64", v)
+			deb, err = kimage.FetchDebianKernelVersion(ctx, meta, v)
 		}
 		if err != nil {
 			t.Fatal(err)
 		}
 		if !strings.Contains(deb, "_"+upstream) {
-			t.Fatalf("Debian's %s package is now %s: rerun kboost diff and update the README's version table", v, deb)
+			t.Fatalf("Debian's %s %s package is now %s: rerun kboost diff and update the README's version table", arch, v, deb)
 		}
 		if syms, err = vm.DebKallsyms(ctx, deb, vm.Config{}); err != nil {
 			t.Fatal(err)
@@ -60,11 +79,11 @@ func TestOracleDiffVersionTable(t *testing.T) {
 		return n
 	}
 	for _, r := range rows {
-		debA, symA := kernel(r[1])
-		debB, symB := kernel(r[2])
+		debA, symA := kernel(r.arch, r.a)
+		debB, symB := kernel(r.arch, r.b)
 		out, stderr, code := run(t, "diff", "--json", "--summary", debA, debB, "--symbols", symA+","+symB)
 		if code != 0 {
-			t.Fatalf("diff %s %s: exit %d: %s", r[1], r[2], code, stderr)
+			t.Fatalf("diff %s %s %s: exit %d: %s", r.arch, r.a, r.b, code, stderr)
 		}
 		var sum struct {
 			Compared, Matched, Changed int
@@ -72,9 +91,9 @@ func TestOracleDiffVersionTable(t *testing.T) {
 		if err := json.Unmarshal([]byte(out), &sum); err != nil {
 			t.Fatalf("%v: %s", err, out)
 		}
-		if sum.Compared != num(r[3]) || sum.Matched != num(r[4]) || sum.Changed != num(r[5]) {
-			t.Errorf("%s → %s: diff gives %d functions, %d points, %d changed; the README says %s, %s, %s", r[1], r[2], sum.Compared, sum.Matched, sum.Changed, r[3], r[4], r[5])
+		if sum.Compared != num(r.funcs) || sum.Matched != num(r.points) || sum.Changed != num(r.changed) {
+			t.Errorf("%s %s → %s: diff gives %d functions, %d points, %d changed; the README says %s, %s, %s", r.arch, r.a, r.b, sum.Compared, sum.Matched, sum.Changed, r.funcs, r.points, r.changed)
 		}
-		t.Logf("%s → %s: %d functions, %d points matched, %d changed", r[1], r[2], sum.Compared, sum.Matched, sum.Changed)
+		t.Logf("%s %s → %s: %d functions, %d points matched, %d changed", r.arch, r.a, r.b, sum.Compared, sum.Matched, sum.Changed)
 	}
 }
