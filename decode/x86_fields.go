@@ -6,7 +6,7 @@ import "fmt"
 // ModRM, SIB, displacement and immediates, then properties.
 func (i *Inst) x86Fields() []Field {
 	escLen := map[Map]int{Map0F: 1, Map0F38: 2, Map0F3A: 2}[i.Map]
-	opStart, pre := i.OpcodeOff, i.OpcodeOff
+	opStart, pre := i.OpcodeOff, 0
 	switch {
 	case i.Enc != EncLegacy:
 		pre = i.EncOff

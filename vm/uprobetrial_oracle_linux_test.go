@@ -28,7 +28,9 @@ func TestOracleUprobeGuest72(t *testing.T) { uprobeGuest(t, "7.2", uprobeAMD64) 
 
 func TestOracleUprobeGuest612(t *testing.T) { uprobeGuest(t, "6.12", uprobeAMD64) }
 
-// The arm64 corpus (uprobe/testdata/corpus_a64.c, aarch64-linux-gnu-gcc) in
+// The arm64 corpus (uprobe/testdata/corpus_a64.c, built by clang against
+// Debian's arm64 cross libc: gcc-aarch64-linux-gnu cannot be installed
+// beside gcc-multilib, which the i386 corpora need) in
 // Debian's 7.2 and 6.12 arm64 kernels (cortex-a57), against uprobes-7.2-arm64
 // and uprobes-6.12-arm64.
 func TestOracleUprobeGuestARM64_72(t *testing.T) { uprobeGuest(t, "7.2", uprobeARM64) }
@@ -37,21 +39,22 @@ func TestOracleUprobeGuestARM64_612(t *testing.T) { uprobeGuest(t, "6.12", uprob
 
 // uprobeGuestArch is one architecture's corpus and machine.
 type uprobeGuestArch struct {
-	meta, cc, src string
-	arch          *Arch
+	meta, src string
+	cc        []string // the compiler command
+	arch      *Arch
 	qemu          []string
 	least         int // sites the corpus must have
 }
 
 var (
-	uprobeAMD64 = uprobeGuestArch{"linux-image-amd64", "gcc", "corpus.c", AMD64, []string{"-cpu", "max"}, 300}
-	uprobeARM64 = uprobeGuestArch{"linux-image-arm64", "aarch64-linux-gnu-gcc", "corpus_a64.c", ARM64, nil, 150}
+	uprobeAMD64 = uprobeGuestArch{"linux-image-amd64", "corpus.c", []string{"gcc"}, AMD64, []string{"-cpu", "max"}, 300}
+	uprobeARM64 = uprobeGuestArch{"linux-image-arm64", "corpus_a64.c", []string{"clang", "--target=aarch64-linux-gnu"}, ARM64, nil, 150}
 )
 
 func uprobeGuest(t *testing.T, version string, ga uprobeGuestArch) {
 	oracleGate(t)
-	if _, err := exec.LookPath(ga.cc); err != nil {
-		t.Fatalf("%s: %v (scripts/setup.sh installs it)", ga.cc, err)
+	if _, err := exec.LookPath(ga.cc[0]); err != nil {
+		t.Fatalf("%s: %v (scripts/setup.sh installs it)", ga.cc[0], err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
@@ -62,8 +65,9 @@ func uprobeGuest(t *testing.T, version string, ga uprobeGuestArch) {
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "corpus")
 	src, _ := filepath.Abs("../uprobe/testdata/" + ga.src)
-	if out, err := exec.Command(ga.cc, "-O1", "-static", "-o", bin, src).CombinedOutput(); err != nil {
-		t.Fatalf("%s -static %s: %v\n%s", ga.cc, ga.src, err, out)
+	cc := append(append([]string{}, ga.cc...), "-O1", "-static", "-o", bin, src)
+	if out, err := exec.Command(cc[0], cc[1:]...).CombinedOutput(); err != nil {
+		t.Fatalf("%s: %v\n%s", strings.Join(cc, " "), err, out)
 	}
 	b, err := uprobe.Open(bin)
 	if err != nil {
