@@ -42,8 +42,8 @@ type uprobeGuestArch struct {
 	meta, src string
 	cc        []string // the compiler command
 	arch      *Arch
-	qemu          []string
-	least         int // sites the corpus must have
+	qemu      []string
+	least     int // sites the corpus must have
 }
 
 var (
