@@ -12,9 +12,9 @@ import (
 
 // Sentinel errors.
 var (
-	// ErrNotSupported: the backend cannot run on this platform (the hardware
+	// errNotSupported: the backend cannot run on this platform (the hardware
 	// sandbox needs linux/amd64).
-	ErrNotSupported = errors.New("kernelsim: not supported on this platform")
+	errNotSupported = fmt.Errorf("kernelsim: %w", decode.ErrNotSupported)
 	// ErrBadCase: a Case does not fit the sandbox layout.
 	ErrBadCase = errors.New("kernelsim: invalid case")
 	// ErrSandbox: the sandbox process could not be started or died.
@@ -317,7 +317,7 @@ func ArchFor(m decode.Mode) (*Arch, error) {
 			return a, nil
 		}
 	}
-	return nil, fmt.Errorf("kernelsim: no sandbox for mode %v: %w", m, ErrNotSupported)
+	return nil, fmt.Errorf("kernelsim: no sandbox for mode %v: %w", m, errNotSupported)
 }
 
 // NumGPR is the number of general registers in use.
@@ -478,7 +478,7 @@ const (
 	// executables, else under the mode's qemu-user emulator (i386 on hosts
 	// that refuse 32-bit code: a probe decides once per process).
 	ExecAuto ExecMode = iota
-	// ExecCPU runs the cases on the CPU or fails with ErrNotSupported.
+	// ExecCPU runs the cases on the CPU or fails with errNotSupported.
 	ExecCPU
 	// ExecQEMU runs the cases under the mode's qemu-user emulator.
 	ExecQEMU

@@ -151,5 +151,5 @@
 // findings).
 //
 // Everything that starts processes is behind the linux && amd64 build tag;
-// elsewhere the constructors return [ErrNotSupported].
+// elsewhere the constructors return an error wrapping [decode.ErrNotSupported].
 package kernelsim

@@ -243,7 +243,7 @@ func (f *Fuzzer) Block(n int) error {
 		}
 		f.hw = f.hw[:n]
 		if err := f.lo.HWLengthsHint(f.bufs, f.hints, f.hw); err != nil {
-			if !errors.Is(err, ErrNotSupported) {
+			if !errors.Is(err, errNotSupported) {
 				return err
 			}
 			f.Stats.LengthOracle = "unavailable: " + err.Error()

@@ -98,7 +98,7 @@ func NewGDB(a *Arch, o Options) (*GDB, error) { return NewGDBMode(a, o, GDBDetac
 // NewGDBMode is NewGDB with a choice of mode.
 func NewGDBMode(a *Arch, o Options, mode GDBMode) (*GDB, error) {
 	if a == nil || a.emu == nil {
-		return nil, fmt.Errorf("kernelsim: no emulator backend for %v: %w", a, ErrNotSupported)
+		return nil, fmt.Errorf("kernelsim: no emulator backend for %v: %w", a, errNotSupported)
 	}
 	if o.Layout != (Layout{}) {
 		if err := o.Layout.Check(a); err != nil {
@@ -110,13 +110,13 @@ func NewGDBMode(a *Arch, o Options, mode GDBMode) (*GDB, error) {
 	}
 	g := &GDB{arch: a, t: a.emu, opts: o, Watchdog: 50 * time.Millisecond, dataFD: -1, exeFD: -1, mode: mode}
 	if o.Exec == ExecCPU {
-		return nil, fmt.Errorf("kernelsim: %s code runs only under %s here, not on the CPU: %w", a.Name, g.t.qemu, ErrNotSupported)
+		return nil, fmt.Errorf("kernelsim: %s code runs only under %s here, not on the CPU: %w", a.Name, g.t.qemu, errNotSupported)
 	}
 	g.qemu = o.Emulator
 	if g.qemu == "" {
 		p, err := exec.LookPath(g.t.qemu)
 		if err != nil {
-			return nil, fmt.Errorf("kernelsim: %s not found (install qemu-user-static): %w", g.t.qemu, ErrNotSupported)
+			return nil, fmt.Errorf("kernelsim: %s not found (install qemu-user-static): %w", g.t.qemu, errNotSupported)
 		}
 		g.qemu = p
 	}

@@ -69,7 +69,7 @@ func (s *Sandbox) HWLengthsHint(bs [][]byte, hints []int, out []HWLen) error {
 		return fmt.Errorf("kernelsim: %d results for %d byte strings", len(out), len(bs))
 	}
 	if s.emu != "" {
-		return fmt.Errorf("kernelsim: %s length oracle: the sandbox runs under %s, whose decoder is not the CPU's: %w", s.arch.Name, s.emu, ErrNotSupported)
+		return fmt.Errorf("kernelsim: %s length oracle: the sandbox runs under %s, whose decoder is not the CPU's: %w", s.arch.Name, s.emu, errNotSupported)
 	}
 	// Search state: lengths below lo need more bytes; hi is the smallest
 	// length known to be enough (n+1 while unknown: "needs more than n").

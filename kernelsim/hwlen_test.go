@@ -127,8 +127,8 @@ func TestHWLengthQuick(t *testing.T) {
 		out32 := make([]HWLen, len(bs32))
 		err = s32.HWLengths(bs32, out32)
 		if s32.Emulator() != "" {
-			if !errors.Is(err, ErrNotSupported) {
-				t.Errorf("i386 under %s: %v, want ErrNotSupported", s32.Emulator(), err)
+			if !errors.Is(err, decode.ErrNotSupported) {
+				t.Errorf("i386 under %s: %v, want errNotSupported", s32.Emulator(), err)
 			}
 			continue
 		}

@@ -67,7 +67,7 @@ func New(a *Arch) (*Sandbox, error) { return NewWithOptions(a, Options{}) }
 // NewWithOptions starts a sandbox for a.
 func NewWithOptions(a *Arch, o Options) (*Sandbox, error) {
 	if a == nil || a.target == nil {
-		return nil, fmt.Errorf("kernelsim: no hardware sandbox for %v: %w", a, ErrNotSupported)
+		return nil, fmt.Errorf("kernelsim: no hardware sandbox for %v: %w", a, errNotSupported)
 	}
 	if o.Layout != (Layout{}) {
 		if err := o.Layout.Check(a); err != nil {
@@ -151,7 +151,7 @@ func chooseEmulator(a *Arch, o Options) (string, error) {
 		}
 		q, err := exec.LookPath(a.target.qemu)
 		if err != nil {
-			return "", fmt.Errorf("kernelsim: %s under an emulator needs %s (install qemu-user-static): %w", a.Name, a.target.qemu, ErrNotSupported)
+			return "", fmt.Errorf("kernelsim: %s under an emulator needs %s (install qemu-user-static): %w", a.Name, a.target.qemu, errNotSupported)
 		}
 		return q, nil
 	}
@@ -185,13 +185,13 @@ var nativeProbe = map[*target]*struct {
 }{target64: {}, target32: {}}
 
 // NativeExec reports whether this kernel runs a's executables on the CPU: nil
-// if so, else an error wrapping ErrNotSupported that says why. The answer
+// if so, else an error wrapping errNotSupported that says why. The answer
 // comes from running a minimal static executable of a's mode once per
 // process (hosts differ: some kernels, or hypervisors without compat mode,
 // refuse 32-bit executables with ENOEXEC).
 func NativeExec(a *Arch) error {
 	if a == nil || a.target == nil {
-		return fmt.Errorf("kernelsim: no hardware sandbox for %v: %w", a, ErrNotSupported)
+		return fmt.Errorf("kernelsim: no hardware sandbox for %v: %w", a, errNotSupported)
 	}
 	p := nativeProbe[a.target]
 	p.once.Do(func() { p.err = probeNative(a) })
@@ -216,7 +216,7 @@ func probeNative(a *Arch) error {
 	pid, err := syscall.ForkExec(fmt.Sprintf("/proc/self/fd/%d", fd), []string{"kboost-probe-" + a.Name},
 		&syscall.ProcAttr{Env: []string{}, Sys: &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}})
 	if errors.Is(err, unix.ENOEXEC) {
-		return fmt.Errorf("kernelsim: this kernel refuses %s executables (ENOEXEC: no IA32 emulation, or a hypervisor without compat mode): %w", a.Name, ErrNotSupported)
+		return fmt.Errorf("kernelsim: this kernel refuses %s executables (ENOEXEC: no IA32 emulation, or a hypervisor without compat mode): %w", a.Name, errNotSupported)
 	}
 	if err != nil {
 		return fmt.Errorf("kernelsim: probing %s execution: %v", a.Name, err)
@@ -226,7 +226,7 @@ func probeNative(a *Arch) error {
 		return fmt.Errorf("kernelsim: probing %s execution: wait4: %v", a.Name, err)
 	}
 	if !ws.Exited() || ws.ExitStatus() != 0 {
-		return fmt.Errorf("kernelsim: a minimal %s executable did not exit cleanly (%s): %w", a.Name, describeStatus(ws), ErrNotSupported)
+		return fmt.Errorf("kernelsim: a minimal %s executable did not exit cleanly (%s): %w", a.Name, describeStatus(ws), errNotSupported)
 	}
 	return nil
 }

@@ -20,16 +20,16 @@ type Sandbox struct {
 var _ Backend = (*Sandbox)(nil)
 
 func unsupported() error {
-	return fmt.Errorf("kernelsim: the hardware sandbox needs linux/amd64: %w", ErrNotSupported)
+	return fmt.Errorf("kernelsim: the hardware sandbox needs linux/amd64: %w", errNotSupported)
 }
 
-// New fails with ErrNotSupported on this platform.
+// New fails with errNotSupported on this platform.
 func New(a *Arch) (*Sandbox, error) { return nil, unsupported() }
 
-// NewWithOptions fails with ErrNotSupported on this platform.
+// NewWithOptions fails with errNotSupported on this platform.
 func NewWithOptions(a *Arch, o Options) (*Sandbox, error) { return nil, unsupported() }
 
-// NativeExec fails with ErrNotSupported on this platform.
+// NativeExec fails with errNotSupported on this platform.
 func NativeExec(a *Arch) error { return unsupported() }
 
 // Arch implements Backend.
@@ -47,15 +47,15 @@ func (s *Sandbox) Pid() int { return 0 }
 // Emulator is always "" here.
 func (s *Sandbox) Emulator() string { return "" }
 
-// HWLengths fails with ErrNotSupported on this platform.
+// HWLengths fails with errNotSupported on this platform.
 func (s *Sandbox) HWLengths(bs [][]byte, out []HWLen) error { return unsupported() }
 
-// HWLength fails with ErrNotSupported on this platform.
+// HWLength fails with errNotSupported on this platform.
 func HWLength(b []byte, mode decode.Mode) (int, LengthOutcome, error) {
 	return 0, LenUnknown, unsupported()
 }
 
-// MeasureChecks fails with ErrNotSupported on this platform.
+// MeasureChecks fails with errNotSupported on this platform.
 func MeasureChecks(a *Arch, d time.Duration, seed uint64) (CheckRate, error) {
 	return CheckRate{}, unsupported()
 }

@@ -117,7 +117,7 @@
 // wrapping ErrFormat, ErrCorrupt, ErrUnsupportedCompression or
 // ErrUnsupportedArch; other conditions have sentinels (ErrNoKernel,
 // ErrPlaceholderMap, ErrKptrRestrict, ErrNoSymbol, ErrNoConfig, ErrAddress,
-// ErrNotSupported). No input makes the parsers panic (see the fuzz targets).
+// decode.ErrNotSupported). No input makes the parsers panic (see the fuzz targets).
 //
 // kimage imports decode (for the instruction-set values) and nothing else of
 // kboost.

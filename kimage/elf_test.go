@@ -3,10 +3,11 @@ package kimage
 import (
 	"debug/elf"
 	"errors"
-	"github.com/kboost/kboost/decode"
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/kboost/kboost/decode"
 )
 
 // TestOpenELFMatchesReadelf compares the section list with GNU readelf and the

@@ -3,6 +3,8 @@ package kimage
 import (
 	"errors"
 	"fmt"
+
+	"github.com/kboost/kboost/decode"
 )
 
 // Sentinel errors. Functions wrap them with %w and add the file or field at fault;
@@ -27,8 +29,8 @@ var (
 	ErrNoSymbol = errors.New("no such symbol")
 	// ErrNoConfig: no kernel configuration could be found.
 	ErrNoConfig = errors.New("no kernel configuration found")
-	// ErrNotSupported: the operation needs Linux (or apt) and this is not it.
-	ErrNotSupported = errors.New("not supported on this platform")
+	// errNotSupported: the operation needs Linux (or apt) and this is not it.
+	errNotSupported = fmt.Errorf("kimage: %w", decode.ErrNotSupported)
 	// ErrAddress: an address lies in no section with file contents.
 	ErrAddress = errors.New("address not backed by file contents")
 	// ErrUnknownPackage: a kernel meta package kboost does not know how to fetch.

@@ -116,7 +116,7 @@ func aptDepends(ctx context.Context, meta, arch string) (string, error) {
 func ensureDpkgArch(ctx context.Context, arch string) error {
 	native, err := runIn(ctx, "", "dpkg", "--print-architecture")
 	if err != nil {
-		return fmt.Errorf("dpkg --print-architecture: %v (is this a Debian system?): %w", err, ErrNotSupported)
+		return fmt.Errorf("dpkg --print-architecture: %v (is this a Debian system?): %w", err, errNotSupported)
 	}
 	if strings.TrimSpace(string(native)) == arch {
 		return nil

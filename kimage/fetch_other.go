@@ -20,12 +20,12 @@ func CacheDir() string {
 	return filepath.Join(os.TempDir(), "kboost-cache")
 }
 
-// FetchDebianKernel needs apt on Linux; elsewhere it returns ErrNotSupported.
+// FetchDebianKernel needs apt on Linux; elsewhere it returns errNotSupported.
 func FetchDebianKernel(ctx context.Context, meta string) (string, error) {
-	return "", fmt.Errorf("fetching %s: %w", meta, ErrNotSupported)
+	return "", fmt.Errorf("fetching %s: %w", meta, errNotSupported)
 }
 
-// FetchDebianKernelVersion needs apt on Linux; elsewhere it returns ErrNotSupported.
+// FetchDebianKernelVersion needs apt on Linux; elsewhere it returns errNotSupported.
 func FetchDebianKernelVersion(ctx context.Context, meta, version string) (string, error) {
-	return "", fmt.Errorf("fetching %s %s: %w", meta, version, ErrNotSupported)
+	return "", fmt.Errorf("fetching %s %s: %w", meta, version, errNotSupported)
 }

@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/kboost/kboost/decode"
 )
 
 const sampleConfig = `#
@@ -77,7 +79,7 @@ func TestParseKConfig(t *testing.T) {
 func TestFindRunningConfig(t *testing.T) {
 	c, where, err := FindRunningConfig()
 	if err != nil {
-		if !errors.Is(err, ErrNoConfig) && !errors.Is(err, ErrNotSupported) {
+		if !errors.Is(err, ErrNoConfig) && !errors.Is(err, decode.ErrNotSupported) {
 			t.Fatalf("FindRunningConfig: %v, want a config or ErrNoConfig", err)
 		}
 		t.Logf("no running config here: %v", err)

@@ -58,5 +58,5 @@
 // the mount command in the message), ErrNoKprobeEvents (tracefs mounted
 // without kprobe_events), ErrNoKprobePMU. A refusal by the kernel is a
 // *KernelError carrying the errno and the newest tracefs error_log line.
-// Elsewhere than Linux every operation returns ErrNotSupported.
+// Elsewhere than Linux every operation returns an error wrapping decode.ErrNotSupported.
 package loader

@@ -12,9 +12,8 @@ const GroupPrefix = "kboost"
 
 // Sentinel errors; see the package documentation.
 var (
-	ErrNotSupported = errors.New("loader: live kprobes need Linux")
-	ErrNotRoot      = errors.New("loader: kprobes need root (CAP_SYS_ADMIN / CAP_PERFMON)")
-	ErrNoTracefs    = errors.New("loader: tracefs is not mounted (mount it: mount -t tracefs nodev /sys/kernel/tracing)")
+	ErrNotRoot   = errors.New("loader: kprobes need root (CAP_SYS_ADMIN / CAP_PERFMON)")
+	ErrNoTracefs = errors.New("loader: tracefs is not mounted (mount it: mount -t tracefs nodev /sys/kernel/tracing)")
 	// ErrNoKprobes: the running kernel has no kprobes at all (kallsyms has
 	// no register_kprobe): nothing kboost can mount or enable helps.
 	ErrNoKprobes = errors.New("loader: the running kernel has no kprobes (built without CONFIG_KPROBES: no register_kprobe in /proc/kallsyms); boot a kernel with CONFIG_KPROBES=y, or use 'kboost vm verify'")

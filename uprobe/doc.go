@@ -59,5 +59,5 @@
 // # Errors
 //
 // Bad input is a *PointError or *FormatError naming the cause; elsewhere than
-// Linux the live operations return ErrNotSupported.
+// Linux the live operations return an error wrapping decode.ErrNotSupported.
 package uprobe

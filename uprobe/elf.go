@@ -14,9 +14,8 @@ import (
 
 // Sentinel errors.
 var (
-	ErrNotSupported = errors.New("uprobe: live uprobes need Linux")
-	ErrNoSymbol     = errors.New("no such function")
-	ErrNotMapped    = errors.New("not in an executable segment")
+	ErrNoSymbol  = errors.New("no such function")
+	ErrNotMapped = errors.New("not in an executable segment")
 )
 
 // FormatError reports an ELF file kboost cannot use.

@@ -4,59 +4,63 @@ package uprobe
 
 import (
 	"context"
+	"fmt"
 
+	"github.com/kboost/kboost/decode"
 	"github.com/kboost/kboost/loader"
 )
+
+var errNotSupported = fmt.Errorf("uprobe: live uprobes need Linux: %w", decode.ErrNotSupported)
 
 // PMUEvent is a perf-owned uprobe (Linux only).
 type PMUEvent struct{ Probe Probe }
 
-// OpenPMU returns ErrNotSupported off Linux.
-func OpenPMU(p Probe) (*PMUEvent, error) { return nil, ErrNotSupported }
+// OpenPMU returns errNotSupported off Linux.
+func OpenPMU(p Probe) (*PMUEvent, error) { return nil, errNotSupported }
 
-// Hits returns ErrNotSupported off Linux.
-func (e *PMUEvent) Hits() (uint64, error) { return 0, ErrNotSupported }
+// Hits returns errNotSupported off Linux.
+func (e *PMUEvent) Hits() (uint64, error) { return 0, errNotSupported }
 
 // Close does nothing off Linux.
 func (e *PMUEvent) Close() error { return nil }
 
-// ReadBack returns ErrNotSupported off Linux.
+// ReadBack returns errNotSupported off Linux.
 func ReadBack(pid int, path string, off uint64, n int) (Readback, error) {
-	return Readback{}, ErrNotSupported
+	return Readback{}, errNotSupported
 }
 
-// AddTracefs returns ErrNotSupported off Linux.
-func AddTracefs(p Probe, event string) (string, error) { return "", ErrNotSupported }
+// AddTracefs returns errNotSupported off Linux.
+func AddTracefs(p Probe, event string) (string, error) { return "", errNotSupported }
 
-// RemoveTracefs returns ErrNotSupported off Linux.
-func RemoveTracefs(group, event string) error { return ErrNotSupported }
+// RemoveTracefs returns errNotSupported off Linux.
+func RemoveTracefs(group, event string) error { return errNotSupported }
 
-// SweepTracefs returns ErrNotSupported off Linux.
-func SweepTracefs() ([]loader.Event, error) { return nil, ErrNotSupported }
+// SweepTracefs returns errNotSupported off Linux.
+func SweepTracefs() ([]loader.Event, error) { return nil, errNotSupported }
 
-// ListTracefs returns ErrNotSupported off Linux.
-func ListTracefs() ([]TracefsProbe, error) { return nil, ErrNotSupported }
+// ListTracefs returns errNotSupported off Linux.
+func ListTracefs() ([]TracefsProbe, error) { return nil, errNotSupported }
 
-// Watch returns ErrNotSupported off Linux.
-func Watch(ctx context.Context, probes []Probe, opt WatchOptions) error { return ErrNotSupported }
+// Watch returns errNotSupported off Linux.
+func Watch(ctx context.Context, probes []Probe, opt WatchOptions) error { return errNotSupported }
 
-// Bench returns ErrNotSupported off Linux.
+// Bench returns errNotSupported off Linux.
 func Bench(dir string, scale float64, runs int, k *Kernel) ([]BenchRow, error) {
-	return nil, ErrNotSupported
+	return nil, errNotSupported
 }
 
-// BenchTarget returns ErrNotSupported off Linux.
+// BenchTarget returns errNotSupported off Linux.
 func BenchTarget(file string, site Site, ret bool, argv []string, runs int) ([]TargetRow, error) {
-	return nil, ErrNotSupported
+	return nil, errNotSupported
 }
 
 // TrialProcess is a started trial program (Linux only).
 type TrialProcess struct{}
 
-// StartTrial returns ErrNotSupported off Linux.
-func StartTrial(bin string, args ...string) (*TrialProcess, error) { return nil, ErrNotSupported }
+// StartTrial returns errNotSupported off Linux.
+func StartTrial(bin string, args ...string) (*TrialProcess, error) { return nil, errNotSupported }
 
-// Trial returns ErrNotSupported off Linux.
+// Trial returns errNotSupported off Linux.
 func Trial(bin string, p Probe, norun bool, args ...string) (TrialResult, error) {
-	return TrialResult{}, ErrNotSupported
+	return TrialResult{}, errNotSupported
 }

@@ -3,4 +3,4 @@
 package uprobe
 
 // RunningRelease needs Linux.
-func RunningRelease() (string, error) { return "", ErrNotSupported }
+func RunningRelease() (string, error) { return "", errNotSupported }

@@ -159,7 +159,7 @@
 //
 // # Platforms
 //
-// Booting (Run, DebianKallsyms) needs Linux and returns ErrNotSupported
+// Booting (Run, DebianKallsyms) needs Linux and returns an error wrapping decode.ErrNotSupported
 // elsewhere; building initramfs archives and decoding console output work
 // everywhere. Guests: AMD64, I386, ARM64 and ARM (VerifyARM) are verified. Building the guest
 // needs the go command and the kboost module source (the current directory inside

@@ -8,8 +8,6 @@ import (
 )
 
 var (
-	// ErrNotSupported is returned on systems other than Linux.
-	ErrNotSupported = errors.New("vm: only supported on linux")
 	// ErrUnknownArch reports an architecture or Debian package vm cannot boot.
 	ErrUnknownArch = errors.New("vm: unknown guest architecture")
 	// ErrInitramfs reports an initramfs that cannot be built from the given files.

@@ -4,10 +4,10 @@ package vm
 
 import "context"
 
-// CheckKbuildDeps returns ErrNotSupported: kernels are built on Linux only.
-func CheckKbuildDeps() error { return ErrNotSupported }
+// CheckKbuildDeps returns errNotSupported: kernels are built on Linux only.
+func CheckKbuildDeps() error { return errNotSupported }
 
-// BuildBoostKernel returns ErrNotSupported: kernels are built on Linux only.
+// BuildBoostKernel returns errNotSupported: kernels are built on Linux only.
 func BuildBoostKernel(ctx context.Context, opts KbuildOptions) (*KernelBuild, error) {
-	return nil, ErrNotSupported
+	return nil, errNotSupported
 }

@@ -2,4 +2,4 @@
 
 package vm
 
-func lockFile(path string) (func(), error) { return nil, ErrNotSupported }
+func lockFile(path string) (func(), error) { return nil, errNotSupported }

@@ -4,11 +4,16 @@ package vm
 
 import (
 	"context"
+	"fmt"
 
+	"github.com/kboost/kboost/decode"
 	"github.com/kboost/kboost/vm/guest"
 )
 
-// Run reports ErrNotSupported: booting guests needs Linux.
+// errNotSupported is returned on systems other than Linux.
+var errNotSupported = fmt.Errorf("vm: only on linux: %w", decode.ErrNotSupported)
+
+// Run reports errNotSupported: booting guests needs Linux.
 func Run(ctx context.Context, cfg Config, steps ...guest.Step) (*Result, error) {
-	return nil, ErrNotSupported
+	return nil, errNotSupported
 }

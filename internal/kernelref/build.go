@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+
+	"github.com/kboost/kboost/decode"
 )
 
 //go:embed csrc/kref.c
@@ -349,6 +351,6 @@ func build(tree, dir string) error {
 	return nil
 }
 
-// ErrNotSupported reports that the running system cannot do what was asked (not
+// errNotSupported reports that the running system cannot do what was asked (not
 // Linux, or no uprobes).
-var ErrNotSupported = errors.New("not supported on this system")
+var errNotSupported = fmt.Errorf("kernelref: %w", decode.ErrNotSupported)

@@ -204,7 +204,7 @@ func WriteHostUprobeTable(w io.Writer, t *Table, dir string) error {
 			}
 		}
 		res, err := HostUprobes(bits, insns, dir)
-		if errors.Is(err, ErrNotSupported) && bits == 32 {
+		if errors.Is(err, errNotSupported) && bits == 32 {
 			fmt.Fprintf(&buf, "\n# ---- %d-bit process: not run (%v) ----\n", bits, err)
 			continue
 		}

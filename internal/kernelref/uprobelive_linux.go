@@ -33,7 +33,7 @@ import (
 func HostUprobes(bits int, insns [][]byte, dir string) ([]string, error) {
 	pmu, err := os.ReadFile("/sys/bus/event_source/devices/uprobe/type")
 	if err != nil {
-		return nil, fmt.Errorf("the running kernel has no uprobe PMU (CONFIG_UPROBE_EVENTS): %w", ErrNotSupported)
+		return nil, fmt.Errorf("the running kernel has no uprobe PMU (CONFIG_UPROBE_EVENTS): %w", errNotSupported)
 	}
 	typ, err := strconv.Atoi(strings.TrimSpace(string(pmu)))
 	if err != nil {
@@ -54,7 +54,7 @@ func HostUprobes(bits int, insns [][]byte, dir string) ([]string, error) {
 	cmd := exec.Command(path)
 	if err := cmd.Start(); err != nil {
 		if errors.Is(err, syscall.ENOEXEC) {
-			return nil, fmt.Errorf("the running kernel cannot execute %d-bit programs (exec: %v): %w", bits, syscall.ENOEXEC, ErrNotSupported)
+			return nil, fmt.Errorf("the running kernel cannot execute %d-bit programs (exec: %v): %w", bits, syscall.ENOEXEC, errNotSupported)
 		}
 		return nil, fmt.Errorf("start %s: %w", path, err)
 	}

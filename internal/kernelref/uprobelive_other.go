@@ -4,8 +4,8 @@ package kernelref
 
 // HostUprobes needs Linux; see the Linux version.
 func HostUprobes(bits int, insns [][]byte, dir string) ([]string, error) {
-	return nil, ErrNotSupported
+	return nil, errNotSupported
 }
 
 // KernelRelease needs Linux.
-func KernelRelease() (string, error) { return "", ErrNotSupported }
+func KernelRelease() (string, error) { return "", errNotSupported }

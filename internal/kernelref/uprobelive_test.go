@@ -5,6 +5,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/kboost/kboost/decode"
 )
 
 func rootGate(t *testing.T) {
@@ -21,7 +23,7 @@ func TestHostUprobesSmoke(t *testing.T) {
 	want := []string{"", "ENOTSUPP", "", "", "ENOTSUPP", "ENOTSUPP", "ENOTSUPP", ""}
 	for _, bits := range []int{64, 32} {
 		got, err := HostUprobes(bits, insns, t.TempDir())
-		if bits == 32 && errors.Is(err, ErrNotSupported) {
+		if bits == 32 && errors.Is(err, decode.ErrNotSupported) {
 			t.Logf("32-bit processes: %v", err) // e.g. ia32 emulation off at boot
 			continue
 		}

@@ -4,8 +4,9 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
-	"golang.org/x/sys/unix"
 	"testing"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/kboost/kboost/boost"
 	"github.com/kboost/kboost/kimage"
