@@ -273,10 +273,13 @@ func (i *Inst) End() uint64 { return i.Addr + uint64(i.Len) }
 
 // Sentinel errors. Decode wraps them in a *DecodeError.
 var (
-	ErrTruncated    = errors.New("truncated instruction")
-	ErrInvalid      = errors.New("invalid instruction encoding")
-	ErrTooLong      = errors.New("instruction longer than 15 bytes")
-	ErrMode         = errors.New("unsupported mode")
+	ErrTruncated = errors.New("truncated instruction")
+	ErrInvalid   = errors.New("invalid instruction encoding")
+	ErrTooLong   = errors.New("instruction longer than 15 bytes")
+	ErrMode      = errors.New("unsupported mode")
+	// ErrNotSupported is kboost's one "not on this platform" sentinel: every
+	// package's stubs for other systems, and live features the running
+	// kernel or CPU lacks, return errors wrapping it.
 	ErrNotSupported = errors.New("not supported on this platform")
 )
 
