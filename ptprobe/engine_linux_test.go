@@ -5,6 +5,7 @@ package ptprobe
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -100,13 +101,31 @@ func native(t *testing.T, args ...string) (string, int) {
 // traced runs the target under the engine and returns its summary and stdout.
 func traced(t *testing.T, mode Mode, points []string, args ...string) (Summary, string) {
 	t.Helper()
-	outPath := filepath.Join(t.TempDir(), "stdout")
+	sum, out, _ := tracedHits(t, false, mode, points, args...)
+	return sum, out
+}
+
+// tracedHits is traced recording every hit (with its arguments) when
+// record; it returns the hit records too.
+func tracedHits(t *testing.T, record bool, mode Mode, points []string, args ...string) (Summary, string, []HitRecord) {
+	t.Helper()
+	dir := t.TempDir()
+	outPath, recPath := filepath.Join(dir, "stdout"), filepath.Join(dir, "records")
 	f, err := os.Create(outPath)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	e, err := New(Options{Argv: append([]string{target(t)}, args...), Points: points, Mode: mode, Stdio: [3]*os.File{nil, f, nil}})
+	opt := Options{Argv: append([]string{target(t)}, args...), Points: points, Mode: mode, Stdio: [3]*os.File{nil, f, nil}}
+	var rf *os.File
+	if record {
+		if rf, err = os.Create(recPath); err != nil {
+			t.Fatal(err)
+		}
+		defer rf.Close()
+		opt.Out, opt.JSON, opt.Args = rf, true, true
+	}
+	e, err := New(opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +134,40 @@ func traced(t *testing.T, mode Mode, points []string, args ...string) (Summary, 
 		t.Fatalf("%v: %v", args, err)
 	}
 	b, _ := os.ReadFile(outPath)
-	return sum, string(b)
+	var hits []HitRecord
+	if record {
+		rb, _ := os.ReadFile(recPath)
+		for _, l := range strings.Split(strings.TrimSpace(string(rb)), "\n") {
+			var h struct{ Hit *hitJSON }
+			if err := json.Unmarshal([]byte(l), &h); err != nil {
+				t.Fatalf("record %q: %v", l, err)
+			}
+			if h.Hit != nil {
+				hits = append(hits, HitRecord{Point: h.Hit.Point, Pid: h.Hit.Pid, Tid: h.Hit.Tid, N: h.Hit.N, Args: h.Hit.args(t)})
+			}
+		}
+	}
+	return sum, string(b), hits
+}
+
+// hitJSON reads a hit record back from its JSON line (addresses as "0x...").
+type hitJSON struct {
+	Point    string
+	Pid, Tid int
+	N        uint64
+	Args     []string
+}
+
+func (h *hitJSON) args(t *testing.T) []Hex {
+	var out []Hex
+	for _, a := range h.Args {
+		v, err := strconv.ParseUint(strings.TrimPrefix(a, "0x"), 16, 64)
+		if err != nil || !strings.HasPrefix(a, "0x") {
+			t.Fatalf("argument %q is not a 0x address", a)
+		}
+		out = append(out, Hex(v))
+	}
+	return out
 }
 
 func calls(t *testing.T) int {
@@ -164,6 +216,74 @@ func TestHitsExact(t *testing.T) {
 			if sum.Threads != threads+1 {
 				t.Errorf("%v: %d threads seen, want %d", m, sum.Threads, threads+1)
 			}
+		}
+	}
+}
+
+// TestHitRecords: with --hits --args every hit of every mode is a record
+// (jump hits from the ring, without a stop): per probe as many as the
+// calls made, work's first argument each i < N once per thread, every
+// record naming one of the program's threads, none dropped or lost.
+func TestHitRecords(t *testing.T) {
+	n := calls(t)
+	const threads = 4
+	for _, m := range []Mode{Jump, Boost, SingleStep} {
+		sum, _, hits := tracedHits(t, true, m, []string{"work", "flat", "branchy"}, "calls", strconv.Itoa(n), strconv.Itoa(threads))
+		if sum.Dropped+sum.Lost != 0 {
+			t.Errorf("%v: %d records dropped, %d lost", m, sum.Dropped, sum.Lost)
+		}
+		per := map[string]int{}
+		seen := map[uint64]int{} // work's first argument
+		tids := map[int]int{}
+		for _, h := range hits {
+			per[h.Point]++
+			if h.Pid <= 0 || h.Tid <= 0 || len(h.Args) != 6 {
+				t.Fatalf("%v: record %+v without a pid, tid or six arguments", m, h)
+			}
+			if h.Point == "work" {
+				seen[uint64(h.Args[0])]++
+				tids[h.Tid]++
+			}
+		}
+		for _, r := range sum.Probes {
+			if per[r.Point] != n*threads || r.Records != uint64(n*threads) || r.Hits != uint64(n*threads) {
+				t.Errorf("%v: %s (%v): %d records read back, %d counted, %d hits; the program made %d calls", m, r.Point, r.Mode, per[r.Point], r.Records, r.Hits, n*threads)
+			}
+			if r.Mode == Jump && r.Stops != 0 {
+				t.Errorf("%v: %s recorded its hits with %d stops", m, r.Point, r.Stops)
+			}
+		}
+		for i := 0; i < n; i++ {
+			if seen[uint64(i)] != threads {
+				t.Fatalf("%v: work(%d) recorded %d times, each of %d threads called it once", m, i, seen[uint64(i)], threads)
+			}
+		}
+		if len(tids) != threads {
+			t.Errorf("%v: work's records name %d threads (%v), the program ran it on %d", m, len(tids), tids, threads)
+		}
+		for tid, c := range tids {
+			if c != n {
+				t.Errorf("%v: thread %d has %d records of work, it made %d calls", m, tid, c, n)
+			}
+		}
+	}
+}
+
+// TestHitRecordsFork: a fork child's jump records carry its own pid, the
+// parent's theirs: N each.
+func TestHitRecordsFork(t *testing.T) {
+	n := calls(t)
+	sum, _, hits := tracedHits(t, true, Jump, []string{"work"}, "fork", strconv.Itoa(n))
+	by := map[int]int{}
+	for _, h := range hits {
+		by[h.Pid]++
+	}
+	if len(by) != 2 || sum.Probes[0].Mode != Jump {
+		t.Fatalf("records by pid %v (%v), want two processes", by, sum.Probes[0].Mode)
+	}
+	for pid, c := range by {
+		if c != n {
+			t.Errorf("pid %d: %d records, each process made %d calls", pid, c, n)
 		}
 	}
 }
@@ -523,10 +643,14 @@ func TestKernelUprobeAgrees(t *testing.T) {
 		kernel[tg.Point] = h
 	}
 	for _, m := range []Mode{SingleStep, Boost, Jump} {
-		sum, _ := traced(t, m, []string{"work", "flat", "branchy"}, "calls", strconv.Itoa(n), "2")
+		sum, _, hits := tracedHits(t, true, m, []string{"work", "flat", "branchy"}, "calls", strconv.Itoa(n), "2")
+		recs := map[string]uint64{}
+		for _, h := range hits {
+			recs[h.Point]++
+		}
 		for _, r := range sum.Probes {
-			if r.Hits != kernel[r.Point] {
-				t.Errorf("%v: %s: kboost %d hits, the kernel's uprobe %d", m, r.Point, r.Hits, kernel[r.Point])
+			if r.Hits != kernel[r.Point] || recs[r.Point] != kernel[r.Point] {
+				t.Errorf("%v: %s (%v): kboost %d hits and %d records, the kernel's uprobe %d", m, r.Point, r.Mode, r.Hits, recs[r.Point], kernel[r.Point])
 			}
 		}
 	}

@@ -78,7 +78,8 @@ const (
 type Event struct {
 	Kind      EventKind
 	Tid, Pid  int
-	Parent    int // EvNewThread: the creating thread
+	Parent    int  // EvNewThread: the creating thread
+	VFork     bool // EvNewThread: a vfork child (it shares its parent's memory until it executes or exits)
 	Status    int
 	Signal    int
 	FormerTid int // EvExec: the thread that called execve

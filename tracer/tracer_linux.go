@@ -365,7 +365,7 @@ func (t *Tracer) stopped(th *thread, ws unix.WaitStatus) {
 		}
 		t.event(th, Event{Kind: EvNewThread, Parent: th.tid})
 		if c := t.threads[child]; t.report(c) {
-			t.h.Event(Event{Kind: EvNewThread, Tid: child, Pid: pid, Parent: th.tid})
+			t.h.Event(Event{Kind: EvNewThread, Tid: child, Pid: pid, Parent: th.tid, VFork: ev == unix.PTRACE_EVENT_VFORK})
 		}
 		t.resume(th, 0)
 	case ev == unix.PTRACE_EVENT_EXEC:
