@@ -436,3 +436,43 @@ func TestDenyByCaller(t *testing.T) {
 		t.Errorf("%d denied, want 1 (the openat under outer; the others are libc's and the loader's)", r.sum.Denied)
 	}
 }
+
+// TestExecMaps: with ExecMaps (and the backtracer's own mapping stops) the
+// mmap and mprotect calls recorded are exactly those strace -f shows with
+// PROT_EXEC, thread by thread; the others never stop.
+func TestExecMaps(t *testing.T) {
+	needTracing(t)
+	st, err := exec.LookPath("strace")
+	if err != nil {
+		t.Fatalf("strace: %v (scripts/setup.sh installs it)", err)
+	}
+	log := filepath.Join(t.TempDir(), "strace.log")
+	if out, err := exec.Command(st, "-f", "-qq", "-e", "trace=mmap,mprotect", "-o", log, tracee(t), "workload", filepath.Join(t.TempDir(), "o")).CombinedOutput(); err != nil {
+		t.Fatalf("strace: %v\n%s", err, out)
+	}
+	b, err := os.ReadFile(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	all := 0
+	for _, l := range strings.Split(string(b), "\n") {
+		if m := straceLine.FindStringSubmatch(l); m != nil {
+			all++
+			if strings.Contains(l, "PROT_EXEC") {
+				want = append(want, m[2])
+			}
+		}
+	}
+	r := monitored(t, "workload", Options{Syscalls: []string{"mmap", "mprotect"}, ExecMaps: true, Backtrace: true}, nil)
+	var got []string
+	for _, c := range r.records {
+		if len(c.Args) < 3 || !strings.Contains(c.Args[2].Text, "PROT_EXEC") {
+			t.Errorf("recorded %s without PROT_EXEC: %+v", c.Syscall, c.Args)
+		}
+		got = append(got, c.Syscall)
+	}
+	if strings.Join(got, " ") != strings.Join(want, " ") || len(want) == 0 || len(want) == all {
+		t.Errorf("recorded %q; strace's calls with PROT_EXEC %q (of %d mmap and mprotect calls)", got, want, all)
+	}
+}

@@ -24,11 +24,22 @@ type Config struct {
 	// seccomp-bpf filter installed before exec makes only those calls stop
 	// (SECCOMP_RET_TRACE); otherwise every call stops and the rest are
 	// passed on without a report.
-	Filter     map[uint32]map[uint64]bool
+	Filter map[uint32]map[uint64]bool
+	// When narrows a selected call to the invocations whose argument
+	// register Arg has a bit of Mask set (in its low 32 bits), per AUDIT_ARCH
+	// value and number: mmap and mprotect only with PROT_EXEC. The seccomp
+	// filter tests it, so the other invocations never stop.
+	When       map[uint32]map[uint64]ArgTest
 	UseSeccomp bool
 	// NoSyscalls resumes tracees with PTRACE_CONT once the traced command
 	// runs: no system call stops at all (a breakpoint engine needs none).
 	NoSyscalls bool
+}
+
+// ArgTest selects the calls whose argument Arg (0-5) has a bit of Mask set.
+type ArgTest struct {
+	Arg  int
+	Mask uint32
 }
 
 // Prober is what a Handler that plants breakpoints in tracees (kboost

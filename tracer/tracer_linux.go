@@ -164,7 +164,7 @@ func (t *Tracer) spawn() error {
 	t.seccomp = t.cfg.UseSeccomp
 	var prog []byte
 	if t.seccomp {
-		prog = buildFilter(t.cfg.Filter)
+		prog = buildFilter(t.cfg.Filter, t.cfg.When)
 	}
 	r, w, err := os.Pipe()
 	if err != nil {
@@ -421,12 +421,15 @@ func getInfo(tid int) (syscallInfo, error) {
 	return si, err
 }
 
-func (t *Tracer) monitored(audit uint32, nr uint64) bool {
+func (t *Tracer) monitored(audit uint32, nr uint64, args []uint64) bool {
 	if t.cfg.Filter == nil {
 		return true
 	}
 	set, ok := t.cfg.Filter[audit]
 	if !ok {
+		return false
+	}
+	if w, ok := t.cfg.When[audit][nr]; ok && w.Arg >= 0 && w.Arg < len(args) && uint32(args[w.Arg])&w.Mask == 0 {
 		return false
 	}
 	return set == nil || set[nr]
@@ -446,7 +449,7 @@ func (t *Tracer) syscallStop(th *thread) {
 			t.armed = true
 			t.count(th)
 		}
-		if !t.report(th) || !t.monitored(si.Arch, nr) {
+		if !t.report(th) || !t.monitored(si.Arch, nr, si.U[1:7]) {
 			th.call = nil
 			t.resume(th, 0)
 			return
