@@ -154,35 +154,58 @@ func (r *recorder) flush() {
 const (
 	wFSBase     = 21
 	nrClone     = 56
+	nrFork      = 57
+	nrVfork     = 58
 	nrClone3    = 435
+	cloneVM     = 0x100
 	cloneSetTLS = 0x80000
 )
 
-// newThread notes the thread pointers of a creating thread (stopped at its
-// clone, fork or vfork event) and of the thread it created: clone's tls
-// argument with CLONE_SETTLS, else the creator's.
-func (r *recorder) newThread(ev tracer.Event) {
-	regs, err := ptregs.Get(ev.Parent)
+// creation is what a creating thread, stopped at its clone, fork or vfork
+// event, asked for: its own thread pointer, the new task's (clone's tls
+// argument with CLONE_SETTLS, else the creator's) and whether the new task
+// shares its memory (CLONE_VM, vfork).
+type creation struct {
+	ok          bool
+	fs, childFS uint64
+	sharesMem   bool
+}
+
+func created(parent int) creation {
+	regs, err := ptregs.Get(parent)
 	if err != nil || regs.L != ptregs.X86_64 {
+		return creation{}
+	}
+	c := creation{ok: true, fs: regs.Word(wFSBase)}
+	c.childFS = c.fs
+	var flags, tls uint64
+	switch regs.Word(wOrigRAX) {
+	case nrClone:
+		flags, tls = regs.Word(wRDI), regs.Word(wR8)
+	case nrClone3: // struct clone_args: flags at 0, tls at 56
+		var ca [64]byte
+		if n, err := tracer.ReadMem(parent, regs.Word(wRDI), ca[:]); err == nil && n == len(ca) {
+			flags, tls = binary.LittleEndian.Uint64(ca[0:]), binary.LittleEndian.Uint64(ca[56:])
+		}
+	case nrVfork:
+		flags = cloneVM
+	}
+	if flags&cloneSetTLS != 0 {
+		c.childFS = tls
+	}
+	c.sharesMem = flags&cloneVM != 0
+	return c
+}
+
+// newThread notes the thread pointers of a creating thread and of the
+// thread it created.
+func (r *recorder) newThread(ev tracer.Event, c creation) {
+	if !c.ok {
 		r.thread(ev.Pid, ev.Tid, 0, true)
 		return
 	}
-	fs := regs.Word(wFSBase)
-	ppid := tgid(ev.Parent)
-	r.thread(ppid, ev.Parent, fs, false)
-	switch regs.Word(wOrigRAX) {
-	case nrClone:
-		if regs.Word(wRDI)&cloneSetTLS != 0 {
-			fs = regs.Word(wR8)
-		}
-	case nrClone3: // struct clone_args: flags at 0, tls at 56
-		var ca [64]byte
-		if n, err := tracer.ReadMem(ev.Parent, regs.Word(wRDI), ca[:]); err == nil && n == len(ca) &&
-			binary.LittleEndian.Uint64(ca[0:])&cloneSetTLS != 0 {
-			fs = binary.LittleEndian.Uint64(ca[56:])
-		}
-	}
-	r.thread(ev.Pid, ev.Tid, fs, true)
+	r.thread(tgid(ev.Parent), ev.Parent, c.fs, false)
+	r.thread(ev.Pid, ev.Tid, c.childFS, true)
 }
 
 // fsBaseAllowed: the kernel lets user code run rdfsbase (AT_HWCAP2's

@@ -211,10 +211,14 @@ func (e *Engine) Exit(*tracer.Call)          {}
 // executing the binary, fork copies its parent's probes (the child
 // inherits the patched text and slot pages), exit ends them.
 func (e *Engine) Event(ev tracer.Event) {
+	var cr creation
+	if e.rec != nil && ev.Kind == tracer.EvNewThread && ev.Tid != ev.Parent {
+		cr = created(ev.Parent)
+	}
 	if e.rec != nil {
 		switch {
 		case ev.Kind == tracer.EvNewThread && ev.Tid != ev.Parent:
-			e.rec.newThread(ev)
+			e.rec.newThread(ev, cr)
 		case ev.Kind == tracer.EvExec:
 			e.rec.mu.Lock()
 			e.rec.nthreads[ev.Pid] = 1
@@ -242,7 +246,7 @@ func (e *Engine) Event(ev tracer.Event) {
 			return
 		}
 		if parent := e.procs[ppid]; parent != nil && ppid != ev.Pid && !parent.done {
-			e.forked(parent, ev.Pid, ev.Tid, ev.VFork)
+			e.forked(parent, ev.Pid, ev.Tid, ev.VFork || cr.sharesMem)
 		}
 	case tracer.EvExit, tracer.EvKilled:
 		pid := e.tidPid[ev.Tid]
@@ -877,9 +881,9 @@ func (e *Engine) restore(p *proc) {
 // forked gives a fork child its parent's probes: same addresses, same slot
 // pages (copied with the address space), the same counters (shared).
 // A fork child's records carry its own pid (written into its copy of the
-// code page); a vfork child shares its parent's page, and its records
-// carry its parent's pid and thread pointer.
-func (e *Engine) forked(parent *proc, pid, tid int, vfork bool) {
+// code page); a vfork or CLONE_VM child shares its parent's page, and its
+// records carry its parent's pid.
+func (e *Engine) forked(parent *proc, pid, tid int, shared bool) {
 	mem, err := os.OpenFile("/proc/"+strconv.Itoa(pid)+"/mem", os.O_RDWR, 0)
 	if err != nil {
 		e.fail("pid %d: %v", pid, err)
@@ -887,7 +891,7 @@ func (e *Engine) forked(parent *proc, pid, tid int, vfork bool) {
 	}
 	c := &proc{pid: pid, mem: mem, slot: parent.slot, ring: parent.ring, sites: parent.sites, at: parent.at, int3: parent.int3,
 		tids: map[int]bool{tid: true}}
-	if c.ring != 0 && !vfork {
+	if c.ring != 0 && !shared {
 		if _, err := mem.WriteAt(binary.LittleEndian.AppendUint64(nil, uint64(pid)), int64(c.slot+PidAt)); err != nil {
 			e.fail("pid %d: the pid word of its records: %v", pid, err)
 		}

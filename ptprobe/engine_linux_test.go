@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -759,4 +760,88 @@ func TestKboostKilledAttached(t *testing.T) {
 	if live[0] != 0xe9 {
 		t.Errorf("work starts with % x: the jump was not planted (the test checks nothing)", live[:5])
 	}
+}
+
+// stressLine is what `target stress` prints.
+var stressLine = regexp.MustCompile(`^total -?\d+ work calls (\d+) \(clone child's (\d+)\) stopper 0 clone \d+ victim killed 9\n$`)
+
+// TestStress is the correctness suite's threaded case, in every mode:
+// eight threads calling the probed functions at once while queued signals
+// reach running threads and threads stopped in probes, the process is
+// stopped (and signalled while stopped) and continued by a fork child, a
+// clone child without exec calls work, and a fork child spinning in a
+// probed function (flat) on two threads is SIGKILLed. Every run's output
+// is the untraced one, work's and branchy's counts are the calls made,
+// and none hangs. Every other run records every hit of work and branchy
+// (flat unprobed: the victim's spin would fill the ring): the records
+// equal the counts, none dropped or lost. KBOOST_TRACE_RUNS sets the runs per mode
+// (default 3; the issue's bar is 1,000).
+func TestStress(t *testing.T) {
+	runs := 3
+	if v, err := strconv.Atoi(os.Getenv("KBOOST_TRACE_RUNS")); err == nil && v > 0 {
+		runs = v
+	}
+	if testing.Short() {
+		runs = 1
+	}
+	const n, threads = 256, 8
+	want, wst := native(t, "stress", strconv.Itoa(n), strconv.Itoa(threads))
+	m := stressLine.FindStringSubmatch(want)
+	if m == nil || wst != 0 {
+		t.Fatalf("untraced stress printed %q (status %d)", want, wst)
+	}
+	calls, _ := strconv.Atoi(m[1])
+	child, _ := strconv.Atoi(m[2])
+	bad := 0
+	start := time.Now()
+	for _, mode := range []Mode{Jump, Boost, SingleStep} {
+		for r := 0; r < runs; r++ {
+			record := r%2 == 1
+			var sum Summary
+			var got string
+			var hits []HitRecord
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				pts := []string{"work", "flat", "branchy"}
+				if record { // the victim's spin in flat would fill the ring: its records are dropped
+					pts = []string{"work", "branchy"}
+				}
+				sum, got, hits = tracedHits(t, record, mode, pts, "stress", strconv.Itoa(n), strconv.Itoa(threads))
+			}()
+			select {
+			case <-done:
+			case <-time.After(2 * time.Minute):
+				t.Fatalf("%v run %d: the traced stress run hung", mode, r)
+			}
+			ok := got == want && sum.Status == 0 && sum.Processes >= 4
+			per := map[string]uint64{}
+			for _, h := range hits {
+				per[h.Point]++
+			}
+			for _, p := range sum.Probes {
+				switch p.Point {
+				case "work":
+					ok = ok && p.Hits == uint64(calls+child)
+				case "branchy":
+					ok = ok && p.Hits == uint64(threads*n)
+				}
+				if record && p.Point != "flat" {
+					ok = ok && per[p.Point] == p.Hits && p.Records == p.Hits
+				}
+			}
+			if record {
+				ok = ok && sum.Dropped+sum.Lost == 0
+			}
+			if !ok {
+				bad++
+				t.Errorf("%v run %d (records %v): output %q status %d, %d processes, %d dropped %d lost, probes %+v; untraced %q, work calls %d+%d",
+					mode, r, record, got, sum.Status, sum.Processes, sum.Dropped, sum.Lost, sum.Probes, want, calls, child)
+			}
+			if (r+1)%100 == 0 {
+				t.Logf("%v: %d runs, %d bad so far (%v)", mode, r+1, bad, time.Since(start).Round(time.Second))
+			}
+		}
+	}
+	t.Logf("%d runs per mode, %d bad, %v", runs, bad, time.Since(start).Round(time.Second))
 }
