@@ -226,7 +226,7 @@ func TestHitsExact(t *testing.T) {
 // calls made, work's first argument each i < N once per thread, every
 // record naming one of the program's threads, none dropped or lost.
 func TestHitRecords(t *testing.T) {
-	n := calls(t)
+	n := calls(t) / 3
 	const threads = 4
 	for _, m := range []Mode{Jump, Boost, SingleStep} {
 		sum, _, hits := tracedHits(t, true, m, []string{"work", "flat", "branchy"}, "calls", strconv.Itoa(n), strconv.Itoa(threads))
