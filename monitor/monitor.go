@@ -169,7 +169,8 @@ func New(opt Options) (*Monitor, error) {
 		m.bt = newBacktracer(opt.MaxFrames)
 		m.bt.noSyms = opt.NoSymbols
 	}
-	m.tr, err = tracer.New(tracer.Config{Argv: opt.Argv, Pid: opt.Pid, Filter: filter, When: when, UseSeccomp: !opt.NoSeccomp, Stdio: opt.Stdio})
+	m.tr, err = tracer.New(tracer.Config{Argv: opt.Argv, Pid: opt.Pid, Filter: filter, When: when, UseSeccomp: !opt.NoSeccomp, Stdio: opt.Stdio,
+		FramePointer: m.bt != nil})
 	if err != nil {
 		return nil, err
 	}

@@ -31,6 +31,9 @@ type Config struct {
 	// filter tests it, so the other invocations never stop.
 	When       map[uint32]map[uint64]ArgTest
 	UseSeccomp bool
+	// FramePointer fills Call.FP at each monitored call's entry (one more
+	// ptrace request per call: backtraces need it).
+	FramePointer bool
 	// NoSyscalls resumes tracees with PTRACE_CONT once the traced command
 	// runs: no system call stops at all (a breakpoint engine needs none).
 	NoSyscalls bool
@@ -65,7 +68,7 @@ type Call struct {
 	Nr       uint64
 	Args     [6]uint64
 	IP, SP   uint64
-	FP       uint64 // frame pointer at entry
+	FP       uint64 // frame pointer at entry (Config.FramePointer)
 	Ret      int64
 	IsError  bool
 	NoReturn bool    // the thread left the call without an exit stop (exit, exec by another thread, killed)

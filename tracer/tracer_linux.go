@@ -456,16 +456,23 @@ func (t *Tracer) syscallStop(th *thread) {
 		}
 		c := &Call{Tid: th.tid, Pid: th.pid, Audit: si.Arch, Nr: nr, IP: si.IP, SP: si.SP}
 		copy(c.Args[:], si.U[1:7])
-		regs, rerr := ptregs.Get(th.tid)
-		if rerr == nil {
-			c.FP = regs.FP()
+		var regs *ptregs.Regs
+		if t.cfg.FramePointer {
+			if regs, err = ptregs.Get(th.tid); err == nil {
+				c.FP = regs.FP()
+			}
 		}
 		th.call = c
-		if errno := t.h.Enter(c); errno != 0 && rerr == nil {
-			c.Denied = errno
-			regs.SetWord(regs.L.OrigNr, ^uint64(0)) // skip the call
-			regs.SetWord(regs.L.Rv, uint64(-int64(errno)))
-			regs.Set(th.tid)
+		if errno := t.h.Enter(c); errno != 0 {
+			if regs == nil {
+				regs, err = ptregs.Get(th.tid)
+			}
+			if regs != nil && err == nil {
+				c.Denied = errno
+				regs.SetWord(regs.L.OrigNr, ^uint64(0)) // skip the call
+				regs.SetWord(regs.L.Rv, uint64(-int64(errno)))
+				regs.Set(th.tid)
+			}
 		}
 		t.resume(th, 0)
 	case infoExit:
