@@ -15,7 +15,7 @@ const (
 	retAllow     = 0x7fff0000
 	offNr        = 0
 	offArch      = 4
-	offArgs      = 16 // args[i] at 16+8i; its low word first (little-endian)
+	offArgs      = 16  // args[i] at 16+8i; its low word first (little-endian)
 	maxListedNrs = 200 // jump offsets are 8 bits: longer sets (with 4 per argument test) trace the whole arch
 )
 
