@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -440,10 +441,18 @@ func TestDetachRestores(t *testing.T) {
 	cmd := startSleeper(t)
 	pid := cmd.Process.Pid
 	maps0, _ := os.ReadFile(fmt.Sprintf("/proc/%d/maps", pid))
-	for _, m := range []Mode{SingleStep, Boost, Jump} {
-		sum := detachAfter(t, Options{Pid: pid, Points: []string{"work"}, Mode: m}, 100*time.Millisecond)
-		if !sum.Detached || sum.Probes[0].Hits == 0 || sum.Probes[0].Mode != m {
-			t.Errorf("%v: detached %v, %d hits as %v", m, sum.Detached, sum.Probes[0].Hits, sum.Probes[0].Mode)
+	for _, c := range []struct {
+		m    Mode
+		hits bool
+	}{{SingleStep, false}, {Boost, false}, {Jump, false}, {Jump, true}} {
+		m := c.m
+		opt := Options{Pid: pid, Points: []string{"work"}, Mode: m}
+		if c.hits { // the ring of hit records is unmapped too
+			opt.Out, opt.Hits = io.Discard, true
+		}
+		sum := detachAfter(t, opt, 100*time.Millisecond)
+		if !sum.Detached || sum.Probes[0].Hits == 0 || sum.Probes[0].Mode != m || c.hits && sum.Probes[0].Records == 0 {
+			t.Errorf("%v (hits %v): detached %v, %d hits as %v, %d records", m, c.hits, sum.Detached, sum.Probes[0].Hits, sum.Probes[0].Mode, sum.Probes[0].Records)
 		}
 		file, live := siteBytes(t, pid, "work")
 		if !bytes.Equal(file, live) {
