@@ -15,7 +15,8 @@
 // singlestep) and under the kernel's uprobe (root; perf's uprobe PMU), and
 // turns the difference between N calls and none into a cost per call.
 //
-// Each row is the best of Runs runs, by wall time; the CPU time (user and
+// Each row is the best of Runs runs, by wall time (the build's rows run
+// interleaved, a round of every row at a time); the CPU time (user and
 // system, of the whole process tree, kboost's included) is reported with
 // it. Result.Checks compares the figures with the targets. A
 // figure depends on the machine and its load: Result says both.

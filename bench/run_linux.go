@@ -154,26 +154,44 @@ func runBuild(o *Options, r *Result) error {
 	} else {
 		vs = append(vs, variant{rowNative, nil, true}, variant{rowAllFull, mon("--backtrace"), true}, variant{rowStraceK, straceK, true})
 	}
-	natives := map[bool]timing{}
-	for _, v := range vs {
+	// Runs are interleaved (every row once per round) so that a change in
+	// the machine's load during the bench affects every row alike.
+	argvs := make([][]string, len(vs))
+	bests := make([]timing, len(vs))
+	for i, v := range vs {
 		args := mk
 		if v.subset {
 			args = subset
 		}
-		argv := append(append(append([]string{}, v.prefix...), "make", "-s"), args...)
-		runs := o.Runs
-		if v.name == rowStraceK && runs > 1 {
-			runs = 1 // minutes per run
+		argvs[i] = append(append(append([]string{}, v.prefix...), "make", "-s"), args...)
+	}
+	for round := 0; round < o.Runs; round++ {
+		for i, v := range vs {
+			if v.name == rowStraceK && round > 0 {
+				continue // minutes per run: once
+			}
+			if _, err := timeRun(dir, clean); err != nil {
+				return err
+			}
+			t, err := timeRun(dir, argvs[i])
+			if err != nil {
+				return err
+			}
+			if round == 0 || t.wall < bests[i].wall {
+				bests[i] = t
+			}
 		}
-		t, err := best(runs, dir, clean, argv)
-		if err != nil {
-			return err
-		}
+		o.progress("round %d of %d done", round+1, o.Runs)
+	}
+	natives := map[bool]timing{}
+	for i, v := range vs {
 		if v.name == rowNative {
-			natives[v.subset] = t
+			natives[v.subset] = bests[i]
 		}
-		n := natives[v.subset]
-		row := Row{Name: v.name, Command: shorten(o.Kboost, argv), Subset: v.subset, Wall: t.wall, CPU: t.cpu,
+	}
+	for i, v := range vs {
+		t, n := bests[i], natives[v.subset]
+		row := Row{Name: v.name, Command: shorten(o.Kboost, argvs[i]), Subset: v.subset, Wall: t.wall, CPU: t.cpu,
 			Speed: n.wall / t.wall, CPUSpeed: n.cpu / t.cpu}
 		r.Build = append(r.Build, row)
 		o.progress("%-72s %8.2f s  %5.1f%%", row.Name, row.Wall, 100*row.Speed)
