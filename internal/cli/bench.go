@@ -79,7 +79,7 @@ Needs make, gcc and strace (scripts/setup.sh).`,
 	f := cmd.Flags()
 	f.IntVar(&runs, "runs", 3, "runs per row (the best is kept)")
 	f.StringVar(&project, "project", "", "a C project directory to build with make (default: Lua, fetched)")
-	f.StringVar(&mk, "make", "", "make arguments of the build (default for Lua: posix)")
+	f.StringVar(&mk, "make", "", "make arguments of the build (default for Lua: posix MYCFLAGS=-g)")
 	f.StringVar(&subset, "subset", "", "make arguments of the subset strace -f -k is compared on")
 	f.BoolVar(&straceKFull, "strace-k-full", false, "run strace -f -k on the whole build, not a subset")
 	f.BoolVar(&skipBuild, "skip-build", false, "leave the build part out")
