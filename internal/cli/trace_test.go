@@ -169,3 +169,20 @@ func TestTraceSIGINT(t *testing.T) {
 		t.Errorf("tracee after release: %q", s)
 	}
 }
+
+// TestBenchUsage: kboost bench takes no arguments and at least one run;
+// a mistake is one line, exit 2, and nothing is measured.
+func TestBenchUsage(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"bench", "extra"}, "takes no arguments"},
+		{[]string{"bench", "--runs", "0"}, "at least 1"},
+	} {
+		_, stderr, code := run(t, c.args...)
+		if code != 2 || !strings.Contains(stderr, c.want) || strings.Count(stderr, "\n") != 1 {
+			t.Errorf("%q: exit %d, stderr %q; want 2 and one line with %q", c.args, code, stderr, c.want)
+		}
+	}
+}
