@@ -772,14 +772,16 @@ func TestKboostKilledAttached(t *testing.T) {
 }
 
 // stressLine is what `target stress` prints.
-var stressLine = regexp.MustCompile(`^total -?\d+ work calls (\d+) \(clone child's (\d+)\) stopper 0 clone \d+ victim killed 9\n$`)
+var stressLine = regexp.MustCompile(`^\d+\ntotal -?\d+ work calls (\d+) \(clone child's (\d+), exec child's (\d+)\) stopper 0 clone \d+ exec 0 victim killed 9\n$`)
 
 // TestStress is the correctness suite's threaded case, in every mode:
 // eight threads calling the probed functions at once while queued signals
 // reach running threads and threads stopped in probes, the process is
 // stopped (and signalled while stopped) and continued by a fork child, a
-// clone child without exec calls work, and a fork child spinning in a
-// probed function (flat) on two threads is SIGKILLed. Every run's output
+// clone child without exec calls work, a fork child spinning in a probed
+// function (flat) on two threads is SIGKILLed, and a fork child executes
+// the binary, whose thread calls work and executes it again (probed again:
+// exec from a thread). Every run's output
 // is the untraced one, work's and branchy's counts are the calls made,
 // and none hangs. Every other run records every hit of work and branchy
 // (flat unprobed: the victim's spin would fill the ring): the records
@@ -801,6 +803,8 @@ func TestStress(t *testing.T) {
 	}
 	calls, _ := strconv.Atoi(m[1])
 	child, _ := strconv.Atoi(m[2])
+	execChild, _ := strconv.Atoi(m[3])
+	child += execChild
 	bad := 0
 	start := time.Now()
 	for _, mode := range []Mode{Jump, Boost, SingleStep} {
@@ -823,7 +827,7 @@ func TestStress(t *testing.T) {
 			case <-time.After(2 * time.Minute):
 				t.Fatalf("%v run %d: the traced stress run hung", mode, r)
 			}
-			ok := got == want && sum.Status == 0 && sum.Processes >= 4
+			ok := got == want && sum.Status == 0 && sum.Processes >= 5
 			per := map[string]uint64{}
 			for _, h := range hits {
 				per[h.Point]++
@@ -833,7 +837,7 @@ func TestStress(t *testing.T) {
 				case "work":
 					ok = ok && p.Hits == uint64(calls+child)
 				case "branchy":
-					ok = ok && p.Hits == uint64(threads*n)
+					ok = ok && p.Hits == uint64(threads*n+n) // and the exec child's "calls N 1"
 				}
 				if record && p.Point != "flat" {
 					ok = ok && per[p.Point] == p.Hits && p.Records == p.Hits

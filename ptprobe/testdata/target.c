@@ -101,7 +101,9 @@ static void *execer(void *arg) {
 //     it is stopped, and continues it (SIGCONT);
 //   - a clone child (no CLONE_VM, no exec) calls work N times;
 //   - a fork child spinning in flat on two threads is SIGKILLed (a tracee
-//     killed in the middle of its probes).
+//     killed in the middle of its probes);
+//   - a fork child runs "execthread N": a thread calls work N times and
+//     executes the binary again, which calls it N more times.
 // It prints the calls of work it made (the probe's exact count) and what
 // every child reported, the same with and without kboost.
 static volatile long handled;
@@ -144,7 +146,7 @@ static void pause_ms(long ms) {
 		;
 }
 
-static int stress(int threads) {
+static int stress(int threads, char *self) {
 	struct sigaction sa = {0};
 	sa.sa_handler = onsig;
 	sa.sa_flags = SA_RESTART;
@@ -167,6 +169,13 @@ static int stress(int threads) {
 		pthread_create(&t, 0, flat_spinner, 0);
 		flat_spinner(0);
 	}
+	pid_t execer_pid = fork();
+	if (execer_pid == 0) {
+		char nbuf[32];
+		snprintf(nbuf, sizeof nbuf, "%ld", n);
+		execl("/proc/self/exe", self, "execthread", nbuf, (char *)0);
+		_exit(5);
+	}
 	static char stack[1 << 16];
 	pid_t cl = clone(clone_child, stack + sizeof stack, SIGCHLD, 0);
 	pthread_t t[64];
@@ -178,7 +187,8 @@ static int stress(int threads) {
 		pthread_join(t[i], &r);
 		total += (long)r;
 	}
-	int st, cst, vst;
+	int st, cst, vst, est;
+	waitpid(execer_pid, &est, 0);
 	waitpid(stopper, &st, 0);
 	sent++; // the stopper's
 	while (handled < sent)
@@ -187,8 +197,8 @@ static int stress(int threads) {
 	kill(victim, SIGKILL);
 	waitpid(victim, &vst, 0);
 	long calls = (long)threads * n + handled;
-	printf("total %ld work calls %ld (clone child's %ld) stopper %d clone %d victim %s %d\n", total, calls, n,
-	       WEXITSTATUS(st), WEXITSTATUS(cst), WIFSIGNALED(vst) ? "killed" : "exited", WIFSIGNALED(vst) ? WTERMSIG(vst) : WEXITSTATUS(vst));
+	printf("total %ld work calls %ld (clone child's %ld, exec child's %ld) stopper %d clone %d exec %d victim %s %d\n", total, calls, n, 2 * n,
+	       WEXITSTATUS(st), WEXITSTATUS(cst), WEXITSTATUS(est), WIFSIGNALED(vst) ? "killed" : "exited", WIFSIGNALED(vst) ? WTERMSIG(vst) : WEXITSTATUS(vst));
 	return 0;
 }
 
@@ -242,7 +252,7 @@ int main(int argc, char **argv) {
 		return 0;
 	}
 	if (strcmp(argv[1], "stress") == 0)
-		return stress(argc > 3 ? atoi(argv[3]) : 8);
+		return stress(argc > 3 ? atoi(argv[3]) : 8, argv[0]);
 	if (strcmp(argv[1], "die") == 0) {
 		for (long i = 0; i < n; i++)
 			sink += work(i);
