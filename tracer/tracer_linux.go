@@ -44,6 +44,11 @@ type Tracer struct {
 	cfg       Config
 	owner     chan func()
 	threads   map[int]*thread
+	// reaped are tasks whose end the loop has seen: a creator's event
+	// reported after its new task already ran and ended (a thread that
+	// executed, killing its creator in its clone event stop) must not bring
+	// it back.
+	reaped map[int]bool
 	pids      map[int]bool
 	root      int
 	seccomp   bool
@@ -73,7 +78,7 @@ func New(cfg Config) (*Tracer, error) {
 	if (len(cfg.Argv) == 0) == (cfg.Pid == 0) {
 		return nil, fmt.Errorf("%w: give either a command or a pid", ErrTracer)
 	}
-	t := &Tracer{cfg: cfg, owner: make(chan func()), threads: map[int]*thread{}, pids: map[int]bool{}}
+	t := &Tracer{cfg: cfg, owner: make(chan func()), threads: map[int]*thread{}, pids: map[int]bool{}, reaped: map[int]bool{}}
 	go t.ownerLoop()
 	var err error
 	t.do(func() {
@@ -311,6 +316,7 @@ func (t *Tracer) loop() error {
 		}
 		th := t.threads[tid]
 		if th == nil { // a new task's first stop before its creator's event
+			delete(t.reaped, tid) // (a new task with a reaped one's number)
 			th = t.addThread(tid, tgid(tid), false)
 		}
 		switch {
@@ -359,6 +365,10 @@ func (t *Tracer) stopped(th *thread, ws unix.WaitStatus) {
 		pid := child
 		if ev == unix.PTRACE_EVENT_CLONE {
 			pid = tgid(child)
+		}
+		if t.reaped[child] { // it ran and ended before this event was reported
+			t.resume(th, 0)
+			return
 		}
 		if t.threads[child] == nil {
 			t.addThread(child, pid, th.hidden)
@@ -515,6 +525,7 @@ func (t *Tracer) gone(th *thread, ws unix.WaitStatus) {
 		}
 	}
 	delete(t.threads, th.tid)
+	t.reaped[th.tid] = true
 }
 
 // beginDetach releases the tree: every thread is interrupted and detached
