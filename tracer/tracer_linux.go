@@ -41,14 +41,14 @@ type thread struct {
 
 // Tracer is one trace, owned by a locked OS thread.
 type Tracer struct {
-	cfg       Config
-	owner     chan func()
-	threads   map[int]*thread
+	cfg     Config
+	owner   chan func()
+	threads map[int]*thread
 	// reaped are tasks whose end the loop has seen: a creator's event
 	// reported after its new task already ran and ended (a thread that
 	// executed, killing its creator in its clone event stop) must not bring
 	// it back.
-	reaped map[int]bool
+	reaped    map[int]bool
 	pids      map[int]bool
 	root      int
 	seccomp   bool
