@@ -64,6 +64,8 @@ type backtracer struct {
 	files  map[fileKey]*fileSyms
 	spaces map[int]*space
 	max    int
+	noSyms bool
+	stack  [4096]byte
 }
 
 func newBacktracer(max int) *backtracer {
@@ -73,14 +75,29 @@ func newBacktracer(max int) *backtracer {
 	return &backtracer{files: map[fileKey]*fileSyms{}, spaces: map[int]*space{}, max: max}
 }
 
-// mapsCalls change the address space: the view is refreshed after them.
-var mapsCalls = map[string]bool{"mmap": true, "mmap2": true, "munmap": true, "mremap": true, "brk": true,
-	"mprotect": true, "execve": true, "execveat": true, "shmat": true, "shmdt": true, "remap_file_pages": true}
+// viewCalls may create executable mappings, the only ones a backtrace
+// looks up: the view is re-read after them (an mmap or mprotect only with
+// PROT_EXEC: protCalls' others do not stop for the view). Calls that only
+// remove or move mappings (munmap, mremap, brk) leave addresses no stack
+// holds, and a call's IP outside the view re-reads it.
+var viewCalls = map[string]bool{"mmap": true, "mmap2": true, "mprotect": true, "pkey_mprotect": true,
+	"execve": true, "execveat": true, "shmat": true, "remap_file_pages": true}
+
+// protCalls take their protection in argument 2.
+var protCalls = []string{"mmap", "mmap2", "mprotect", "pkey_mprotect"}
+
+const protExec = 0x4 // PROT_EXEC
 
 func (b *backtracer) after(name string, c *tracer.Call) {
-	if mapsCalls[name] {
-		b.invalidate(c.Pid)
+	if !viewCalls[name] || c.IsError {
+		return
 	}
+	for _, n := range protCalls {
+		if n == name && c.Args[2]&protExec == 0 {
+			return
+		}
+	}
+	b.invalidate(c.Pid)
 }
 
 func (b *backtracer) invalidate(pid int) {
@@ -119,7 +136,11 @@ func (b *backtracer) readMaps(pid int) []mapping {
 		start, _ := strconv.ParseUint(lo, 16, 64)
 		end, _ := strconv.ParseUint(hi, 16, 64)
 		off, _ := strconv.ParseUint(fl[2], 16, 64)
-		out = append(out, mapping{start: start, end: end, off: off, path: fl[5], file: b.file(fl[5])})
+		m := mapping{start: start, end: end, off: off, path: fl[5]}
+		if !b.noSyms {
+			m.file = b.file(fl[5])
+		}
+		out = append(out, m)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].start < out[j].start })
 	return out
@@ -193,12 +214,24 @@ func (b *backtracer) walk(c *tracer.Call, tab *sysent.Table) []Frame {
 	}
 	frames := []Frame{b.symbolize(s, c.IP)}
 	word := uint64(tab.Arch.PtrSize)
-	buf := make([]byte, 2*word)
+	// The stack is read a chunk at a time (frames are close together: one
+	// process_vm_readv serves most walks); the chunk ends where a read
+	// reaches an unmapped page.
+	var chunk []byte
+	var base uint64
 	fp := c.FP
 	for len(frames) < b.max && fp != 0 {
-		if n, err := tracer.ReadMem(c.Tid, fp, buf); err != nil || n != len(buf) {
-			break
+		if fp < base || fp+2*word > base+uint64(len(chunk)) {
+			n, err := tracer.ReadMem(c.Tid, fp, b.stack[:])
+			if err != nil || uint64(n) < 2*word { // to the end of fp's page only
+				lim := max(4096-fp%4096, 2*word)
+				if n, err = tracer.ReadMem(c.Tid, fp, b.stack[:lim]); err != nil || uint64(n) < 2*word {
+					break
+				}
+			}
+			chunk, base = b.stack[:n], fp
 		}
+		buf := chunk[fp-base:]
 		var next, ret uint64
 		if word == 4 {
 			next, ret = uint64(binary.LittleEndian.Uint32(buf)), uint64(binary.LittleEndian.Uint32(buf[4:]))

@@ -3,6 +3,14 @@
 // arguments (package sysent) and result, enforces a policy file by failing
 // denied calls with EPERM, and summarises the run.
 //
+// Only the selected calls stop (a seccomp filter when the monitor starts
+// the tree); ExecMaps narrows the mapping calls to those with PROT_EXEC in
+// the filter itself. Backtraces follow frame pointers over the executable
+// mappings of the process, re-read only after a call that can map code
+// (the monitor stops at those even when they are not selected, and does
+// not record them); symbols come from each file's ELF symbol table, read
+// once per (device, inode, mtime).
+//
 // Records go to their own writer (a file, as JSON lines or text), never to
 // the tracee's stdout or stderr. Arguments are decoded at the call's entry
 // (a path may be gone at its exit) and written at its exit, in the order the

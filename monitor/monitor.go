@@ -29,6 +29,13 @@ type Options struct {
 	Out       io.Writer // records (nil: none)
 	NoSeccomp bool      // stop at every call even when kboost starts the tree
 	Backtrace bool
+	// NoSymbols leaves backtrace frames as addresses and files (no symbol
+	// table is read: the seed's "no resolve" measurement).
+	NoSymbols bool
+	// ExecMaps records (and stops at) mmap, mmap2, mprotect and
+	// pkey_mprotect only with PROT_EXEC: the mappings a reference monitor
+	// mediates.
+	ExecMaps  bool
 	MaxFrames int
 	Stdio     [3]*os.File // the started command's stdin, stdout, stderr (nil: kboost's)
 }
@@ -126,17 +133,32 @@ func New(opt Options) (*Monitor, error) {
 	if names != nil && opt.Policy != nil {
 		names = append(append([]string{}, names...), opt.Policy.Names()...)
 	}
+	// The calls whose every invocation stops (the others of protCalls only
+	// with PROT_EXEC, if at all).
+	all := map[string]bool{}
+	if !opt.ExecMaps {
+		for _, n := range names {
+			all[n] = true
+		}
+	}
 	if names != nil && (opt.Backtrace || opt.Policy.NeedsStack()) { // the address-space view follows the mapping calls
 		names = append([]string{}, names...)
-		for n := range mapsCalls {
-			if _, ok := sysent.TableX86_64.ByName(n); ok {
-				names = append(names, n)
-			}
+		for n := range viewCalls {
+			names = append(names, n)
 		}
 	}
 	filter, err := filterFor(names)
 	if err != nil {
 		return nil, err
+	}
+	when := map[uint32]map[uint64]tracer.ArgTest{}
+	for _, tab := range []*sysent.Table{sysent.TableX86_64, sysent.TableI386} {
+		when[tab.Audit] = map[uint64]tracer.ArgTest{}
+		for _, n := range protCalls {
+			if e, ok := tab.ByName(n); ok && !all[n] {
+				when[tab.Audit][uint64(e.Nr)] = tracer.ArgTest{Arg: 2, Mask: protExec}
+			}
+		}
 	}
 	m := &Monitor{opt: opt, pending: map[int]*Record{}, sum: Summary{BySyscall: map[string]int{}}}
 	if opt.Out != nil {
@@ -145,8 +167,10 @@ func New(opt Options) (*Monitor, error) {
 	}
 	if opt.Backtrace || opt.Policy.NeedsStack() {
 		m.bt = newBacktracer(opt.MaxFrames)
+		m.bt.noSyms = opt.NoSymbols
 	}
-	m.tr, err = tracer.New(tracer.Config{Argv: opt.Argv, Pid: opt.Pid, Filter: filter, UseSeccomp: !opt.NoSeccomp, Stdio: opt.Stdio})
+	m.tr, err = tracer.New(tracer.Config{Argv: opt.Argv, Pid: opt.Pid, Filter: filter, When: when, UseSeccomp: !opt.NoSeccomp, Stdio: opt.Stdio,
+		FramePointer: m.bt != nil})
 	if err != nil {
 		return nil, err
 	}

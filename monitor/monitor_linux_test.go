@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -280,12 +281,57 @@ var straceLine = regexp.MustCompile(`^(\d+)\s+([a-z_0-9]+)\(`)
 // sees the calls `strace -f` sees, in the same order per thread.
 func TestSameCallsAsStrace(t *testing.T) {
 	needTracing(t)
+	seqs := straceSeqs(t, "", tracee(t), "workload", filepath.Join(t.TempDir(), "o"))
+	r := monitored(t, "workload", Options{}, nil)
+	ours := map[string][]string{}
+	for _, c := range r.records {
+		k := strconv.Itoa(c.Tid)
+		ours[k] = append(ours[k], c.Syscall)
+	}
+	a, w := normSeqs(ours), normSeqs(seqs)
+	if len(a) != len(w) {
+		t.Fatalf("%d threads traced, strace %d:\nours:   %q\nstrace: %q", len(a), len(w), a, w)
+	}
+	for i := range a {
+		if a[i] != w[i] {
+			t.Errorf("thread sequence differs:\nours:   %s\nstrace: %s", a[i], w[i])
+		}
+	}
+}
+
+// normSeqs turns per-thread call sequences into sorted strings. Whether and
+// how often a thread waits on a futex (pthread_join, stdio locks) depends on
+// timing, and strace is slower: futex calls are left out. rt_sigreturn
+// and restart_syscall, whose place depends on when a signal (make's
+// SIGCHLD) arrives, are left out, and so is getrandom, which gcc's temporary
+// file names call or not from one run to the next (untraced too).
+func normSeqs(m map[string][]string) []string {
+	var out []string
+	for _, s := range m {
+		var seq []string
+		for _, c := range s {
+			if c == "futex" || c == "rt_sigreturn" || c == "restart_syscall" || c == "getrandom" {
+				continue
+			}
+			seq = append(seq, c)
+		}
+		out = append(out, strings.Join(seq, " "))
+	}
+	sort.Strings(out)
+	return out
+}
+
+// straceSeqs runs argv in dir under strace -f and returns each thread's calls.
+func straceSeqs(t *testing.T, dir string, argv ...string) map[string][]string {
+	t.Helper()
 	st, err := exec.LookPath("strace")
 	if err != nil {
 		t.Fatalf("strace: %v (scripts/setup.sh installs it)", err)
 	}
 	log := filepath.Join(t.TempDir(), "strace.log")
-	if out, err := exec.Command(st, "-f", "-qq", "-o", log, tracee(t), "workload", filepath.Join(t.TempDir(), "o")).CombinedOutput(); err != nil {
+	cmd := exec.Command(st, append([]string{"-f", "-qq", "-o", log}, argv...)...)
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("strace: %v\n%s", err, out)
 	}
 	b, err := os.ReadFile(log)
@@ -298,37 +344,62 @@ func TestSameCallsAsStrace(t *testing.T) {
 			seqs[m[1]] = append(seqs[m[1]], m[2])
 		}
 	}
-	r := monitored(t, "workload", Options{}, nil)
-	ours := map[string][]string{}
-	for _, c := range r.records {
-		k := strconv.Itoa(c.Tid)
-		ours[k] = append(ours[k], c.Syscall)
-	}
-	// How often a thread waits on a futex (pthread_join, stdio locks)
-	// depends on timing, and strace is slower: a run of futex calls counts
-	// as one.
-	norm := func(m map[string][]string) []string {
-		var out []string
-		for _, s := range m {
-			var seq []string
-			for _, c := range s {
-				if c == "futex" && len(seq) > 0 && seq[len(seq)-1] == "futex" {
-					continue
-				}
-				seq = append(seq, c)
-			}
-			out = append(out, strings.Join(seq, " "))
+	return seqs
+}
+
+// TestSameCallsAsStraceMake: on a make build of three C files (make, gcc,
+// cc1, as, ar) the monitor sees the calls strace -f sees, in the same order
+// per thread, with and without its seccomp filter.
+func TestSameCallsAsStraceMake(t *testing.T) {
+	needTracing(t)
+	dir := t.TempDir()
+	for i := 0; i < 3; i++ {
+		src := fmt.Sprintf("#include <stdio.h>\nint f%d(int x) { char b[32]; return snprintf(b, sizeof b, \"%%d\", x * %d); }\n", i, i)
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("f%d.c", i)), []byte(src), 0o644); err != nil {
+			t.Fatal(err)
 		}
-		sort.Strings(out)
-		return out
 	}
-	a, w := norm(ours), norm(seqs)
-	if len(a) != len(w) {
-		t.Fatalf("%d threads traced, strace %d:\nours:   %q\nstrace: %q", len(a), len(w), a, w)
+	mk := "OBJS := f0.o f1.o f2.o\nlib.a: $(OBJS)\n\tar rcs $@ $^\n%.o: %.c\n\tgcc -O1 -c -o $@ $<\nclean:\n\trm -f *.o lib.a\n"
+	if err := os.WriteFile(filepath.Join(dir, "Makefile"), []byte(mk), 0o644); err != nil {
+		t.Fatal(err)
 	}
-	for i := range a {
-		if a[i] != w[i] {
-			t.Errorf("thread sequence differs:\nours:   %s\nstrace: %s", a[i], w[i])
+	clean := func() {
+		if out, err := exec.Command("make", "-s", "-C", dir, "clean").CombinedOutput(); err != nil {
+			t.Fatalf("make clean: %v\n%s", err, out)
+		}
+	}
+	clean()
+	// Without address-space randomization (setarch -R, under both): how
+	// often cc1 calls brk depends on where its heap starts.
+	argv := []string{"setarch", "-R", "make", "-s", "-C", dir}
+	want := normSeqs(straceSeqs(t, "", argv...))
+	for _, seccomp := range []bool{true, false} {
+		clean()
+		var rec bytes.Buffer
+		m, err := New(Options{Argv: argv, JSON: true, Out: &rec, NoSeccomp: !seccomp})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := m.Run(); err != nil {
+			t.Fatal(err)
+		}
+		ours := map[string][]string{}
+		sc := bufio.NewScanner(&rec)
+		sc.Buffer(nil, 1<<20)
+		for sc.Scan() {
+			var c Record
+			if json.Unmarshal(sc.Bytes(), &c) == nil && c.Syscall != "" {
+				ours[strconv.Itoa(c.Tid)] = append(ours[strconv.Itoa(c.Tid)], c.Syscall)
+			}
+		}
+		got := normSeqs(ours)
+		if len(got) != len(want) {
+			t.Fatalf("seccomp %v: %d threads traced, strace %d", seccomp, len(got), len(want))
+		}
+		for i := range got {
+			if got[i] != want[i] {
+				t.Errorf("seccomp %v: a thread's sequence differs:\nours:   %s\nstrace: %s", seccomp, got[i], want[i])
+			}
 		}
 	}
 }
@@ -434,5 +505,45 @@ func TestDenyByCaller(t *testing.T) {
 	}
 	if r.sum.Denied != 1 {
 		t.Errorf("%d denied, want 1 (the openat under outer; the others are libc's and the loader's)", r.sum.Denied)
+	}
+}
+
+// TestExecMaps: with ExecMaps (and the backtracer's own mapping stops) the
+// mmap and mprotect calls recorded are exactly those strace -f shows with
+// PROT_EXEC, thread by thread; the others never stop.
+func TestExecMaps(t *testing.T) {
+	needTracing(t)
+	st, err := exec.LookPath("strace")
+	if err != nil {
+		t.Fatalf("strace: %v (scripts/setup.sh installs it)", err)
+	}
+	log := filepath.Join(t.TempDir(), "strace.log")
+	if out, err := exec.Command(st, "-f", "-qq", "-e", "trace=mmap,mprotect", "-o", log, tracee(t), "workload", filepath.Join(t.TempDir(), "o")).CombinedOutput(); err != nil {
+		t.Fatalf("strace: %v\n%s", err, out)
+	}
+	b, err := os.ReadFile(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	all := 0
+	for _, l := range strings.Split(string(b), "\n") {
+		if m := straceLine.FindStringSubmatch(l); m != nil {
+			all++
+			if strings.Contains(l, "PROT_EXEC") {
+				want = append(want, m[2])
+			}
+		}
+	}
+	r := monitored(t, "workload", Options{Syscalls: []string{"mmap", "mprotect"}, ExecMaps: true, Backtrace: true}, nil)
+	var got []string
+	for _, c := range r.records {
+		if len(c.Args) < 3 || !strings.Contains(c.Args[2].Text, "PROT_EXEC") {
+			t.Errorf("recorded %s without PROT_EXEC: %+v", c.Syscall, c.Args)
+		}
+		got = append(got, c.Syscall)
+	}
+	if strings.Join(got, " ") != strings.Join(want, " ") || len(want) == 0 || len(want) == all {
+		t.Errorf("recorded %q; strace's calls with PROT_EXEC %q (of %d mmap and mprotect calls)", got, want, all)
 	}
 }

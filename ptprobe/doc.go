@@ -60,12 +60,31 @@
 // process with SIGTRAP; its jump probes keep running correctly (and
 // counting) from their trampolines.
 //
+// # Hit records
+//
+// With Options.Hits every hit is a record on Out. An int3-based probe's is
+// written at its stop. A jump trampoline calls a record routine of its
+// slot page (no stop): it reserves a record of a ring in the counters'
+// memfd (after its first page, mapped MAP_SHARED anywhere in the process)
+// with a locked xadd, writes the probe, the process's pid (a word of its
+// own slot page, rewritten in each fork child's copy), the thread pointer
+// (rdfsbase where AT_HWCAP2 allows it) and the argument registers, and
+// last the record's sequence number. A goroutine of kboost drains the ring
+// while the tree runs and publishes how far it read; a routine finding the
+// ring nearly full drops the record and counts it (Summary.Dropped), a
+// record lapped or never completed (its writer killed) is counted as Lost.
+// kboost names a record's thread from thread pointers it saw at clone,
+// fork and attach (a process with one thread: its pid). The counts stay
+// exact either way. Records of jump and int3 probes interleave in the
+// order kboost wrote them, not the order the hits happened.
+//
 // # Limits
 //
 // x86-64 tracees only (an i386 binary is refused; arm64 and ARM have no
-// engine). Jump probes are counted, not recorded hit by hit (Options.Hits
-// records int3-based hits only). A thread whose signal frame holds an IP
-// inside a slot when the tracee is detached returns into unmapped memory.
+// engine). A vfork child's jump records carry its parent's pid and thread
+// pointer (it shares the parent's memory). A thread whose signal frame
+// holds an IP inside a slot when the tracee is detached returns into
+// unmapped memory.
 //
 // Elsewhere New returns an error wrapping decode.ErrNotSupported.
 package ptprobe

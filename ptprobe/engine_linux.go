@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"encoding/binary"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -34,11 +35,13 @@ type Engine struct {
 	tidPid  map[int]int
 	reports []Report
 	errs    []string
-	hits    *bufio.Writer // per-hit records (Options.Hits)
+	rec     *recorder     // per-hit records (Options.Hits)
+	fsBase  bool          // the record routine may read the thread pointer with rdfsbase
 	ready   chan struct{} // closed at the first install
 	// The jump counters live in a memfd that kboost maps too and every
 	// probed process maps (MAP_SHARED) as its counters' page: one count per
 	// probe for the whole tree, read without a stop, kept across exec.
+	// With Hits, the ring of jump hit records follows (ring.go).
 	ctrFd int
 	ctr   []byte
 }
@@ -48,6 +51,7 @@ type proc struct {
 	pid   int
 	mem   *os.File
 	slot  uint64 // the slot pages (code page, then the counters' page)
+	ring  uint64 // the hit records' ring (0: none)
 	sites []Site
 	at    map[uint64]int // point address -> site index (int3 sites)
 	int3  map[uint64]int // singlestep slots' int3 address -> site index
@@ -87,19 +91,34 @@ func New(opt Options) (*Engine, error) {
 	for _, t := range ts {
 		e.reports = append(e.reports, Report{Point: t.Point, Func: t.Func, Off: t.Off, Want: opt.Mode})
 	}
+	size := PageSize
+	if opt.Args {
+		opt.Hits = true
+		e.opt.Hits = true
+	}
 	if opt.Hits && opt.Out != nil {
-		e.hits = bufio.NewWriterSize(opt.Out, 64<<10)
+		size += RingBytes
 	}
 	if e.ctrFd, err = unix.MemfdCreate("kboost-trace-counters", unix.MFD_CLOEXEC); err != nil {
 		return nil, fmt.Errorf("%w: memfd for the counters: %w", ErrEngine, err)
 	}
-	if err := unix.Ftruncate(e.ctrFd, PageSize); err != nil {
+	if err := unix.Ftruncate(e.ctrFd, int64(size)); err != nil {
 		unix.Close(e.ctrFd)
 		return nil, fmt.Errorf("%w: memfd for the counters: %w", ErrEngine, err)
 	}
-	if e.ctr, err = unix.Mmap(e.ctrFd, 0, PageSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED); err != nil {
+	if e.ctr, err = unix.Mmap(e.ctrFd, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED); err != nil {
 		unix.Close(e.ctrFd)
 		return nil, fmt.Errorf("%w: memfd for the counters: %w", ErrEngine, err)
+	}
+	if size > PageSize {
+		pts := make([]string, len(ts))
+		for i, t := range ts {
+			pts[i] = t.Point
+		}
+		e.rec = &recorder{w: bufio.NewWriterSize(opt.Out, 64<<10), json: opt.JSON, args: opt.Args, pts: pts,
+			n: make([]uint64, len(ts)), fsTid: map[[2]uint64]int{}, nthreads: map[int]int{},
+			ctr: e.ctr[:PageSize], ring: e.ctr[PageSize:]}
+		e.fsBase = fsBaseAllowed()
 	}
 	e.tr, err = tracer.New(tracer.Config{Argv: opt.Argv, Pid: opt.Pid, Env: opt.Env, Stdio: opt.Stdio,
 		Filter: map[uint32]map[uint64]bool{}, NoSyscalls: true})
@@ -139,9 +158,21 @@ func lookPath(name string) (string, error) {
 
 // Run serves the probes until the tree ends or Detach released it.
 func (e *Engine) Run() (Summary, error) {
+	var stop, drained chan struct{}
+	if e.rec != nil {
+		stop, drained = make(chan struct{}), make(chan struct{})
+		go e.rec.run(stop, drained)
+	}
 	res, err := e.tr.Run(e)
-	if e.hits != nil {
-		e.hits.Flush()
+	sum := Summary{Status: res.Status, Detached: res.Detached, Threads: res.Threads, Processes: res.Processes}
+	if e.rec != nil {
+		close(stop)
+		<-drained
+		e.rec.flush()
+		for i := range e.reports {
+			e.reports[i].Records = e.rec.n[i]
+		}
+		sum.Dropped, sum.Lost = e.rec.dropped, e.rec.lost
 	}
 	for _, p := range e.procs {
 		e.finish(p)
@@ -150,8 +181,7 @@ func (e *Engine) Run() (Summary, error) {
 		e.reports[i].Hits += binary.LittleEndian.Uint64(e.ctr[8*i:])
 	}
 	e.closeCounters()
-	sum := Summary{Probes: e.reports, Status: res.Status, Detached: res.Detached,
-		Threads: res.Threads, Processes: res.Processes, Errors: e.errs}
+	sum.Probes, sum.Errors = e.reports, e.errs
 	if err == nil && len(e.errs) > 0 {
 		err = fmt.Errorf("%w: %s", ErrEngine, e.errs[0])
 	}
@@ -181,6 +211,20 @@ func (e *Engine) Exit(*tracer.Call)          {}
 // executing the binary, fork copies its parent's probes (the child
 // inherits the patched text and slot pages), exit ends them.
 func (e *Engine) Event(ev tracer.Event) {
+	var cr creation
+	if e.rec != nil && ev.Kind == tracer.EvNewThread && ev.Tid != ev.Parent {
+		cr = created(ev.Parent)
+	}
+	if e.rec != nil {
+		switch {
+		case ev.Kind == tracer.EvNewThread && ev.Tid != ev.Parent:
+			e.rec.newThread(ev, cr)
+		case ev.Kind == tracer.EvExec:
+			e.rec.mu.Lock()
+			e.rec.nthreads[ev.Pid] = 1
+			e.rec.mu.Unlock()
+		}
+	}
 	switch ev.Kind {
 	case tracer.EvExec:
 		if p := e.procs[ev.Pid]; p != nil {
@@ -202,7 +246,7 @@ func (e *Engine) Event(ev tracer.Event) {
 			return
 		}
 		if parent := e.procs[ppid]; parent != nil && ppid != ev.Pid && !parent.done {
-			e.forked(parent, ev.Pid, ev.Tid)
+			e.forked(parent, ev.Pid, ev.Tid, ev.VFork || cr.sharesMem)
 		}
 	case tracer.EvExit, tracer.EvKilled:
 		pid := e.tidPid[ev.Tid]
@@ -233,6 +277,11 @@ func (e *Engine) Attached(tids []int) {
 		pid := tgid(tid)
 		e.tidPid[tid] = pid
 		by[pid] = append(by[pid], tid)
+		if e.rec != nil {
+			if regs, err := ptregs.Get(tid); err == nil && regs.L == ptregs.X86_64 {
+				e.rec.thread(pid, tid, regs.Word(wFSBase), true)
+			}
+		}
 	}
 	pids := make([]int, 0, len(by))
 	for pid := range by {
@@ -289,8 +338,12 @@ func (e *Engine) Trap(tid, pid int) bool {
 	s := &p.sites[i]
 	e.reports[i].Hits++
 	e.reports[i].Stops++
-	if e.hits != nil {
-		writeHit(e.hits, e.opt.JSON, e.targets[i].Point, pid, tid, e.reports[i].Hits)
+	if e.rec != nil {
+		var args []uint64
+		for _, w := range argWords {
+			args = append(args, regs.Word(w))
+		}
+		e.rec.hit(i, pid, tid, 0, args)
 	}
 	switch s.Mode {
 	case Emulate:
@@ -338,6 +391,11 @@ func (e *Engine) Release(tids []int) {
 		if !unmapped && len(ts) > 0 {
 			e.fail("pid %d: could not unmap the slot pages at %#x", pid, p.slot)
 		}
+		if p.ring != 0 && len(ts) > 0 {
+			if _, err := inject(p, ts[0], unix.SYS_MUNMAP, p.ring, RingBytes); err != nil {
+				e.fail("pid %d: could not unmap the hit records' ring at %#x", pid, p.ring)
+			}
+		}
 		e.finish(p)
 	}
 }
@@ -347,6 +405,9 @@ const (
 	wR15, wR14, wR13, wR12, wRBP, wRBX, wR11, wR10, wR9, wR8, wRAX, wRCX, wRDX, wRSI, wRDI, wOrigRAX, wRIP = 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16
 	wFlags, wRSP                                                                                           = 18, 19
 )
+
+// argWords are the System V argument registers, in order.
+var argWords = []int{wRDI, wRSI, wRDX, wRCX, wR8, wR9}
 
 // gprWord maps kernelsim's encoding-order GPRs to user_regs_struct words.
 var gprWord = [16]int{wRAX, wRCX, wRDX, wRBX, wRSP, wRBP, wRSI, wRDI, wR8, wR9, wR10, wR11, wR12, wR13, wR14, wR15}
@@ -430,7 +491,11 @@ func (e *Engine) install(pid int, tids []int) {
 			continue
 		}
 		fn := boost.Func{Name: t.Func, Addr: fnAddr, Size: t.FuncSize, Bytes: b}
-		s, err := Plan(e.pol, fn, t.Off, e.opt.Mode, p.slot+uint64(i)*AreaSize, p.slot+PageSize+uint64(i)*8)
+		sl := Slots{Code: p.slot + uint64(i)*AreaSize, Counter: p.slot + PageSize + uint64(i)*8, Probe: i}
+		if p.ring != 0 {
+			sl.Record = p.slot + RecordAt
+		}
+		s, err := PlanAt(e.pol, fn, t.Off, e.opt.Mode, sl)
 		if err == nil && s.Mode == Jump {
 			s, err = e.checkJump(p, fn, s, tids, running)
 		}
@@ -527,12 +592,15 @@ func (e *Engine) plan(p *proc) {
 	if e.opt.Out == nil {
 		return
 	}
-	if e.hits != nil {
-		e.hits.Flush() // records stay in order
+	var w io.Writer = e.opt.Out
+	if e.rec != nil { // after the records so far, in the same stream
+		e.rec.mu.Lock()
+		defer e.rec.mu.Unlock()
+		w = e.rec.w
 	}
 	for i := range p.sites {
 		if p.sites[i].Patch != nil {
-			writePlan(e.opt.Out, e.opt.JSON, p.pid, e.targets[i], &p.sites[i])
+			writePlan(w, e.opt.JSON, p.pid, e.targets[i], &p.sites[i])
 		}
 	}
 }
@@ -607,10 +675,34 @@ func (e *Engine) mapCounters(p *proc, tid int) error {
 		return fmt.Errorf("%w: the tracee could not open the counters (%s): %d %v", ErrEngine, path[:len(path)-1], int64(fd), err)
 	}
 	r, err := inject(p, tid, unix.SYS_MMAP, at, PageSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|unix.MAP_FIXED, fd, 0)
-	inject(p, tid, unix.SYS_CLOSE, fd)
 	if err != nil || r != at {
+		inject(p, tid, unix.SYS_CLOSE, fd)
 		return fmt.Errorf("%w: the tracee could not map the counters: %#x %v", ErrEngine, r, err)
 	}
+	if e.rec != nil {
+		err = e.mapRing(p, tid, fd)
+	}
+	inject(p, tid, unix.SYS_CLOSE, fd)
+	return err
+}
+
+// mapRing maps the hit records' ring (the memfd after its first page)
+// anywhere in the tracee and writes the record routine and the process's
+// words (the ring's address, its pid) into the code page.
+func (e *Engine) mapRing(p *proc, tid int, fd uint64) error {
+	r, err := inject(p, tid, unix.SYS_MMAP, 0, RingBytes, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED, fd, PageSize)
+	if err != nil || int64(r) < 0 && int64(r) > -4096 {
+		return fmt.Errorf("%w: the tracee could not map the hit records' ring: %#x %v", ErrEngine, r, err)
+	}
+	code := routine(p.slot, p.slot+PageSize, e.fsBase)
+	words := binary.LittleEndian.AppendUint64(binary.LittleEndian.AppendUint64(nil, r), uint64(p.pid))
+	if _, err := p.mem.WriteAt(code, int64(p.slot+RecordAt)); err != nil {
+		return fmt.Errorf("%w: %w", ErrEngine, err)
+	}
+	if _, err := p.mem.WriteAt(words, int64(p.slot+ringPtrAt)); err != nil {
+		return fmt.Errorf("%w: %w", ErrEngine, err)
+	}
+	p.ring = r
 	return nil
 }
 
@@ -788,14 +880,22 @@ func (e *Engine) restore(p *proc) {
 
 // forked gives a fork child its parent's probes: same addresses, same slot
 // pages (copied with the address space), the same counters (shared).
-func (e *Engine) forked(parent *proc, pid, tid int) {
+// A fork child's records carry its own pid (written into its copy of the
+// code page); a vfork or CLONE_VM child shares its parent's page, and its
+// records carry its parent's pid.
+func (e *Engine) forked(parent *proc, pid, tid int, shared bool) {
 	mem, err := os.OpenFile("/proc/"+strconv.Itoa(pid)+"/mem", os.O_RDWR, 0)
 	if err != nil {
 		e.fail("pid %d: %v", pid, err)
 		return
 	}
-	c := &proc{pid: pid, mem: mem, slot: parent.slot, sites: parent.sites, at: parent.at, int3: parent.int3,
+	c := &proc{pid: pid, mem: mem, slot: parent.slot, ring: parent.ring, sites: parent.sites, at: parent.at, int3: parent.int3,
 		tids: map[int]bool{tid: true}}
+	if c.ring != 0 && !shared {
+		if _, err := mem.WriteAt(binary.LittleEndian.AppendUint64(nil, uint64(pid)), int64(c.slot+PidAt)); err != nil {
+			e.fail("pid %d: the pid word of its records: %v", pid, err)
+		}
+	}
 	e.procs[pid] = c
 }
 

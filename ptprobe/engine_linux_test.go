@@ -5,10 +5,13 @@ package ptprobe
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -100,13 +103,31 @@ func native(t *testing.T, args ...string) (string, int) {
 // traced runs the target under the engine and returns its summary and stdout.
 func traced(t *testing.T, mode Mode, points []string, args ...string) (Summary, string) {
 	t.Helper()
-	outPath := filepath.Join(t.TempDir(), "stdout")
+	sum, out, _ := tracedHits(t, false, mode, points, args...)
+	return sum, out
+}
+
+// tracedHits is traced recording every hit (with its arguments) when
+// record; it returns the hit records too.
+func tracedHits(t *testing.T, record bool, mode Mode, points []string, args ...string) (Summary, string, []HitRecord) {
+	t.Helper()
+	dir := t.TempDir()
+	outPath, recPath := filepath.Join(dir, "stdout"), filepath.Join(dir, "records")
 	f, err := os.Create(outPath)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	e, err := New(Options{Argv: append([]string{target(t)}, args...), Points: points, Mode: mode, Stdio: [3]*os.File{nil, f, nil}})
+	opt := Options{Argv: append([]string{target(t)}, args...), Points: points, Mode: mode, Stdio: [3]*os.File{nil, f, nil}}
+	var rf *os.File
+	if record {
+		if rf, err = os.Create(recPath); err != nil {
+			t.Fatal(err)
+		}
+		defer rf.Close()
+		opt.Out, opt.JSON, opt.Args = rf, true, true
+	}
+	e, err := New(opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +136,40 @@ func traced(t *testing.T, mode Mode, points []string, args ...string) (Summary, 
 		t.Fatalf("%v: %v", args, err)
 	}
 	b, _ := os.ReadFile(outPath)
-	return sum, string(b)
+	var hits []HitRecord
+	if record {
+		rb, _ := os.ReadFile(recPath)
+		for _, l := range strings.Split(strings.TrimSpace(string(rb)), "\n") {
+			var h struct{ Hit *hitJSON }
+			if err := json.Unmarshal([]byte(l), &h); err != nil {
+				t.Fatalf("record %q: %v", l, err)
+			}
+			if h.Hit != nil {
+				hits = append(hits, HitRecord{Point: h.Hit.Point, Pid: h.Hit.Pid, Tid: h.Hit.Tid, N: h.Hit.N, Args: h.Hit.args(t)})
+			}
+		}
+	}
+	return sum, string(b), hits
+}
+
+// hitJSON reads a hit record back from its JSON line (addresses as "0x...").
+type hitJSON struct {
+	Point    string
+	Pid, Tid int
+	N        uint64
+	Args     []string
+}
+
+func (h *hitJSON) args(t *testing.T) []Hex {
+	var out []Hex
+	for _, a := range h.Args {
+		v, err := strconv.ParseUint(strings.TrimPrefix(a, "0x"), 16, 64)
+		if err != nil || !strings.HasPrefix(a, "0x") {
+			t.Fatalf("argument %q is not a 0x address", a)
+		}
+		out = append(out, Hex(v))
+	}
+	return out
 }
 
 func calls(t *testing.T) int {
@@ -164,6 +218,74 @@ func TestHitsExact(t *testing.T) {
 			if sum.Threads != threads+1 {
 				t.Errorf("%v: %d threads seen, want %d", m, sum.Threads, threads+1)
 			}
+		}
+	}
+}
+
+// TestHitRecords: with --hits --args every hit of every mode is a record
+// (jump hits from the ring, without a stop): per probe as many as the
+// calls made, work's first argument each i < N once per thread, every
+// record naming one of the program's threads, none dropped or lost.
+func TestHitRecords(t *testing.T) {
+	n := calls(t) / 3
+	const threads = 4
+	for _, m := range []Mode{Jump, Boost, SingleStep} {
+		sum, _, hits := tracedHits(t, true, m, []string{"work", "flat", "branchy"}, "calls", strconv.Itoa(n), strconv.Itoa(threads))
+		if sum.Dropped+sum.Lost != 0 {
+			t.Errorf("%v: %d records dropped, %d lost", m, sum.Dropped, sum.Lost)
+		}
+		per := map[string]int{}
+		seen := map[uint64]int{} // work's first argument
+		tids := map[int]int{}
+		for _, h := range hits {
+			per[h.Point]++
+			if h.Pid <= 0 || h.Tid <= 0 || len(h.Args) != 6 {
+				t.Fatalf("%v: record %+v without a pid, tid or six arguments", m, h)
+			}
+			if h.Point == "work" {
+				seen[uint64(h.Args[0])]++
+				tids[h.Tid]++
+			}
+		}
+		for _, r := range sum.Probes {
+			if per[r.Point] != n*threads || r.Records != uint64(n*threads) || r.Hits != uint64(n*threads) {
+				t.Errorf("%v: %s (%v): %d records read back, %d counted, %d hits; the program made %d calls", m, r.Point, r.Mode, per[r.Point], r.Records, r.Hits, n*threads)
+			}
+			if r.Mode == Jump && r.Stops != 0 {
+				t.Errorf("%v: %s recorded its hits with %d stops", m, r.Point, r.Stops)
+			}
+		}
+		for i := 0; i < n; i++ {
+			if seen[uint64(i)] != threads {
+				t.Fatalf("%v: work(%d) recorded %d times, each of %d threads called it once", m, i, seen[uint64(i)], threads)
+			}
+		}
+		if len(tids) != threads {
+			t.Errorf("%v: work's records name %d threads (%v), the program ran it on %d", m, len(tids), tids, threads)
+		}
+		for tid, c := range tids {
+			if c != n {
+				t.Errorf("%v: thread %d has %d records of work, it made %d calls", m, tid, c, n)
+			}
+		}
+	}
+}
+
+// TestHitRecordsFork: a fork child's jump records carry its own pid, the
+// parent's theirs: N each.
+func TestHitRecordsFork(t *testing.T) {
+	n := calls(t)
+	sum, _, hits := tracedHits(t, true, Jump, []string{"work"}, "fork", strconv.Itoa(n))
+	by := map[int]int{}
+	for _, h := range hits {
+		by[h.Pid]++
+	}
+	if len(by) != 2 || sum.Probes[0].Mode != Jump {
+		t.Fatalf("records by pid %v (%v), want two processes", by, sum.Probes[0].Mode)
+	}
+	for pid, c := range by {
+		if c != n {
+			t.Errorf("pid %d: %d records, each process made %d calls", pid, c, n)
 		}
 	}
 }
@@ -319,10 +441,18 @@ func TestDetachRestores(t *testing.T) {
 	cmd := startSleeper(t)
 	pid := cmd.Process.Pid
 	maps0, _ := os.ReadFile(fmt.Sprintf("/proc/%d/maps", pid))
-	for _, m := range []Mode{SingleStep, Boost, Jump} {
-		sum := detachAfter(t, Options{Pid: pid, Points: []string{"work"}, Mode: m}, 100*time.Millisecond)
-		if !sum.Detached || sum.Probes[0].Hits == 0 || sum.Probes[0].Mode != m {
-			t.Errorf("%v: detached %v, %d hits as %v", m, sum.Detached, sum.Probes[0].Hits, sum.Probes[0].Mode)
+	for _, c := range []struct {
+		m    Mode
+		hits bool
+	}{{SingleStep, false}, {Boost, false}, {Jump, false}, {Jump, true}} {
+		m := c.m
+		opt := Options{Pid: pid, Points: []string{"work"}, Mode: m}
+		if c.hits { // the ring of hit records is unmapped too
+			opt.Out, opt.Hits = io.Discard, true
+		}
+		sum := detachAfter(t, opt, 100*time.Millisecond)
+		if !sum.Detached || sum.Probes[0].Hits == 0 || sum.Probes[0].Mode != m || c.hits && sum.Probes[0].Records == 0 {
+			t.Errorf("%v (hits %v): detached %v, %d hits as %v, %d records", m, c.hits, sum.Detached, sum.Probes[0].Hits, sum.Probes[0].Mode, sum.Probes[0].Records)
 		}
 		file, live := siteBytes(t, pid, "work")
 		if !bytes.Equal(file, live) {
@@ -523,10 +653,14 @@ func TestKernelUprobeAgrees(t *testing.T) {
 		kernel[tg.Point] = h
 	}
 	for _, m := range []Mode{SingleStep, Boost, Jump} {
-		sum, _ := traced(t, m, []string{"work", "flat", "branchy"}, "calls", strconv.Itoa(n), "2")
+		sum, _, hits := tracedHits(t, true, m, []string{"work", "flat", "branchy"}, "calls", strconv.Itoa(n), "2")
+		recs := map[string]uint64{}
+		for _, h := range hits {
+			recs[h.Point]++
+		}
 		for _, r := range sum.Probes {
-			if r.Hits != kernel[r.Point] {
-				t.Errorf("%v: %s: kboost %d hits, the kernel's uprobe %d", m, r.Point, r.Hits, kernel[r.Point])
+			if r.Hits != kernel[r.Point] || recs[r.Point] != kernel[r.Point] {
+				t.Errorf("%v: %s (%v): kboost %d hits and %d records, the kernel's uprobe %d", m, r.Point, r.Mode, r.Hits, recs[r.Point], kernel[r.Point])
 			}
 		}
 	}
@@ -635,4 +769,92 @@ func TestKboostKilledAttached(t *testing.T) {
 	if live[0] != 0xe9 {
 		t.Errorf("work starts with % x: the jump was not planted (the test checks nothing)", live[:5])
 	}
+}
+
+// stressLine is what `target stress` prints.
+var stressLine = regexp.MustCompile(`^\d+\ntotal -?\d+ work calls (\d+) \(clone child's (\d+), exec child's (\d+)\) stopper 0 clone \d+ exec 0 victim killed 9\n$`)
+
+// TestStress is the correctness suite's threaded case, in every mode:
+// eight threads calling the probed functions at once while queued signals
+// reach running threads and threads stopped in probes, the process is
+// stopped (and signalled while stopped) and continued by a fork child, a
+// clone child without exec calls work, a fork child spinning in a probed
+// function (flat) on two threads is SIGKILLed, and a fork child executes
+// the binary, whose thread calls work and executes it again (probed again:
+// exec from a thread). Every run's output
+// is the untraced one, work's and branchy's counts are the calls made,
+// and none hangs. Every other run records every hit of work and branchy
+// (flat unprobed: the victim's spin would fill the ring): the records
+// equal the counts, none dropped or lost. KBOOST_TRACE_RUNS sets the runs per mode
+// (default 3; the issue's bar is 1,000).
+func TestStress(t *testing.T) {
+	runs := 3
+	if v, err := strconv.Atoi(os.Getenv("KBOOST_TRACE_RUNS")); err == nil && v > 0 {
+		runs = v
+	}
+	if testing.Short() {
+		runs = 1
+	}
+	const n, threads = 256, 8
+	want, wst := native(t, "stress", strconv.Itoa(n), strconv.Itoa(threads))
+	m := stressLine.FindStringSubmatch(want)
+	if m == nil || wst != 0 {
+		t.Fatalf("untraced stress printed %q (status %d)", want, wst)
+	}
+	calls, _ := strconv.Atoi(m[1])
+	child, _ := strconv.Atoi(m[2])
+	execChild, _ := strconv.Atoi(m[3])
+	child += execChild
+	bad := 0
+	start := time.Now()
+	for _, mode := range []Mode{Jump, Boost, SingleStep} {
+		for r := 0; r < runs; r++ {
+			record := r%2 == 1
+			var sum Summary
+			var got string
+			var hits []HitRecord
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				pts := []string{"work", "flat", "branchy"}
+				if record { // the victim's spin in flat would fill the ring: its records are dropped
+					pts = []string{"work", "branchy"}
+				}
+				sum, got, hits = tracedHits(t, record, mode, pts, "stress", strconv.Itoa(n), strconv.Itoa(threads))
+			}()
+			select {
+			case <-done:
+			case <-time.After(2 * time.Minute):
+				t.Fatalf("%v run %d: the traced stress run hung", mode, r)
+			}
+			ok := got == want && sum.Status == 0 && sum.Processes >= 5
+			per := map[string]uint64{}
+			for _, h := range hits {
+				per[h.Point]++
+			}
+			for _, p := range sum.Probes {
+				switch p.Point {
+				case "work":
+					ok = ok && p.Hits == uint64(calls+child)
+				case "branchy":
+					ok = ok && p.Hits == uint64(threads*n+n) // and the exec child's "calls N 1"
+				}
+				if record && p.Point != "flat" {
+					ok = ok && per[p.Point] == p.Hits && p.Records == p.Hits
+				}
+			}
+			if record {
+				ok = ok && sum.Dropped+sum.Lost == 0
+			}
+			if !ok {
+				bad++
+				t.Errorf("%v run %d (records %v): output %q status %d, %d processes, %d dropped %d lost, probes %+v; untraced %q, work calls %d+%d",
+					mode, r, record, got, sum.Status, sum.Processes, sum.Dropped, sum.Lost, sum.Probes, want, calls, child)
+			}
+			if (r+1)%100 == 0 {
+				t.Logf("%v: %d runs, %d bad so far (%v)", mode, r+1, bad, time.Since(start).Round(time.Second))
+			}
+		}
+	}
+	t.Logf("%d runs per mode, %d bad, %v", runs, bad, time.Since(start).Round(time.Second))
 }

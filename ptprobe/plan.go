@@ -84,10 +84,12 @@ func Env(p *boost.Policy, slot uint64) *boost.Env {
 
 // Area sizes: each probe owns AreaSize bytes of the code page and one
 // counter word of the data page that follows it.
+// The code page ends with the record routine and two per-process words
+// (RecordAt, ring.go).
 const (
 	PageSize  = 4096
 	AreaSize  = 64
-	MaxProbes = PageSize / AreaSize
+	MaxProbes = RecordAt / AreaSize
 	SlotPages = 2
 )
 
@@ -111,6 +113,8 @@ type Site struct {
 	Code     []byte `json:"-"`
 	CodeAddr uint64 `json:"-"`
 	Counter  uint64 `json:"-"`
+	// Recorded: the trampoline writes a record per hit into the ring.
+	Recorded bool `json:"-"`
 	// Reasons are the rule ids behind the mode (the policy's, and ptprobe.*
 	// for a fallback); Details say the same in words.
 	Reasons []string `json:"reasons"`
@@ -163,14 +167,37 @@ var (
 // counterDispOff is where tramPre's rel32 sits (it ends the prologue).
 const counterDispOff = 14
 
+// tramRecord, between tramPre and tramPost when hits are recorded, calls
+// the page's record routine with the probe's index (the stack pointer is
+// past the red zone, so the call's push is safe; the saved flags in rax
+// are pushed around it).
+var tramRecord = []byte{0x50, // push %rax
+	0xb8, 0, 0, 0, 0, // mov $probe,%eax
+	0xe8, 0, 0, 0, 0, // call record
+	0x58} // pop %rax
+
+// Slots say where a probe's code and data live in the tracee: its area of
+// the code page, its counter word, and (Record != 0: jump hits are
+// recorded) the record routine and the probe's index.
+type Slots struct {
+	Code, Counter uint64
+	Record        uint64
+	Probe         int
+}
+
 // Plan decides the probe at fn.Addr+off under the policy, for a slot area at
 // code (counter word at counter), wanting mode want. fn holds the function's
 // runtime address and bytes. A point no mechanism can take is an error
 // wrapping ErrPoint; otherwise the site says the mode it falls back to and
 // why.
 func Plan(p *boost.Policy, fn boost.Func, off uint64, want Mode, code, counter uint64) (Site, error) {
-	s := Site{Func: fn.Name, Off: off, Addr: fn.Addr + off, Want: want, CodeAddr: code, Counter: counter}
-	a, err := p.AuditFunc(fn, Env(p, code))
+	return PlanAt(p, fn, off, want, Slots{Code: code, Counter: counter})
+}
+
+// PlanAt is Plan with the probe's slots (a jump that records its hits).
+func PlanAt(p *boost.Policy, fn boost.Func, off uint64, want Mode, sl Slots) (Site, error) {
+	s := Site{Func: fn.Name, Off: off, Addr: fn.Addr + off, Want: want, CodeAddr: sl.Code, Counter: sl.Counter}
+	a, err := p.AuditFunc(fn, Env(p, sl.Code))
 	if err != nil {
 		return s, fmt.Errorf("%w: %s: %w", ErrPoint, fn.Name, err)
 	}
@@ -192,7 +219,7 @@ func Plan(p *boost.Policy, fn boost.Func, off uint64, want Mode, code, counter u
 	}
 	s.Len = d.Len
 	if want == Jump {
-		if ok := s.planJump(p, fn, off, &d); ok {
+		if ok := s.planJump(p, fn, off, &d, sl); ok {
 			return s, nil
 		}
 	}
@@ -232,7 +259,7 @@ func Plan(p *boost.Policy, fn boost.Func, off uint64, want Mode, code, counter u
 // planJump builds the jump and its trampoline when optprobes' rules allow
 // it and every displaced instruction's relocated copy is boostable at its
 // place in the trampoline; otherwise it records why not.
-func (s *Site) planJump(p *boost.Policy, fn boost.Func, off uint64, d *boost.Decision) bool {
+func (s *Site) planJump(p *boost.Policy, fn boost.Func, off uint64, d *boost.Decision, sl Slots) bool {
 	if !d.Optimizable {
 		s.notes(d.OptReasons)
 		s.note("ptprobe.jump_fallback", "optprobes' rules refuse a jump here: falling back to boost")
@@ -246,6 +273,18 @@ func (s *Site) planJump(p *boost.Policy, fn boost.Func, off uint64, d *boost.Dec
 		return false
 	}
 	binary.LittleEndian.PutUint32(code[counterDispOff:], uint32(int32(rel)))
+	if sl.Record != 0 {
+		at := len(code)
+		code = append(code, tramRecord...)
+		binary.LittleEndian.PutUint32(code[at+2:], uint32(sl.Probe))
+		cr := int64(sl.Record) - int64(s.CodeAddr+uint64(at+11))
+		if cr != int64(int32(cr)) {
+			s.note("ptprobe.record_range", "the record routine is beyond rel32 of the trampoline")
+			return false
+		}
+		binary.LittleEndian.PutUint32(code[at+7:], uint32(int32(cr)))
+		s.Recorded = true
+	}
 	code = append(code, tramPost...)
 	env := Env(p, 0)
 	for x := 0; x < n; {

@@ -182,3 +182,50 @@ func FuzzPlan(f *testing.F) {
 		}
 	})
 }
+
+// TestRecordRoutine: the record routine's RIP-relative operands reach the
+// ring's head, tail and dropped words and the code page's ring pointer and
+// pid; its jae goes to the dropped count; a recording trampoline calls it
+// with the probe's index (decoded by kboost's decoder; the live tests run
+// it on the CPU).
+func TestRecordRoutine(t *testing.T) {
+	code, ctr := uint64(slotAt), uint64(counter)
+	insts := sweep(t, routine(code, ctr, true), code+RecordAt)
+	want := map[uint64]bool{ctr + headOff: true, ctr + tailOff: true, ctr + droppedOff: true, code + ringPtrAt: true, code + PidAt: true}
+	seen := map[uint64]bool{}
+	var jae, drop uint64
+	for _, in := range insts {
+		if in.RIPRel {
+			a := uint64(int64(in.End()) + in.Disp)
+			if !want[a] {
+				t.Errorf("% x reaches %#x, none of the ring's words", in.Bytes(), a)
+			}
+			seen[a] = true
+			if a == ctr+droppedOff {
+				drop = in.Addr
+			}
+		}
+		if in.Branch == decode.BranchJcc {
+			jae = in.Target
+		}
+	}
+	if len(seen) != len(want) || jae == 0 || jae != drop {
+		t.Errorf("words reached %v (want %d), jae to %#x, the dropped count at %#x", seen, len(want), jae, drop)
+	}
+	s, err := PlanAt(policy(t), fn(prologue...), 0, Jump, Slots{Code: slotAt, Counter: counter, Record: slotAt + RecordAt, Probe: 5})
+	if err != nil || !s.Recorded {
+		t.Fatalf("%v (recorded %v)", err, s.Recorded)
+	}
+	var calls int
+	for _, in := range sweep(t, s.Code, slotAt) {
+		if in.Branch == decode.BranchCall {
+			calls++
+			if in.Target != slotAt+RecordAt {
+				t.Errorf("the trampoline calls %#x, the routine is at %#x", in.Target, slotAt+RecordAt)
+			}
+		}
+	}
+	if calls != 1 {
+		t.Errorf("%d calls in the trampoline % x", calls, s.Code)
+	}
+}

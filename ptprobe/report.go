@@ -31,6 +31,8 @@ type Report struct {
 	// Stops counts the tracee stops the probe cost (its int3s and its
 	// singlestep slots' int3s).
 	Stops uint64 `json:"stops"`
+	// Records counts the hit records written (--hits).
+	Records uint64 `json:"records"`
 }
 
 // Summary is a finished trace.
@@ -40,7 +42,13 @@ type Summary struct {
 	Detached  bool     `json:"detached"`
 	Threads   int      `json:"threads"`
 	Processes int      `json:"processes"`
-	Errors    []string `json:"errors,omitempty"`
+	// Dropped counts jump hits not recorded because the ring was full
+	// (kboost did not drain it fast enough); Lost, records overwritten
+	// before kboost read them or never completed (a tracee killed in the
+	// middle of writing one).
+	Dropped uint64   `json:"dropped"`
+	Lost    uint64   `json:"lost"`
+	Errors  []string `json:"errors,omitempty"`
 }
 
 func writePlan(w io.Writer, asJSON bool, pid int, t Target, s *Site) {
@@ -90,9 +98,16 @@ func WriteSummary(w io.Writer, asJSON bool, s Summary) {
 		if p.Installs == 0 {
 			mode = "not installed"
 		}
-		fmt.Fprintf(w, "%-24s %-10s hits %d, stops %d\n", p.Point, mode, p.Hits, p.Stops)
+		fmt.Fprintf(w, "%-24s %-10s hits %d, stops %d", p.Point, mode, p.Hits, p.Stops)
+		if p.Records > 0 {
+			fmt.Fprintf(w, ", records %d", p.Records)
+		}
+		fmt.Fprintln(w)
 	}
 	fmt.Fprintf(w, "%d processes, %d threads, status %d", s.Processes, s.Threads, s.Status)
+	if s.Dropped+s.Lost > 0 {
+		fmt.Fprintf(w, ", %d hit records dropped (ring full), %d lost", s.Dropped, s.Lost)
+	}
 	if s.Detached {
 		fmt.Fprint(w, ", detached")
 	}
@@ -102,13 +117,37 @@ func WriteSummary(w io.Writer, asJSON bool, s Summary) {
 	}
 }
 
-// writeHit writes one hit record: the probe, the thread, and the probe's
-// count so far.
-func writeHit(w io.Writer, asJSON bool, point string, pid, tid int, n uint64) {
+// HitRecord is one hit (--hits): the probe, where it ran, the probe's
+// record count so far and, with --args, the argument registers.
+type HitRecord struct {
+	Point string `json:"point"`
+	Pid   int    `json:"pid"`
+	// Tid is 0 where kboost does not know the thread (a jump hit of a
+	// thread whose thread pointer it never saw).
+	Tid int    `json:"tid,omitempty"`
+	N   uint64 `json:"n"`
+	// Thread is the thread pointer (fs base) a jump trampoline read.
+	Thread Hex   `json:"thread,omitempty"`
+	Args   []Hex `json:"args,omitempty"`
+}
+
+// writeHit writes one hit record.
+func writeHit(w io.Writer, asJSON bool, h HitRecord) {
 	if asJSON {
-		b, _ := json.Marshal(point)
-		fmt.Fprintf(w, "{\"hit\":{\"point\":%s,\"pid\":%d,\"tid\":%d,\"n\":%d}}\n", b, pid, tid, n)
+		b, _ := json.Marshal(h)
+		fmt.Fprintf(w, "{\"hit\":%s}\n", b)
 		return
 	}
-	fmt.Fprintf(w, "hit %s pid %d tid %d #%d\n", point, pid, tid, n)
+	fmt.Fprintf(w, "hit %s pid %d", h.Point, h.Pid)
+	if h.Tid != 0 {
+		fmt.Fprintf(w, " tid %d", h.Tid)
+	}
+	fmt.Fprintf(w, " #%d", h.N)
+	if len(h.Args) > 0 {
+		fmt.Fprint(w, " args")
+		for _, a := range h.Args {
+			fmt.Fprintf(w, " %#x", uint64(a))
+		}
+	}
+	fmt.Fprintln(w)
 }

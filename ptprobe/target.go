@@ -26,9 +26,12 @@ type Options struct {
 	// Out receives the plan (one line per probe) when not nil.
 	Out  io.Writer
 	JSON bool
-	// Hits adds one record per hit of an int3-based probe to Out (jump
-	// probes, which never stop, are counted only).
+	// Hits adds one record per hit to Out: int3-based probes' at their
+	// stops, jump probes' from the ring their trampolines write (no stop).
 	Hits bool
+	// Args adds the argument registers (rdi, rsi, rdx, rcx, r8, r9) to
+	// each hit record (implies Hits).
+	Args bool
 }
 
 // Target is a validated point of the binary (link-time address).

@@ -24,11 +24,25 @@ type Config struct {
 	// seccomp-bpf filter installed before exec makes only those calls stop
 	// (SECCOMP_RET_TRACE); otherwise every call stops and the rest are
 	// passed on without a report.
-	Filter     map[uint32]map[uint64]bool
+	Filter map[uint32]map[uint64]bool
+	// When narrows a selected call to the invocations whose argument
+	// register Arg has a bit of Mask set (in its low 32 bits), per AUDIT_ARCH
+	// value and number: mmap and mprotect only with PROT_EXEC. The seccomp
+	// filter tests it, so the other invocations never stop.
+	When       map[uint32]map[uint64]ArgTest
 	UseSeccomp bool
+	// FramePointer fills Call.FP at each monitored call's entry (one more
+	// ptrace request per call: backtraces need it).
+	FramePointer bool
 	// NoSyscalls resumes tracees with PTRACE_CONT once the traced command
 	// runs: no system call stops at all (a breakpoint engine needs none).
 	NoSyscalls bool
+}
+
+// ArgTest selects the calls whose argument Arg (0-5) has a bit of Mask set.
+type ArgTest struct {
+	Arg  int
+	Mask uint32
 }
 
 // Prober is what a Handler that plants breakpoints in tracees (kboost
@@ -54,7 +68,7 @@ type Call struct {
 	Nr       uint64
 	Args     [6]uint64
 	IP, SP   uint64
-	FP       uint64 // frame pointer at entry
+	FP       uint64 // frame pointer at entry (Config.FramePointer)
 	Ret      int64
 	IsError  bool
 	NoReturn bool    // the thread left the call without an exit stop (exit, exec by another thread, killed)
@@ -78,7 +92,8 @@ const (
 type Event struct {
 	Kind      EventKind
 	Tid, Pid  int
-	Parent    int // EvNewThread: the creating thread
+	Parent    int  // EvNewThread: the creating thread
+	VFork     bool // EvNewThread: a vfork child (it shares its parent's memory until it executes or exits)
 	Status    int
 	Signal    int
 	FormerTid int // EvExec: the thread that called execve

@@ -41,9 +41,14 @@ type thread struct {
 
 // Tracer is one trace, owned by a locked OS thread.
 type Tracer struct {
-	cfg       Config
-	owner     chan func()
-	threads   map[int]*thread
+	cfg     Config
+	owner   chan func()
+	threads map[int]*thread
+	// reaped are tasks whose end the loop has seen: a creator's event
+	// reported after its new task already ran and ended (a thread that
+	// executed, killing its creator in its clone event stop) must not bring
+	// it back.
+	reaped    map[int]bool
 	pids      map[int]bool
 	root      int
 	seccomp   bool
@@ -73,7 +78,7 @@ func New(cfg Config) (*Tracer, error) {
 	if (len(cfg.Argv) == 0) == (cfg.Pid == 0) {
 		return nil, fmt.Errorf("%w: give either a command or a pid", ErrTracer)
 	}
-	t := &Tracer{cfg: cfg, owner: make(chan func()), threads: map[int]*thread{}, pids: map[int]bool{}}
+	t := &Tracer{cfg: cfg, owner: make(chan func()), threads: map[int]*thread{}, pids: map[int]bool{}, reaped: map[int]bool{}}
 	go t.ownerLoop()
 	var err error
 	t.do(func() {
@@ -164,7 +169,7 @@ func (t *Tracer) spawn() error {
 	t.seccomp = t.cfg.UseSeccomp
 	var prog []byte
 	if t.seccomp {
-		prog = buildFilter(t.cfg.Filter)
+		prog = buildFilter(t.cfg.Filter, t.cfg.When)
 	}
 	r, w, err := os.Pipe()
 	if err != nil {
@@ -311,6 +316,7 @@ func (t *Tracer) loop() error {
 		}
 		th := t.threads[tid]
 		if th == nil { // a new task's first stop before its creator's event
+			delete(t.reaped, tid) // (a new task with a reaped one's number)
 			th = t.addThread(tid, tgid(tid), false)
 		}
 		switch {
@@ -360,12 +366,16 @@ func (t *Tracer) stopped(th *thread, ws unix.WaitStatus) {
 		if ev == unix.PTRACE_EVENT_CLONE {
 			pid = tgid(child)
 		}
+		if t.reaped[child] { // it ran and ended before this event was reported
+			t.resume(th, 0)
+			return
+		}
 		if t.threads[child] == nil {
 			t.addThread(child, pid, th.hidden)
 		}
 		t.event(th, Event{Kind: EvNewThread, Parent: th.tid})
 		if c := t.threads[child]; t.report(c) {
-			t.h.Event(Event{Kind: EvNewThread, Tid: child, Pid: pid, Parent: th.tid})
+			t.h.Event(Event{Kind: EvNewThread, Tid: child, Pid: pid, Parent: th.tid, VFork: ev == unix.PTRACE_EVENT_VFORK})
 		}
 		t.resume(th, 0)
 	case ev == unix.PTRACE_EVENT_EXEC:
@@ -421,12 +431,15 @@ func getInfo(tid int) (syscallInfo, error) {
 	return si, err
 }
 
-func (t *Tracer) monitored(audit uint32, nr uint64) bool {
+func (t *Tracer) monitored(audit uint32, nr uint64, args []uint64) bool {
 	if t.cfg.Filter == nil {
 		return true
 	}
 	set, ok := t.cfg.Filter[audit]
 	if !ok {
+		return false
+	}
+	if w, ok := t.cfg.When[audit][nr]; ok && w.Arg >= 0 && w.Arg < len(args) && uint32(args[w.Arg])&w.Mask == 0 {
 		return false
 	}
 	return set == nil || set[nr]
@@ -446,23 +459,30 @@ func (t *Tracer) syscallStop(th *thread) {
 			t.armed = true
 			t.count(th)
 		}
-		if !t.report(th) || !t.monitored(si.Arch, nr) {
+		if !t.report(th) || !t.monitored(si.Arch, nr, si.U[1:7]) {
 			th.call = nil
 			t.resume(th, 0)
 			return
 		}
 		c := &Call{Tid: th.tid, Pid: th.pid, Audit: si.Arch, Nr: nr, IP: si.IP, SP: si.SP}
 		copy(c.Args[:], si.U[1:7])
-		regs, rerr := ptregs.Get(th.tid)
-		if rerr == nil {
-			c.FP = regs.FP()
+		var regs *ptregs.Regs
+		if t.cfg.FramePointer {
+			if regs, err = ptregs.Get(th.tid); err == nil {
+				c.FP = regs.FP()
+			}
 		}
 		th.call = c
-		if errno := t.h.Enter(c); errno != 0 && rerr == nil {
-			c.Denied = errno
-			regs.SetWord(regs.L.OrigNr, ^uint64(0)) // skip the call
-			regs.SetWord(regs.L.Rv, uint64(-int64(errno)))
-			regs.Set(th.tid)
+		if errno := t.h.Enter(c); errno != 0 {
+			if regs == nil {
+				regs, err = ptregs.Get(th.tid)
+			}
+			if regs != nil && err == nil {
+				c.Denied = errno
+				regs.SetWord(regs.L.OrigNr, ^uint64(0)) // skip the call
+				regs.SetWord(regs.L.Rv, uint64(-int64(errno)))
+				regs.Set(th.tid)
+			}
 		}
 		t.resume(th, 0)
 	case infoExit:
@@ -505,6 +525,7 @@ func (t *Tracer) gone(th *thread, ws unix.WaitStatus) {
 		}
 	}
 	delete(t.threads, th.tid)
+	t.reaped[th.tid] = true
 }
 
 // beginDetach releases the tree: every thread is interrupted and detached

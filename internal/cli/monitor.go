@@ -17,6 +17,7 @@ func newMonitorCmd(s Streams) *cobra.Command {
 		pid                            int
 		calls, out, policyPath         string
 		jsonOut, backtrace, useSeccomp bool
+		noSymbols, execMaps            bool
 	)
 	cmd := &cobra.Command{
 		Use:   "monitor [--pid P | -- CMD ARGS...]",
@@ -49,7 +50,7 @@ until it exits. Exit status 130 after SIGINT.`,
 			if pid < 0 {
 				return usagef("--pid %d: a process id is positive", pid)
 			}
-			opt := monitor.Options{Argv: args, Pid: pid, JSON: jsonOut, Backtrace: backtrace, NoSeccomp: !useSeccomp}
+			opt := monitor.Options{Argv: args, Pid: pid, JSON: jsonOut, Backtrace: backtrace || noSymbols, NoSymbols: noSymbols, ExecMaps: execMaps, NoSeccomp: !useSeccomp}
 			if calls != "" {
 				opt.Syscalls = strings.Split(calls, ",")
 			}
@@ -104,6 +105,8 @@ until it exits. Exit status 130 after SIGINT.`,
 	f.StringVar(&policyPath, "policy-file", "", "system call policy file: allow|deny SYSCALL|* [path=PREFIX] [caller=FUNC] per line\n(not a kprobes --policy)")
 	f.BoolVar(&jsonOut, "json", false, "records as JSON lines")
 	f.BoolVar(&backtrace, "backtrace", false, "record each call's user stack with symbols")
+	f.BoolVar(&noSymbols, "no-symbols", false, "--backtrace without symbol names (addresses and files only)")
+	f.BoolVar(&execMaps, "exec-maps", false, "mmap, mmap2, mprotect and pkey_mprotect only with PROT_EXEC (the seccomp filter tests it)")
 	f.BoolVar(&useSeccomp, "seccomp", true, "install a seccomp filter so only monitored calls stop (when kboost starts CMD)")
 	return cmd
 }

@@ -86,6 +86,7 @@ out of line, boosted (slot + jump back) or jump-optimized — and why, rule by r
 		newUprobeCmd(s),
 		newMonitorCmd(s),
 		newTraceCmd(s),
+		newBenchCmd(s),
 		newServeCmd(s),
 		newVersionCmd(s),
 	)

@@ -48,6 +48,8 @@ func TestJSONSchemas(t *testing.T) {
 		{"diff", []string{"diff", "--json", "--policy", "linux-6.1,uprobes-x86", "--func", "add_counter"}},
 		// uprobes need a file with program headers: this test's own binary
 		{"uprobe-list", []string{"uprobe", "list", "--json", os.Args[0]}},
+		// the machine's part only (the rows run kboost itself: bench's TestProbeRows validates them)
+		{"bench", []string{"bench", "--json", "--skip-build", "--skip-probes", "--progress=false"}},
 	}
 	for _, arch := range []string{"arm64", "arm", "thumb"} {
 		cases = append(cases,

@@ -15,6 +15,7 @@ func newTraceCmd(s Streams) *cobra.Command {
 		probes         []string
 		mode, out, bin string
 		jsonOut, hits  bool
+		args           bool
 	)
 	cmd := &cobra.Command{
 		Use:   "trace --probe SYM[+OFF]|0xADDR... [--mode singlestep|boost|jump] [--pid P | -- CMD ARGS...]",
@@ -35,7 +36,10 @@ A point falls back (jump -> boost -> singlestep; kboost emulates address-depende
 instructions as kprobes do) and the plan says why, with the rule ids.
 
 The plan, the final counts (hits and stops per probe) and, with --hits, one record per
-int3 hit go to --out (default: kboost's stderr), never into the tracee's output.
+hit go to --out (default: kboost's stderr), never into the tracee's output. A jump
+probe's trampoline writes its records (probe, pid, thread pointer, argument
+registers for --args) into a ring of shared memory that kboost drains while the tree
+runs: no stop. A record the ring had no room for is counted as dropped.
 Ctrl-C restores every patched byte, unmaps the slot pages and releases the tree
 (exit 130). A tree kboost started dies with it if kboost is killed (PTRACE_O_EXITKILL);
 an attached one does not: its jump probes keep working, and the next hit of an int3
@@ -43,8 +47,8 @@ probe ends it with SIGTRAP.`,
 		Example: `  kboost trace --probe compute --mode jump -- ./a.out
   kboost trace --probe 'loop+0x8' --probe 0x401136 --json --out hits.jsonl -- ./a.out 100
   kboost trace --pid 1234 --probe handle_request --mode boost`,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if (pid == 0) == (len(args) == 0) {
+		RunE: func(cmd *cobra.Command, argv []string) error {
+			if (pid == 0) == (len(argv) == 0) {
 				return usagef("give either --pid P or -- CMD ARGS")
 			}
 			if pid < 0 {
@@ -63,7 +67,7 @@ probe ends it with SIGTRAP.`,
 				defer f.Close()
 				w = f
 			}
-			e, err := ptprobe.New(ptprobe.Options{Argv: args, Pid: pid, Binary: bin, Points: probes, Mode: m, Out: w, JSON: jsonOut, Hits: hits})
+			e, err := ptprobe.New(ptprobe.Options{Argv: argv, Pid: pid, Binary: bin, Points: probes, Mode: m, Out: w, JSON: jsonOut, Hits: hits, Args: args})
 			if errors.Is(err, ptprobe.ErrPoint) {
 				return usagef("%v", err)
 			}
@@ -89,6 +93,7 @@ probe ends it with SIGTRAP.`,
 	f.StringVar(&bin, "binary", "", "the ELF the points belong to (default: CMD or the --pid executable)")
 	f.StringVar(&out, "out", "", "write the plan and counts to this file (default: stderr)")
 	f.BoolVar(&jsonOut, "json", false, "plan and summary as JSON lines")
-	f.BoolVar(&hits, "hits", false, "one record per hit of an int3-based probe (jump probes never stop: counted only)")
+	f.BoolVar(&hits, "hits", false, "one record per hit (jump probes' from a shared ring their trampolines write, without a stop)")
+	f.BoolVar(&args, "args", false, "add the argument registers (rdi rsi rdx rcx r8 r9) to each hit record (implies --hits)")
 	return cmd
 }

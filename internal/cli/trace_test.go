@@ -60,7 +60,7 @@ func TestTraceUsage(t *testing.T) {
 func TestTraceJSON(t *testing.T) {
 	bin := traceTarget(t)
 	out := filepath.Join(t.TempDir(), "trace.jsonl")
-	_, stderr, code := run(t, "trace", "--mode", "jump", "--probe", "work", "--probe", "branchy", "--json", "--hits", "--out", out, "--", bin, "calls", "150", "2")
+	_, stderr, code := run(t, "trace", "--mode", "jump", "--probe", "work", "--probe", "branchy", "--json", "--args", "--out", out, "--", bin, "calls", "150", "2")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
@@ -74,7 +74,8 @@ func TestTraceJSON(t *testing.T) {
 	} else if err := schemacheck.Validate("trace", b); err != nil {
 		t.Error(err)
 	}
-	var installs, hits int
+	var installs int
+	hits := map[string]int{}
 	var sum struct {
 		Summary struct {
 			Probes []struct {
@@ -93,8 +94,17 @@ func TestTraceJSON(t *testing.T) {
 		switch {
 		case strings.HasPrefix(line, `{"install":`):
 			installs++
-		case strings.HasPrefix(line, `{"hit":{"point":"branchy","pid":`):
-			hits++
+		case strings.HasPrefix(line, `{"hit":{"point":`):
+			var h struct {
+				Hit struct {
+					Point string   `json:"point"`
+					Args  []string `json:"args"`
+				} `json:"hit"`
+			}
+			if err := json.Unmarshal([]byte(line), &h); err != nil || len(h.Hit.Args) != 6 {
+				t.Errorf("hit record %q: %v", line, err)
+			}
+			hits[h.Hit.Point]++
 		case strings.HasPrefix(line, `{"summary":`):
 			if err := json.Unmarshal([]byte(line), &sum); err != nil {
 				t.Fatal(err)
@@ -103,8 +113,8 @@ func TestTraceJSON(t *testing.T) {
 			t.Errorf("unexpected line %q", line)
 		}
 	}
-	if installs != 2 || len(sum.Summary.Probes) != 2 || hits != 300 {
-		t.Fatalf("%d installs, %d hit records of branchy (want 300; work's jump never stops), summary %+v", installs, hits, sum)
+	if installs != 2 || len(sum.Summary.Probes) != 2 || hits["work"] != 300 || hits["branchy"] != 300 {
+		t.Fatalf("%d installs, hit records %v (want 300 of each: work's from the jump's ring), summary %+v", installs, hits, sum)
 	}
 	for i, want := range []string{"jump", "emulate"} {
 		p := sum.Summary.Probes[i]
@@ -157,5 +167,22 @@ func TestTraceSIGINT(t *testing.T) {
 	st, _ := os.ReadFile("/proc/" + itoa(tracee.Process.Pid) + "/stat")
 	if s := string(st); s == "" || strings.Contains(s[strings.LastIndexByte(s, ')'):], ") Z") || strings.Contains(s[strings.LastIndexByte(s, ')'):], ") t") {
 		t.Errorf("tracee after release: %q", s)
+	}
+}
+
+// TestBenchUsage: kboost bench takes no arguments and at least one run;
+// a mistake is one line, exit 2, and nothing is measured.
+func TestBenchUsage(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"bench", "extra"}, "takes no arguments"},
+		{[]string{"bench", "--runs", "0"}, "at least 1"},
+	} {
+		_, stderr, code := run(t, c.args...)
+		if code != 2 || !strings.Contains(stderr, c.want) || strings.Count(stderr, "\n") != 1 {
+			t.Errorf("%q: exit %d, stderr %q; want 2 and one line with %q", c.args, code, stderr, c.want)
+		}
 	}
 }

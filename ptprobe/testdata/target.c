@@ -1,11 +1,14 @@
 // Tracee for ptprobe's tests and scripts/bench-trace.sh: probed functions
 // with known call counts. Usage: target MODE N [THREADS]
+#define _GNU_SOURCE
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <signal.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 volatile long sink;
@@ -89,9 +92,119 @@ static void *execer(void *arg) {
 	_exit(4);
 }
 
+// stress: the correctness suite's threaded case in one process tree.
+//   - THREADS threads call work, flat and branchy N times each at once;
+//     every 64 calls each sends the process a queued real-time signal,
+//     whose handler calls work once (signals reach running threads and
+//     threads stopped in probes);
+//   - a fork child stops the process (SIGSTOP), queues a signal to it while
+//     it is stopped, and continues it (SIGCONT);
+//   - a clone child (no CLONE_VM, no exec) calls work N times;
+//   - a fork child spinning in flat on two threads is SIGKILLed (a tracee
+//     killed in the middle of its probes);
+//   - a fork child runs "execthread N": a thread calls work N times and
+//     executes the binary again, which calls it N more times.
+// It prints the calls of work it made (the probe's exact count) and what
+// every child reported, the same with and without kboost.
+static volatile long handled;
+static long sent;
+
+static void onsig(int sig) {
+	sink += work(sig);
+	__atomic_add_fetch(&handled, 1, __ATOMIC_SEQ_CST);
+}
+
+static void *stress_runner(void *arg) {
+	long acc = 0;
+	for (long i = 0; i < n; i++) {
+		acc += work(i) + flat(i) + branchy(i & 7);
+		if (i % 64 == 63) {
+			union sigval v = {0};
+			if (sigqueue(getpid(), SIGRTMIN, v) == 0)
+				__atomic_add_fetch(&sent, 1, __ATOMIC_SEQ_CST);
+		}
+	}
+	return (void *)acc;
+}
+
+static void *flat_spinner(void *arg) {
+	for (long i = 0;; i++)
+		sink += flat(i);
+	return 0;
+}
+
+static int clone_child(void *arg) {
+	long acc = 0;
+	for (long i = 0; i < n; i++)
+		acc += work(i);
+	_exit(acc & 0x7f);
+}
+
+static void pause_ms(long ms) {
+	struct timespec ts = {0, ms * 1000000};
+	while (nanosleep(&ts, &ts) != 0)
+		;
+}
+
+static int stress(int threads, char *self) {
+	struct sigaction sa = {0};
+	sa.sa_handler = onsig;
+	sa.sa_flags = SA_RESTART;
+	sigaction(SIGRTMIN, &sa, 0);
+	pid_t parent = getpid();
+	pid_t stopper = fork();
+	if (stopper == 0) { // SIGSTOP the parent, signal it while stopped, SIGCONT
+		pause_ms(2);
+		kill(parent, SIGSTOP);
+		pause_ms(2);
+		union sigval v = {0};
+		sigqueue(parent, SIGRTMIN, v);
+		pause_ms(2);
+		kill(parent, SIGCONT);
+		_exit(0);
+	}
+	pid_t victim = fork();
+	if (victim == 0) { // killed mid-probe
+		pthread_t t;
+		pthread_create(&t, 0, flat_spinner, 0);
+		flat_spinner(0);
+	}
+	pid_t execer_pid = fork();
+	if (execer_pid == 0) {
+		char nbuf[32];
+		snprintf(nbuf, sizeof nbuf, "%ld", n);
+		execl("/proc/self/exe", self, "execthread", nbuf, (char *)0);
+		_exit(5);
+	}
+	static char stack[1 << 16];
+	pid_t cl = clone(clone_child, stack + sizeof stack, SIGCHLD, 0);
+	pthread_t t[64];
+	long total = 0;
+	for (int i = 0; i < threads && i < 64; i++)
+		pthread_create(&t[i], 0, stress_runner, 0);
+	for (int i = 0; i < threads && i < 64; i++) {
+		void *r;
+		pthread_join(t[i], &r);
+		total += (long)r;
+	}
+	int st, cst, vst, est;
+	waitpid(execer_pid, &est, 0);
+	waitpid(stopper, &st, 0);
+	sent++; // the stopper's
+	while (handled < sent)
+		pause_ms(1);
+	waitpid(cl, &cst, 0);
+	kill(victim, SIGKILL);
+	waitpid(victim, &vst, 0);
+	long calls = (long)threads * n + handled;
+	printf("total %ld work calls %ld (clone child's %ld, exec child's %ld) stopper %d clone %d exec %d victim %s %d\n", total, calls, n, 2 * n,
+	       WEXITSTATUS(st), WEXITSTATUS(cst), WEXITSTATUS(est), WIFSIGNALED(vst) ? "killed" : "exited", WIFSIGNALED(vst) ? WTERMSIG(vst) : WEXITSTATUS(vst));
+	return 0;
+}
+
 int main(int argc, char **argv) {
 	if (argc < 3) {
-		fprintf(stderr, "usage: target calls|loop|spin|exec|execthread|fork|vfork|die|sleep N [THREADS]\n");
+		fprintf(stderr, "usage: target calls|loop|spin|exec|execthread|fork|vfork|die|sleep|stress N [THREADS]\n");
 		return 2;
 	}
 	n = atol(argv[2]);
@@ -138,6 +251,8 @@ int main(int argc, char **argv) {
 		printf("%ld %d\n", acc, WEXITSTATUS(st));
 		return 0;
 	}
+	if (strcmp(argv[1], "stress") == 0)
+		return stress(argc > 3 ? atoi(argv[3]) : 8, argv[0]);
 	if (strcmp(argv[1], "die") == 0) {
 		for (long i = 0; i < n; i++)
 			sink += work(i);
