@@ -44,9 +44,6 @@ Needs make, gcc and strace (scripts/setup.sh).`,
 			if len(args) > 0 {
 				return usagef("kboost bench takes no arguments (got %q)", args)
 			}
-			if runs < 1 {
-				return usagef("--runs %d: at least 1", runs)
-			}
 			opt := bench.Options{Runs: runs, Project: project, StraceKFull: straceKFull, SkipBuild: skipBuild, SkipProbes: skipProbes}
 			if mk != "" {
 				opt.Make = strings.Fields(mk)
@@ -77,7 +74,7 @@ Needs make, gcc and strace (scripts/setup.sh).`,
 		},
 	}
 	f := cmd.Flags()
-	f.IntVar(&runs, "runs", 3, "runs per row (the best is kept)")
+	countVar(f, &runs, "runs", "", 3, 1, 100, "runs per row, 1 to 100 (the best is kept)")
 	f.StringVar(&project, "project", "", "a C project directory to build with make (default: Lua, fetched)")
 	f.StringVar(&mk, "make", "", "make arguments of the build (default for Lua: posix MYCFLAGS=-g)")
 	f.StringVar(&subset, "subset", "", "make arguments of the subset strace -f -k is compared on")

@@ -178,7 +178,7 @@ func TestBenchUsage(t *testing.T) {
 		want string
 	}{
 		{[]string{"bench", "extra"}, "takes no arguments"},
-		{[]string{"bench", "--runs", "0"}, "at least 1"},
+		{[]string{"bench", "--runs", "0"}, "want 1 to 100"},
 	} {
 		_, stderr, code := run(t, c.args...)
 		if code != 2 || !strings.Contains(stderr, c.want) || strings.Count(stderr, "\n") != 1 {

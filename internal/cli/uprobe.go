@@ -441,9 +441,6 @@ ref_ctr_offset).`,
 			if scale <= 0 || scale > 100 {
 				return usagef("--scale %v: want a factor in (0, 100]", scale)
 			}
-			if runs < 1 || runs > 50 {
-				return usagef("--runs %d: want 1 to 50", runs)
-			}
 			if len(args) > 0 {
 				return benchTarget(s, jsonOut, args, cmd.ArgsLenAtDash(), runs, open)
 			}
@@ -476,7 +473,7 @@ ref_ctr_offset).`,
 		},
 	}
 	bench.Flags().Float64Var(&scale, "scale", 1, "scale the number of calls of every path")
-	bench.Flags().IntVar(&runs, "runs", 3, "runs per path (the median is shown)")
+	countVar(bench.Flags(), &runs, "runs", "", 3, 1, 50, "runs per path, 1 to 50 (the median is shown)")
 	cmd.AddCommand(audit, list, add, rm, sweep, events, watch, bench)
 	return cmd
 }
