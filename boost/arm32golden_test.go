@@ -382,11 +382,7 @@ func FuzzClassifyT32(f *testing.F) {
 func TestOracleA32Unchanged(t *testing.T) {
 	o61 := openA32Oracle(t)
 	for _, v := range []string{"6.12", "7.2"} {
-		tarball, err := kernelref.SourceTarball(kernelref.Options{}, v)
-		if err != nil {
-			t.Fatal(err)
-		}
-		o, err := kernelref.OpenA32(kernelref.Options{Tarball: tarball})
+		o, err := kernelref.OpenA32(kernelref.Options{Version: v})
 		if err != nil {
 			t.Fatalf("%s: %v", v, err)
 		}

@@ -259,11 +259,7 @@ func a64Bulk(t *testing.T, version string, kpol, upol *Policy, withBoost bool) {
 	if os.Getenv("KBOOST_ORACLE") == "" {
 		t.Skip("set KBOOST_ORACLE=1 to run the arm64 kernel-code oracle")
 	}
-	tarball, err := kernelref.SourceTarball(kernelref.Options{}, version)
-	if err != nil {
-		t.Fatal(err)
-	}
-	o, err := kernelref.OpenA64(kernelref.Options{Tarball: tarball})
+	o, err := kernelref.OpenA64(kernelref.Options{Version: version})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -381,11 +377,7 @@ func a64Sweep(t *testing.T, version string, k *a64Kernel, step uint32) {
 	if os.Getenv("KBOOST_ORACLE") == "" {
 		t.Skip("set KBOOST_ORACLE=1 to run the arm64 kernel-code oracle")
 	}
-	tarball, err := kernelref.SourceTarball(kernelref.Options{}, version)
-	if err != nil {
-		t.Fatal(err)
-	}
-	o, err := kernelref.OpenA64(kernelref.Options{Tarball: tarball})
+	o, err := kernelref.OpenA64(kernelref.Options{Version: version})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -447,11 +447,7 @@ func versionOracle(t *testing.T, name, version string) (*kernelref.Oracle, *boos
 	if os.Getenv("KBOOST_ORACLE") == "" {
 		t.Skip("set KBOOST_ORACLE=1 to run the kernel-code oracle")
 	}
-	tarball, err := kernelref.SourceTarball(kernelref.Options{}, version)
-	if err != nil {
-		t.Fatal(err)
-	}
-	o, err := kernelref.Open(kernelref.Options{Tarball: tarball})
+	o, err := kernelref.Open(kernelref.Options{Version: version})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -85,11 +85,7 @@ func kernelrefOracle(t *testing.T, v string) *kernelref.Oracle {
 	if os.Getenv("KBOOST_ORACLE") == "" {
 		t.Skip("set KBOOST_ORACLE=1 to run the kernel-code oracle")
 	}
-	tarball, err := kernelref.SourceTarball(kernelref.Options{}, v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	o, err := kernelref.Open(kernelref.Options{Tarball: tarball})
+	o, err := kernelref.Open(kernelref.Options{Version: v})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -33,12 +33,22 @@ type Options struct {
 	// Tarball is the kernel source archive (.tar.xz); default $KBOOST_LINUX_SOURCE,
 	// then DefaultTarball.
 	Tarball string
+	// Version, when Tarball is empty, names Debian's linux-source-Version
+	// instead (found or fetched by SourceTarball).
+	Version string
 	// CacheDir holds the extracted files and the built oracle; default
 	// $KBOOST_CACHE, then $HOME/.cache/kboost.
 	CacheDir string
 }
 
 func (o Options) withDefaults() (Options, error) {
+	if o.Tarball == "" && o.Version != "" {
+		t, err := SourceTarball(o, o.Version)
+		if err != nil {
+			return o, err
+		}
+		o.Tarball = t
+	}
 	if o.Tarball == "" {
 		o.Tarball = os.Getenv("KBOOST_LINUX_SOURCE")
 	}

@@ -29,6 +29,7 @@ func SourceTarball(opts Options, v string) (string, error) {
 	if !ok {
 		return "", fmt.Errorf("%s: %w (apt-get install %s)", sys, ErrNoSource, name)
 	}
+	opts.Version = "" // the cache directory is all it needs of the defaults
 	opts, err := opts.withDefaults()
 	if err != nil {
 		return "", err
