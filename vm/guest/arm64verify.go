@@ -13,9 +13,9 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/kboost/kboost/audit"
 	"github.com/kboost/kboost/boost"
 	"github.com/kboost/kboost/decode"
-	"github.com/kboost/kboost/internal/audit"
 	"github.com/kboost/kboost/kimage"
 )
 
