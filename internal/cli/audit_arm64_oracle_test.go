@@ -19,6 +19,7 @@ import (
 	"github.com/kboost/kboost/audit"
 	"github.com/kboost/kboost/boost"
 	"github.com/kboost/kboost/kimage"
+	"github.com/kboost/kboost/loader"
 	"github.com/kboost/kboost/vm"
 	"github.com/kboost/kboost/vm/guest"
 )
@@ -584,7 +585,7 @@ func isA64NopOrB(w []byte) bool {
 // cpu_show_* fallbacks are aliases of cpu_show_not_affected).
 func checkLiveBlacklist(t *testing.T, env *boost.Env, rep *guest.ARM64Report, alias func(fn guest.KernelFunc) bool) {
 	t.Helper()
-	live := guest.ParseBlacklist([]byte(rep.Blacklist))
+	live := loader.ParseBlacklist([]byte(rep.Blacklist))
 	if len(live) < 100 {
 		t.Fatalf("the record's blacklist has %d entries", len(live))
 	}
