@@ -94,7 +94,6 @@ func TestParseKallsymsAndCoreFuncs(t *testing.T) {
 	}
 }
 
-
 func TestProbeOffsets(t *testing.T) {
 	b, o := ARM64Probes.ProbeOffsets(40, 2)
 	if len(b) != 10 {
@@ -192,4 +191,3 @@ func FuzzCoreFuncs(f *testing.F) {
 		}
 	})
 }
-
