@@ -1,5 +1,9 @@
 // Package guest is the program that runs as /init inside a kboost test machine
-// (package vm boots it), and the wire format shared with the host.
+// (package vm boots it), and the verification the guest and the host share:
+// the wire format, the steps' arguments and records, the predictors (through
+// loader, boost and audit) and the comparisons. Package vm reaches those
+// packages only through this one. The guest does not link kboost's CLI: the
+// steps that run kboost commands run the kboost binary at KboostPath.
 //
 // # Life of the guest
 //
