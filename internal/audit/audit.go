@@ -471,6 +471,9 @@ func NewX86BootPatcher(f *kimage.File, cpu kimage.X86CPU) (*Patcher, string, err
 	if b.From != "" {
 		note += ", " + b.From
 	}
+	if b.Note != "" {
+		note += " (" + b.Note + ")"
+	}
 	if b.Partial != "" {
 		note += " (" + b.Partial + ")"
 	}
