@@ -76,6 +76,9 @@ func NewX86BootPatcher(f *File, cpu X86CPU) (*Patcher, string, error) {
 	if b.From != "" {
 		note += ", " + b.From
 	}
+	if b.Note != "" {
+		note += " (" + b.Note + ")"
+	}
 	if b.Partial != "" {
 		note += " (" + b.Partial + ")"
 	}

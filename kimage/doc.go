@@ -89,12 +89,13 @@
 // between 6.1 stable releases); Apply patches bytes as __apply_alternatives
 // does, branch and ADRP fix-ups included. See arm64alt.go.
 //
-// ReadX86Boot reads what an x86-64 Linux 6.1 kernel patches in its own text
-// at boot (ftrace records, .parainstructions, .altinstructions, .smp_locks);
-// X86Boot.Apply patches bytes as alternative_instructions does on a machine
-// given as an X86CPU (its feature bits and number of CPUs; QEMU64 is the one
-// kboost boots). For later kernels only the ftrace records and the LOCK
-// prefixes are applied (X86Boot.Partial). See x86boot.go.
+// ReadX86Boot reads what an x86-64 kernel patches in its own text at boot
+// (ftrace records, .parainstructions, .altinstructions, .ibt_endbr_seal,
+// .smp_locks) in its version's layout; X86Boot.Apply patches bytes as that
+// version's alternative_instructions does (Linux 6.1, 6.12 and 7.2 are
+// modelled, another version as the nearest older one: X86Boot.Note) on a
+// machine given as an X86CPU (its feature bits as the kernel numbers them and
+// its number of CPUs; QEMU64 is the one kboost boots). See x86boot.go.
 //
 // Patcher rewrites code the way the kernel does at boot, before kprobes
 // decode it: return thunks to `ret` on x86 (NewReturnPatcher), the whole x86

@@ -104,6 +104,23 @@ func BuildGuest(ctx context.Context, pkg string, arch *Arch) (string, error) {
 	return out, nil
 }
 
+// guestBinary is the guest /init Run boots with cfg: cfg.GuestBinary, else
+// $KBOOST_GUEST, else cfg.GuestPackage (default DefaultGuestPackage) built by
+// BuildGuest.
+func guestBinary(ctx context.Context, cfg Config) (string, error) {
+	if cfg.GuestBinary != "" {
+		return cfg.GuestBinary, nil
+	}
+	if p := os.Getenv("KBOOST_GUEST"); p != "" {
+		return p, nil
+	}
+	pkg := cfg.GuestPackage
+	if pkg == "" {
+		pkg = DefaultGuestPackage
+	}
+	return BuildGuest(ctx, pkg, cfg.arch())
+}
+
 // pruneGuests removes builds of the same package and architecture older than a
 // day, so that the cache does not grow with every change to the guest's sources.
 func pruneGuests(keep string) {

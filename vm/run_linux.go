@@ -44,18 +44,9 @@ func Run(ctx context.Context, cfg Config, steps ...guest.Step) (*Result, error) 
 	if err != nil {
 		return nil, &QEMUNotFoundError{Binary: qemu, AptPackage: arch.AptPackage}
 	}
-	initPath := cfg.GuestBinary
-	if initPath == "" {
-		initPath = os.Getenv("KBOOST_GUEST")
-	}
-	if initPath == "" {
-		pkg := cfg.GuestPackage
-		if pkg == "" {
-			pkg = DefaultGuestPackage
-		}
-		if initPath, err = BuildGuest(ctx, pkg, arch); err != nil {
-			return nil, err
-		}
+	initPath, err := guestBinary(ctx, cfg)
+	if err != nil {
+		return nil, err
 	}
 	initBin, err := os.ReadFile(initPath)
 	if err != nil {

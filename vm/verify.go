@@ -2,10 +2,13 @@ package vm
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -27,6 +30,10 @@ type VerifyConfig struct {
 	Args  guest.VerifyArgs
 	// VM settings (Kernel and Files are filled in).
 	VM Config
+	// NoCache boots even when the record of the same package (its sha256),
+	// guest binary, QEMU machine and arguments is cached (a Deb only; a
+	// Build always boots).
+	NoCache bool
 }
 
 // Verification is the outcome of Verify: the guest's report and the summary.
@@ -34,6 +41,8 @@ type Verification struct {
 	Report  guest.VerifyReport
 	Summary VerifySummary
 	Timing  Timing
+	// Cached is the cache file the report came from ("" when booted).
+	Cached string
 }
 
 // VerifySummary counts agreements per field (see guest.VerifyRecord.Compare).
@@ -342,8 +351,60 @@ func writeRecordsJSON(w io.Writer, arch, policy string, records []guest.VerifyRe
 }
 
 // Verify boots the kernel of vc.Deb (or vc.Build) with the kboost-verify step
-// and returns the comparison.
+// and returns the comparison. The record of a Deb is cached under
+// $KBOOST_CACHE/verify (x86RecordPath; vc.NoCache boots again); the
+// summary is made anew from it on every call.
 func Verify(ctx context.Context, vc VerifyConfig) (*Verification, error) {
+	cfg := vc.VM
+	if cfg.MemoryMB == 0 {
+		cfg.MemoryMB = 1024
+	}
+	// Expedited RCU grace periods: unregistering a kprobe waits for one, and
+	// under TCG a normal grace period costs ~20 ms per probe. Kprobes' decisions
+	// do not depend on it.
+	cfg.Append = append(cfg.Append, "rcupdate.rcu_expedited=1")
+	// The guest times its waits (the optimizer's above all) by its own clock.
+	// Under TCG on a loaded host the kernel's TSC calibration can fail ("Fast
+	// TSC calibration failed", "Unable to calibrate against PIT"), and in one
+	// boot of Debian 7.2.13 the guest's clock ran 86 times faster than the
+	// host's (4 h of guest time in a 2m49s run): the 3 s optimizer wait was
+	// over in milliseconds and 1,181 detour buffers were not written yet. The
+	// HPET counts QEMU's virtual clock, whatever the calibration; kprobes'
+	// decisions do not depend on the clocksource.
+	cfg.Append = append(cfg.Append, "clocksource=hpet")
+	if os.Getenv("KBOOST_VERIFY_APPEND") != "" {
+		cfg.Append = append(cfg.Append, strings.Fields(os.Getenv("KBOOST_VERIFY_APPEND"))...)
+	}
+	// E.g. "-cpu max": a CPU with SMAP, whose clac the kernel writes into
+	// every optprobe detour buffer.
+	if os.Getenv("KBOOST_VERIFY_QEMUARGS") != "" {
+		cfg.QEMUArgs = append(cfg.QEMUArgs, strings.Fields(os.Getenv("KBOOST_VERIFY_QEMUARGS"))...)
+	}
+	if cfg.Timeout == 0 {
+		cfg.Timeout = 20 * time.Minute
+	}
+	v := &Verification{}
+	cache := ""
+	if vc.Build == nil {
+		// The guest predicts as well as records, so its binary is part of
+		// the key: a changed kboost-guest boots again.
+		var err error
+		if cfg.GuestBinary, err = guestBinary(ctx, cfg); err != nil {
+			return nil, err
+		}
+		key, err := json.Marshal(vc.Args)
+		if err != nil {
+			return nil, err
+		}
+		if cache, err = x86RecordPath(vc.Deb, cfg, key); err != nil {
+			return nil, err
+		}
+		if b, err := os.ReadFile(cache); err == nil && !vc.NoCache && json.Unmarshal(b, &v.Report) == nil && len(v.Report.Records) > 0 {
+			v.Cached = cache
+			v.Summary = Summarize(&v.Report)
+			return v, nil
+		}
+	}
 	var kernel, vml, config []byte
 	rel := ""
 	if vc.Build != nil {
@@ -373,7 +434,6 @@ func Verify(ctx context.Context, vc VerifyConfig) (*Verification, error) {
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
-	cfg := vc.VM
 	cfg.Kernel = dir + "/vmlinuz"
 	if err := os.WriteFile(cfg.Kernel, kernel, 0o644); err != nil {
 		return nil, err
@@ -387,33 +447,6 @@ func Verify(ctx context.Context, vc VerifyConfig) (*Verification, error) {
 	cfg.Files = append(append([]File{}, cfg.Files...),
 		File{Name: args.Vmlinux, Data: vml},
 		File{Name: args.Config, Data: config})
-	if cfg.MemoryMB == 0 {
-		cfg.MemoryMB = 1024
-	}
-	// Expedited RCU grace periods: unregistering a kprobe waits for one, and
-	// under TCG a normal grace period costs ~20 ms per probe. Kprobes' decisions
-	// do not depend on it.
-	cfg.Append = append(cfg.Append, "rcupdate.rcu_expedited=1")
-	// The guest times its waits (the optimizer's above all) by its own clock.
-	// Under TCG on a loaded host the kernel's TSC calibration can fail ("Fast
-	// TSC calibration failed", "Unable to calibrate against PIT"), and in one
-	// boot of Debian 7.2.13 the guest's clock ran 86 times faster than the
-	// host's (4 h of guest time in a 2m49s run): the 3 s optimizer wait was
-	// over in milliseconds and 1,181 detour buffers were not written yet. The
-	// HPET counts QEMU's virtual clock, whatever the calibration; kprobes'
-	// decisions do not depend on the clocksource.
-	cfg.Append = append(cfg.Append, "clocksource=hpet")
-	if os.Getenv("KBOOST_VERIFY_APPEND") != "" {
-		cfg.Append = append(cfg.Append, strings.Fields(os.Getenv("KBOOST_VERIFY_APPEND"))...)
-	}
-	// E.g. "-cpu max": a CPU with SMAP, whose clac the kernel writes into
-	// every optprobe detour buffer.
-	if os.Getenv("KBOOST_VERIFY_QEMUARGS") != "" {
-		cfg.QEMUArgs = append(cfg.QEMUArgs, strings.Fields(os.Getenv("KBOOST_VERIFY_QEMUARGS"))...)
-	}
-	if cfg.Timeout == 0 {
-		cfg.Timeout = 20 * time.Minute
-	}
 	raw, err := json.Marshal(args)
 	if err != nil {
 		return nil, err
@@ -425,7 +458,7 @@ func Verify(ctx context.Context, vc VerifyConfig) (*Verification, error) {
 	if err := res.Err(); err != nil {
 		return nil, err
 	}
-	v := &Verification{Timing: res.Timing}
+	v.Timing = res.Timing
 	b, ok := res.Files["kboost-verify.json"]
 	if !ok {
 		return nil, &ProtocolError{Reason: "no kboost-verify.json in the result"}
@@ -436,8 +469,45 @@ func Verify(ctx context.Context, vc VerifyConfig) (*Verification, error) {
 	if note := guestClockNote(time.Duration(v.Report.TimingMS["total"])*time.Millisecond, res.Timing.Boot); note != "" {
 		v.Report.Notes = append(v.Report.Notes, note)
 	}
+	if cache != "" {
+		if b, err := json.Marshal(&v.Report); err == nil {
+			_ = writeFileAtomic(cache, b, 0o644)
+		}
+	}
 	v.Summary = Summarize(&v.Report)
 	return v, nil
+}
+
+// x86RecordPath is where Verify caches the record of booting deb: keyed by
+// the package's contents (sha256), the guest binary's (which records and
+// predicts), the QEMU machine (AMD64.Machine, cfg.QEMUArgs, cfg.Append,
+// memory) and the recorder's arguments as the caller gave them (the paths
+// Verify adds follow from the package).
+func x86RecordPath(deb string, cfg Config, args []byte) (string, error) {
+	debSum, err := fileSHA256(deb)
+	if err != nil {
+		return "", err
+	}
+	guestSum, err := fileSHA256(cfg.GuestBinary)
+	if err != nil {
+		return "", err
+	}
+	machine := strings.Join(append(append(append([]string{}, AMD64.Machine...), cfg.QEMUArgs...), cfg.Append...), " ")
+	h := sha256.Sum256([]byte(fmt.Sprintf("x86 record v1\n%s\n%s\n%s\n%d\n%s", debSum, guestSum, machine, cfg.MemoryMB, args)))
+	return filepath.Join(CacheDir(), "verify", fmt.Sprintf("%s-x86-%s.json", strings.TrimSuffix(filepath.Base(deb), ".deb"), hex.EncodeToString(h[:])[:16])), nil
+}
+
+func fileSHA256(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // guestClockNote says when the guest's clock ran fast: its step took

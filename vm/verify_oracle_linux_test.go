@@ -18,7 +18,9 @@ import (
 // kboost's linux-6.1 predictions with what the kernel does for every instruction
 // boundary (and a sample of non-boundaries) of a sample of functions. The table
 // and every disagreement are printed in the log. KBOOST_VERIFY_SAMPLE overrides
-// the number of functions (default 300).
+// the number of functions (default 300). The record is Verify's cache entry
+// when the same package and guest made one (the log says which; cli's
+// TestOracleAuditX86Boot reads the same entry); KBOOST_NOCACHE=1 boots again.
 func TestOracleVerifyDebian(t *testing.T) {
 	oracleGate(t)
 	n := verifySample()
@@ -28,7 +30,8 @@ func TestOracleVerifyDebian(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v, err := Verify(ctx, VerifyConfig{Deb: deb, Args: guest.VerifyArgs{Sample: n, Seed: 1}})
+	start := time.Now()
+	v, err := Verify(ctx, VerifyConfig{Deb: deb, Args: guest.VerifyArgs{Sample: n, Seed: 1}, NoCache: os.Getenv("KBOOST_NOCACHE") == "1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,7 +39,7 @@ func TestOracleVerifyDebian(t *testing.T) {
 	if err := v.WriteTable(&buf); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("\n%s", buf.String())
+	t.Logf("record %s (%v)\n%s", cachedOr(v.Cached), time.Since(start).Round(time.Millisecond), buf.String())
 	s := v.Summary
 	if s.Functions < n {
 		t.Errorf("%d functions verified, want %d", s.Functions, n)

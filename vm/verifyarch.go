@@ -106,9 +106,9 @@ func (v *Verifier) String() string { return v.Arch.Name }
 
 var (
 	// AMD64Verifier runs Verify: Debian linux-image-amd64 (or the boost
-	// kernel), slots and detour buffers read from /proc/kcore.
+	// kernel, never cached), slots and detour buffers read from /proc/kcore.
 	AMD64Verifier = &Verifier{Arch: AMD64, DebianMeta: "linux-image-amd64", DefaultPolicy: "linux-6.1",
-		Fields: guest.VerifyFields, BoostKernel: true, Spacing: true,
+		Fields: guest.VerifyFields, BoostKernel: true, Spacing: true, Cached: true,
 		NonBoundary: "offsets inside instructions", run: verifyAMD64}
 	// ARM64Verifier runs VerifyARM64: Debian linux-image-arm64.
 	ARM64Verifier = &Verifier{Arch: ARM64, DebianMeta: "linux-image-arm64", DefaultPolicy: guest.ARM64Probes.DefaultPolicy,
@@ -166,12 +166,12 @@ func (v *Verifier) Verify(ctx context.Context, req VerifyRequest) (*VerifyOutcom
 func verifyAMD64(ctx context.Context, v *Verifier, req VerifyRequest) (*VerifyOutcome, error) {
 	va := guest.VerifyArgs{Policy: req.Policy, Funcs: req.Funcs, Pattern: req.Pattern, Sample: req.Sample,
 		Seed: req.Seed, MaxSize: req.MaxSize, NonBoundary: req.NonBoundary, Spacing: req.Spacing, Boundaries: req.Boundaries}
-	r, err := Verify(ctx, VerifyConfig{Deb: req.Deb, Build: req.Build, Args: va, VM: req.VM})
+	r, err := Verify(ctx, VerifyConfig{Deb: req.Deb, Build: req.Build, Args: va, VM: req.VM, NoCache: req.NoCache})
 	if err != nil {
 		return nil, err
 	}
 	return &VerifyOutcome{Verifier: v, Release: r.Report.Release, Policy: r.Report.Policy,
-		Summary: r.Summary, Fields: v.Fields, table: r.WriteTable, json: r.WriteJSON}, nil
+		Summary: r.Summary, Fields: v.Fields, Cached: r.Cached, table: r.WriteTable, json: r.WriteJSON}, nil
 }
 
 // fixedArgs maps a request to the fixed-width recorder's arguments (zero

@@ -69,9 +69,11 @@ status 1 (--fail=false: 0).
           (-M virt); function bytes from the zImage, [OPTIMIZED] after the
           delayed optimizer; slots read by the host through QEMU's monitor
           while the guest waits (the kernel has no /proc/kcore).
-The kernel's record of an arm64 or arm run is cached under
-$KBOOST_CACHE/verify (--no-cache boots again) and predicted anew on every
-run. Needs qemu-system-x86 (x86-64) or qemu-system-arm (arm64, arm), and for
+The kernel's record of a run is cached under $KBOOST_CACHE/verify
+(--no-cache boots again): arm64 and arm records are predicted anew on every
+run; an x86-64 record (of a Debian package, not of the boost kernel) holds
+the guest's predictions and is keyed by the package's sha256, the guest
+binary, the QEMU machine and the arguments. Needs qemu-system-x86 (x86-64) or qemu-system-arm (arm64, arm), and for
 the arm kernels their dpkg architectures (dpkg --add-architecture arm64
 armhf; apt-get update).
 
@@ -107,6 +109,9 @@ record per probe and a final summary object.`,
 			}
 			if cmd.Flags().Changed("no-cache") && !v.Cached {
 				return usagef("--no-cache: %s records are not cached (every run boots)", v.Arch.Name)
+			}
+			if cmd.Flags().Changed("no-cache") && deb == "" && kernel == "boost" {
+				return usagef("--no-cache: the boost kernel's records are not cached (every run boots)")
 			}
 			req := vm.VerifyRequest{Deb: deb, Sample: sample, Seed: int64(seed), Policy: policy, NoCache: noCache,
 				VM: vm.Config{Timeout: timeout}}
@@ -210,7 +215,7 @@ record per probe and a final summary object.`,
 	f.BoolVar(&jsonOut, "json", false, "one JSON record per probe, then a summary object")
 	f.BoolVar(&verbose, "verbose", false, "copy the guest console to stderr")
 	f.BoolVar(&failOnDiff, "fail", true, "exit 1 unless every probe agrees on every field")
-	f.BoolVar(&noCache, "no-cache", false, "boot even when the kernel's record is cached (arm64, arm)")
+	f.BoolVar(&noCache, "no-cache", false, "boot even when the kernel's record is cached")
 	durationVar(f, &timeout, "timeout", 30*time.Minute, time.Minute, 48*time.Hour, false, "bound for the whole run (1m to 48h)")
 	cmd.AddCommand(verify)
 	return cmd
