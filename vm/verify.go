@@ -27,6 +27,9 @@ type VerifyConfig struct {
 	Args  guest.VerifyArgs
 	// VM settings (Kernel and Files are filled in).
 	VM Config
+	// Uprobes, when set, runs the uprobe-trial step in the same boot, after
+	// kboost-verify (Verification.Uprobes).
+	Uprobes *UprobeTrialRequest
 }
 
 // Verification is the outcome of Verify: the guest's report and the summary.
@@ -34,6 +37,9 @@ type Verification struct {
 	Report  guest.VerifyReport
 	Summary VerifySummary
 	Timing  Timing
+	// Uprobes is the uprobe-trial step's report (VerifyConfig.Uprobes; nil
+	// when not requested).
+	Uprobes *guest.UprobeReport
 }
 
 // VerifySummary counts agreements per field (see guest.VerifyRecord.Compare).
@@ -342,7 +348,8 @@ func writeRecordsJSON(w io.Writer, arch, policy string, records []guest.VerifyRe
 }
 
 // Verify boots the kernel of vc.Deb (or vc.Build) with the kboost-verify step
-// and returns the comparison.
+// (and the uprobe-trial step after it when vc.Uprobes is set) and returns
+// the comparison.
 func Verify(ctx context.Context, vc VerifyConfig) (*Verification, error) {
 	var kernel, vml, config []byte
 	rel := ""
@@ -413,12 +420,23 @@ func Verify(ctx context.Context, vc VerifyConfig) (*Verification, error) {
 	}
 	if cfg.Timeout == 0 {
 		cfg.Timeout = 20 * time.Minute
+		if vc.Uprobes != nil {
+			cfg.Timeout += uprobeTimeout
+		}
 	}
 	raw, err := json.Marshal(args)
 	if err != nil {
 		return nil, err
 	}
-	res, err := Run(ctx, cfg, guest.Step{Name: "kboost-verify", Args: raw})
+	steps := []guest.Step{{Name: "kboost-verify", Args: raw}}
+	if vc.Uprobes != nil {
+		st, err := vc.Uprobes.step(&cfg)
+		if err != nil {
+			return nil, err
+		}
+		steps = append(steps, st)
+	}
+	res, err := Run(ctx, cfg, steps...)
 	if err != nil {
 		return nil, err
 	}
@@ -437,6 +455,11 @@ func Verify(ctx context.Context, vc VerifyConfig) (*Verification, error) {
 		v.Report.Notes = append(v.Report.Notes, note)
 	}
 	v.Summary = Summarize(&v.Report)
+	if vc.Uprobes != nil {
+		if v.Uprobes, err = uprobeReport(res, v.Report.Release); err != nil {
+			return nil, err
+		}
+	}
 	return v, nil
 }
 
