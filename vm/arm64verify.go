@@ -30,6 +30,10 @@ type ARM64VerifyConfig struct {
 	// NoCache boots even when the kernel's record for the same package, QEMU
 	// machine (Arch.Machine, VM.QEMUArgs, VM.Append) and arguments is cached.
 	NoCache bool
+	// Uprobes, when set, runs the uprobe-trial step in the same boot, after
+	// the recorder's (ARM64Verification.Uprobes). Its report is cached with
+	// the record, under a key that adds the request.
+	Uprobes *UprobeTrialRequest
 }
 
 // ARM64Verification is the outcome of VerifyARM64.
@@ -37,6 +41,9 @@ type ARM64Verification struct {
 	Report guest.ARM64Report
 	Timing Timing
 	Cached string // the cache file the report came from, "" when booted
+	// Uprobes is the uprobe-trial step's report (ARM64VerifyConfig.Uprobes;
+	// nil when not requested).
+	Uprobes *guest.UprobeReport
 }
 
 // VerifyARM64 boots the arm64 kernel of vc.Deb under qemu-system-aarch64 with
@@ -60,9 +67,14 @@ func VerifyARM64(ctx context.Context, vc ARM64VerifyConfig) (*ARM64Verification,
 		return nil, fmt.Errorf("vm: config of %s: %w", filepath.Base(vc.Deb), err)
 	}
 	v := &ARM64Verification{}
-	cached, err := cachedRecord(vc.Deb, ARM64, cfg, guest.ARM64RecordVersion, vc.Args, vc.NoCache, &v.Report, func(raw json.RawMessage) error {
-		return v.boot(ctx, cfg, dk, raw)
-	})
+	var cached string
+	if vc.Uprobes == nil {
+		cached, err = cachedRecord(vc.Deb, ARM64, cfg, guest.ARM64RecordVersion, vc.Args, vc.NoCache, &v.Report, func(raw json.RawMessage) error {
+			return v.boot(ctx, cfg, dk, raw, nil)
+		})
+	} else {
+		cached, err = v.cachedWithUprobes(ctx, vc, cfg, dk)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -79,13 +91,44 @@ func VerifyARM64(ctx context.Context, vc ARM64VerifyConfig) (*ARM64Verification,
 	return v, nil
 }
 
-func (v *ARM64Verification) boot(ctx context.Context, cfg Config, dk *kimage.DebKernel, args json.RawMessage) error {
-	return bootFixed(ctx, cfg, dk, args, "Image", guest.ARM64VerifyStep, guest.ARM64VerifyFile, &v.Report, &v.Timing)
+func (v *ARM64Verification) boot(ctx context.Context, cfg Config, dk *kimage.DebKernel, args json.RawMessage, up *UprobeTrialRequest) error {
+	v.Report, v.Uprobes = guest.ARM64Report{}, nil
+	return bootFixed(ctx, cfg, dk, args, "Image", guest.ARM64VerifyStep, guest.ARM64VerifyFile, &v.Report, &v.Timing, up, &v.Uprobes)
+}
+
+// fixedUprobeRecord is what the records cache holds for a verification
+// with uprobe trials: the recorder's report (its fields at the top level,
+// as a record cached without them) and the uprobe-trial report.
+type fixedUprobeRecord struct {
+	*guest.ARM64Report
+	Uprobes *guest.UprobeReport `json:"uprobe_trial"`
+}
+
+// cachedWithUprobes is cachedRecord for a request with uprobe trials: the
+// key adds the request (UprobeTrialRequest.cacheKey) and a cached value
+// serves only when it holds both reports, so a cache hit never drops the
+// trials.
+func (v *ARM64Verification) cachedWithUprobes(ctx context.Context, vc ARM64VerifyConfig, cfg Config, dk *kimage.DebKernel) (string, error) {
+	key, err := vc.Uprobes.cacheKey()
+	if err != nil {
+		return "", err
+	}
+	c := &fixedUprobeRecord{ARM64Report: &v.Report}
+	cached, err := cachedValue(vc.Deb, ARM64, cfg, guest.ARM64RecordVersion, vc.Args, key, vc.NoCache, c, func() bool {
+		return len(v.Report.Records) > 0 && c.Uprobes != nil && len(c.Uprobes.Records) > 0
+	}, func(raw json.RawMessage) error {
+		err := v.boot(ctx, cfg, dk, raw, vc.Uprobes)
+		c.Uprobes = v.Uprobes
+		return err
+	})
+	v.Uprobes = c.Uprobes
+	return cached, err
 }
 
 // bootFixed boots dk (its vmlinuz written as kernelFile) with the fixed-width
-// kprobe recorder step and decodes the step's report file into report.
-func bootFixed(ctx context.Context, cfg Config, dk *kimage.DebKernel, args json.RawMessage, kernelFile, step, file string, report *guest.ARM64Report, timing *Timing) error {
+// kprobe recorder step and decodes the step's report file into report; with
+// up, the uprobe-trial step runs after it and its report goes to upReport.
+func bootFixed(ctx context.Context, cfg Config, dk *kimage.DebKernel, args json.RawMessage, kernelFile, step, file string, report *guest.ARM64Report, timing *Timing, up *UprobeTrialRequest, upReport **guest.UprobeReport) error {
 	dir, err := os.MkdirTemp("", step+"-")
 	if err != nil {
 		return err
@@ -105,8 +148,19 @@ func bootFixed(ctx context.Context, cfg Config, dk *kimage.DebKernel, args json.
 	cfg.Append = append(cfg.Append, "rcupdate.rcu_expedited=1")
 	if cfg.Timeout == 0 {
 		cfg.Timeout = 45 * time.Minute
+		if up != nil {
+			cfg.Timeout += uprobeTimeout
+		}
 	}
-	res, err := Run(ctx, cfg, guest.Step{Name: step, Args: args})
+	steps := []guest.Step{{Name: step, Args: args}}
+	if up != nil {
+		st, err := up.step(&cfg)
+		if err != nil {
+			return err
+		}
+		steps = append(steps, st)
+	}
+	res, err := Run(ctx, cfg, steps...)
 	if err != nil {
 		return err
 	}
@@ -129,6 +183,11 @@ func bootFixed(ctx context.Context, cfg Config, dk *kimage.DebKernel, args json.
 	}
 	if dk.Version != "" && report.Release != dk.Version {
 		return fmt.Errorf("vm: booted %s but the guest says it runs %q", dk.Version, report.Release)
+	}
+	if up != nil {
+		if *upReport, err = uprobeReport(res, report.Release); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -401,21 +460,32 @@ func sumCounts(m map[string]int) int {
 // boot, whose record is then cached. cached names the cache file used, ""
 // after a boot.
 func cachedRecord(deb string, arch *Arch, cfg Config, version int, args guest.ARM64VerifyArgs, noCache bool, report *guest.ARM64Report, boot func(raw json.RawMessage) error) (cached string, err error) {
+	return cachedValue(deb, arch, cfg, version, args, nil, noCache, report, func() bool { return len(report.Records) > 0 }, boot)
+}
+
+// cachedValue is cachedRecord for any cached value: extra, when not empty,
+// is part of the key (without it the key is cachedRecord's), and complete
+// tells whether what the cache file gave is whole (else boot).
+func cachedValue(deb string, arch *Arch, cfg Config, version int, args guest.ARM64VerifyArgs, extra []byte, noCache bool, value any, complete func() bool, boot func(raw json.RawMessage) error) (cached string, err error) {
 	args.Policy = ""
 	raw, err := json.Marshal(args)
 	if err != nil {
 		return "", err
 	}
 	machine := strings.Join(append(append(append([]string{}, arch.Machine...), cfg.QEMUArgs...), cfg.Append...), " ")
-	h := sha256.Sum256([]byte(fmt.Sprintf("%s\n%s\n%d\n%s", filepath.Base(deb), machine, version, raw)))
+	key := fmt.Sprintf("%s\n%s\n%d\n%s", filepath.Base(deb), machine, version, raw)
+	if len(extra) > 0 {
+		key += "\n" + string(extra)
+	}
+	h := sha256.Sum256([]byte(key))
 	cache := filepath.Join(CacheDir(), "verify", fmt.Sprintf("%s-%s.json", strings.TrimSuffix(filepath.Base(deb), ".deb"), hex.EncodeToString(h[:])[:16]))
-	if b, err := os.ReadFile(cache); err == nil && !noCache && json.Unmarshal(b, report) == nil && len(report.Records) > 0 {
+	if b, err := os.ReadFile(cache); err == nil && !noCache && json.Unmarshal(b, value) == nil && complete() {
 		return cache, nil
 	}
 	if err := boot(raw); err != nil {
 		return "", err
 	}
-	if b, err := json.Marshal(report); err == nil {
+	if b, err := json.Marshal(value); err == nil {
 		_ = writeFileAtomic(cache, b, 0o644)
 	}
 	return "", nil

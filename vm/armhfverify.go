@@ -88,7 +88,7 @@ func VerifyARM(ctx context.Context, vc ARMVerifyConfig) (*ARMVerification, error
 }
 
 func (v *ARMVerification) boot(ctx context.Context, cfg Config, dk *kimage.DebKernel, args json.RawMessage) error {
-	return bootFixed(ctx, cfg, dk, args, "zImage", guest.ARMVerifyStep, guest.ARMVerifyFile, &v.Report, &v.Timing)
+	return bootFixed(ctx, cfg, dk, args, "zImage", guest.ARMVerifyStep, guest.ARMVerifyFile, &v.Report, &v.Timing, nil, nil)
 }
 
 // ARMImageBase is kimage.ARMImageBase (kept for vm's callers).

@@ -138,12 +138,14 @@
 //
 // # Uprobes in a booted kernel
 //
-// UprobeTrials boots a Debian amd64 or arm64 package's kernel with the
-// uprobe-trial step (package guest) on a static program of uprobe's trial
-// protocol copied into the initramfs: every given point is probed in its own
-// process and the guest reports errno, site bytes, the [uprobes] and
+// The uprobe-trial step (package guest) probes a static program of uprobe's
+// trial protocol, copied into the initramfs, at every given point, each in
+// its own process; the guest reports errno, site bytes, the [uprobes] and
 // [uprobes-trampoline] mappings and hits, for the host to compare with the
-// uprobes model of the guest's release (uprobe.TrialAgrees).
+// uprobes model of the guest's release (uprobe.TrialAgrees). A verification
+// runs it in its own boot, after its step (VerifyRequest.Uprobes, on x86-64
+// and arm64; cached with the arm64 record under a key naming the program
+// and its points); UprobeTrials boots a kernel for the step alone.
 //
 // # A host that refuses 32-bit executables
 //

@@ -3,66 +3,63 @@
 package vm
 
 import (
-	"context"
 	"os/exec"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/kboost/kboost/kimage"
 	"github.com/kboost/kboost/uprobe"
 	"github.com/kboost/kboost/vm/guest"
 )
 
-// Issue 12's uprobes side of the booted kernels: uprobe's oracle corpus
-// (uprobe/testdata/corpus.c, built static with gcc) probed inside Debian's
-// 7.2 and 6.12 amd64 kernels, one process per site, compared with the
-// uprobes model of the guest's release: refused with the errno or accepted,
-// the path read back from the site's bytes and the guest's maps (int3 with
-// or without the [uprobes] XOL page, the call into [uprobes-trampoline]),
-// and the hits equal to the calls.
-func TestOracleUprobeGuest72(t *testing.T) { uprobeGuest(t, "7.2", uprobeAMD64) }
+// Issue 12's uprobes side of the booted kernels, run by
+// TestOracleVerifyVersions in the boot of each kernel it verifies (the
+// uprobe-trial step after kboost-verify): uprobe's oracle corpus probed
+// inside Debian's 7.2 and 6.12 kernels, one process per site, compared with
+// the uprobes model of the guest's release: refused with the errno or
+// accepted, the path read back from the site's bytes and the guest's maps
+// (int3 or BRK with or without the [uprobes] XOL page, the call into
+// [uprobes-trampoline]), and the hits equal to the calls.
+//
+// amd64: uprobe/testdata/corpus.c built static with gcc; the guest's CPU is
+// QEMU's max (the corpus holds AVX instructions). arm64:
+// uprobe/testdata/corpus_a64.c built by clang against Debian's arm64 cross
+// libc (gcc-aarch64-linux-gnu cannot be installed beside gcc-multilib,
+// which the i386 corpora need), on the verification's cortex-a57.
 
-func TestOracleUprobeGuest612(t *testing.T) { uprobeGuest(t, "6.12", uprobeAMD64) }
-
-// The arm64 corpus (uprobe/testdata/corpus_a64.c, built by clang against
-// Debian's arm64 cross libc: gcc-aarch64-linux-gnu cannot be installed
-// beside gcc-multilib, which the i386 corpora need) in
-// Debian's 7.2 and 6.12 arm64 kernels (cortex-a57), against uprobes-7.2-arm64
-// and uprobes-6.12-arm64.
-func TestOracleUprobeGuestARM64_72(t *testing.T) { uprobeGuest(t, "7.2", uprobeARM64) }
-
-func TestOracleUprobeGuestARM64_612(t *testing.T) { uprobeGuest(t, "6.12", uprobeARM64) }
-
-// uprobeGuestArch is one architecture's corpus and machine.
+// uprobeGuestArch is one architecture's corpus and the QEMU arguments its
+// guest needs.
 type uprobeGuestArch struct {
-	meta, src string
-	cc        []string // the compiler command
-	arch      *Arch
-	qemu      []string
-	least     int // sites the corpus must have
+	src   string
+	cc    []string // the compiler command
+	qemu  []string
+	least int // sites the corpus must have
 }
 
 var (
-	uprobeAMD64 = uprobeGuestArch{"linux-image-amd64", "corpus.c", []string{"gcc"}, AMD64, []string{"-cpu", "max"}, 300}
-	uprobeARM64 = uprobeGuestArch{"linux-image-arm64", "corpus_a64.c", []string{"clang", "--target=aarch64-linux-gnu"}, ARM64, nil, 150}
+	uprobeAMD64 = uprobeGuestArch{"corpus.c", []string{"gcc"}, []string{"-cpu", "max"}, 300}
+	uprobeARM64 = uprobeGuestArch{"corpus_a64.c", []string{"clang", "--target=aarch64-linux-gnu"}, nil, 150}
 )
 
-func uprobeGuest(t *testing.T, version string, ga uprobeGuestArch) {
-	oracleGate(t)
+// uprobeCalls is how many times each run point's function is called.
+const uprobeCalls = 7
+
+// uprobeCorpus is one architecture's built corpus and its points.
+type uprobeCorpus struct {
+	bin   string
+	b     *uprobe.Binary
+	pts   []guest.UprobePoint
+	addrs []uint64
+}
+
+// buildUprobeCorpus compiles ga's corpus into dir and lists its points.
+func buildUprobeCorpus(t *testing.T, ga uprobeGuestArch, dir string) *uprobeCorpus {
+	t.Helper()
 	if _, err := exec.LookPath(ga.cc[0]); err != nil {
 		t.Fatalf("%s: %v (scripts/setup.sh installs it)", ga.cc[0], err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
-	defer cancel()
-	deb, err := kimage.FetchDebianKernelVersion(ctx, ga.meta, version)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
 	bin := filepath.Join(dir, "corpus")
 	src, _ := filepath.Abs("../uprobe/testdata/" + ga.src)
 	cc := append(append([]string{}, ga.cc...), "-O1", "-static", "-o", bin, src)
@@ -73,34 +70,44 @@ func uprobeGuest(t *testing.T, version string, ga uprobeGuestArch) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer b.Close()
+	t.Cleanup(func() { b.Close() })
 	pts, addrs := uprobeCorpusPoints(t, b, bin, ga.least)
-	const calls = 7
-	start := time.Now()
-	rep, tm, err := UprobeTrials(ctx, deb, bin, guest.UprobeArgs{Calls: calls, Points: pts}, Config{Arch: ga.arch, QEMUArgs: ga.qemu})
-	if err != nil {
-		t.Fatal(err)
+	return &uprobeCorpus{bin, b, pts, addrs}
+}
+
+// request is the uprobe-trial request of the corpus.
+func (c *uprobeCorpus) request() *UprobeTrialRequest {
+	return &UprobeTrialRequest{Bin: c.bin, Args: guest.UprobeArgs{Calls: uprobeCalls, Points: c.pts}}
+}
+
+// checkUprobeReport requires every point of the corpus to agree with the
+// model the guest's release picks (uprobes-<version>), but for the single-
+// stepped pause where this guest's CPU is measured to lose the trap after it.
+func checkUprobeReport(t *testing.T, c *uprobeCorpus, rep *guest.UprobeReport, version string) {
+	t.Helper()
+	if rep == nil {
+		t.Fatal("no uprobe-trial report")
 	}
 	k, note := uprobe.ForRelease(rep.Release)
-	t.Logf("guest %s %s: model %s (%s) %s; %d points in %.0f s inside the guest; boot+steps %.0f s, total %.0f s",
-		rep.Release, rep.Machine, k.Name, k.PolicyFor(b.Arch).Name, note, len(rep.Records), rep.Seconds, tm.Boot.Seconds(), time.Since(start).Seconds())
+	t.Logf("guest %s %s: model %s (%s) %s; %d points in %.0f s inside the guest",
+		rep.Release, rep.Machine, k.Name, k.PolicyFor(c.b.Arch).Name, note, len(rep.Records), rep.Seconds)
 	if want := "uprobes-" + version; k.Name != want {
 		t.Fatalf("release %s picks %s, want %s", rep.Release, k.Name, want)
 	}
-	if len(rep.Records) != len(pts) {
-		t.Fatalf("%d records for %d points", len(rep.Records), len(pts))
+	if len(rep.Records) != len(c.pts) {
+		t.Fatalf("%d records for %d points", len(rep.Records), len(c.pts))
 	}
-	lost := trapLostAfterPause(t, bin, pts, rep)
+	lost := trapLostAfterPause(t, c.bin, c.pts, rep)
 	count := map[string]int{}
 	bad, qemu := 0, 0
 	for i, r := range rep.Records {
-		p := pts[i]
+		p := c.pts[i]
 		if r.Err != "" {
 			bad++
 			t.Errorf("%s: %s", p.Name, r.Err)
 			continue
 		}
-		s, _, err := uprobe.Check(b, k, uprobe.Request{Addr: addrs[i], HasAddr: true})
+		s, _, err := uprobe.Check(c.b, k, uprobe.Request{Addr: c.addrs[i], HasAddr: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -111,7 +118,7 @@ func uprobeGuest(t *testing.T, version string, ga uprobeGuestArch) {
 			t.Logf("%s %s (%s): kboost %s; the process died at the first hit: this guest's CPU does not trap after a pause with TF set (k_tfpause), so the copy in the XOL page runs on", p.Name, uprobe.SpacedHex(s.Bytes), s.Asm, s.Path)
 			continue
 		}
-		if ok, why := uprobe.TrialAgrees(&s, &r.Result, p.NoRun, calls, 8); !ok {
+		if ok, why := uprobe.TrialAgrees(&s, &r.Result, p.NoRun, uprobeCalls, 8); !ok {
 			bad++
 			t.Errorf("%s %s (%s): %s", p.Name, uprobe.SpacedHex(s.Bytes), s.Asm, why)
 		} else if testing.Verbose() {

@@ -34,6 +34,9 @@ type VerifyConfig struct {
 	// guest binary, QEMU machine and arguments is cached (a Deb only; a
 	// Build always boots).
 	NoCache bool
+	// Uprobes, when set, runs the uprobe-trial step in the same boot, after
+	// kboost-verify (Verification.Uprobes).
+	Uprobes *UprobeTrialRequest
 }
 
 // Verification is the outcome of Verify: the guest's report and the summary.
@@ -43,6 +46,9 @@ type Verification struct {
 	Timing  Timing
 	// Cached is the cache file the report came from ("" when booted).
 	Cached string
+	// Uprobes is the uprobe-trial step's report (VerifyConfig.Uprobes; nil
+	// when not requested).
+	Uprobes *guest.UprobeReport
 }
 
 // VerifySummary counts agreements per field (see guest.VerifyRecord.Compare).
@@ -350,10 +356,18 @@ func writeRecordsJSON(w io.Writer, arch, policy string, records []guest.VerifyRe
 	return enc.Encode(summary)
 }
 
+// x86Cached is a cached x86 record: the guest's report and, when trials were
+// requested, the uprobe-trial report of the same boot.
+type x86Cached struct {
+	*guest.VerifyReport
+	Uprobes *guest.UprobeReport `json:"uprobe_trial,omitempty"`
+}
+
 // Verify boots the kernel of vc.Deb (or vc.Build) with the kboost-verify step
-// and returns the comparison. The record of a Deb is cached under
-// $KBOOST_CACHE/verify (x86RecordPath; vc.NoCache boots again); the
-// summary is made anew from it on every call.
+// (and the uprobe-trial step after it when vc.Uprobes is set) and returns
+// the comparison. The record of a Deb is cached under $KBOOST_CACHE/verify
+// (x86RecordPath; vc.NoCache boots again), together with the uprobe report
+// when trials were requested; the summary is made anew from it on every call.
 func Verify(ctx context.Context, vc VerifyConfig) (*Verification, error) {
 	cfg := vc.VM
 	if cfg.MemoryMB == 0 {
@@ -382,6 +396,9 @@ func Verify(ctx context.Context, vc VerifyConfig) (*Verification, error) {
 	}
 	if cfg.Timeout == 0 {
 		cfg.Timeout = 20 * time.Minute
+		if vc.Uprobes != nil {
+			cfg.Timeout += uprobeTimeout
+		}
 	}
 	v := &Verification{}
 	cache := ""
@@ -396,14 +413,28 @@ func Verify(ctx context.Context, vc VerifyConfig) (*Verification, error) {
 		if err != nil {
 			return nil, err
 		}
+		if vc.Uprobes != nil {
+			// A record cached without trials (or with other ones) must not
+			// answer a request with them.
+			k, err := vc.Uprobes.cacheKey()
+			if err != nil {
+				return nil, err
+			}
+			key = append(append(key, '\n'), k...)
+		}
 		if cache, err = x86RecordPath(vc.Deb, cfg, key); err != nil {
 			return nil, err
 		}
-		if b, err := os.ReadFile(cache); err == nil && !vc.NoCache && json.Unmarshal(b, &v.Report) == nil && len(v.Report.Records) > 0 {
+		var c x86Cached
+		c.VerifyReport = &v.Report
+		if b, err := os.ReadFile(cache); err == nil && !vc.NoCache && json.Unmarshal(b, &c) == nil && len(v.Report.Records) > 0 &&
+			(vc.Uprobes == nil || (c.Uprobes != nil && len(c.Uprobes.Records) > 0)) {
 			v.Cached = cache
+			v.Uprobes = c.Uprobes
 			v.Summary = Summarize(&v.Report)
 			return v, nil
 		}
+		v.Report = guest.VerifyReport{}
 	}
 	var kernel, vml, config []byte
 	rel := ""
@@ -451,7 +482,15 @@ func Verify(ctx context.Context, vc VerifyConfig) (*Verification, error) {
 	if err != nil {
 		return nil, err
 	}
-	res, err := Run(ctx, cfg, guest.Step{Name: "kboost-verify", Args: raw})
+	steps := []guest.Step{{Name: "kboost-verify", Args: raw}}
+	if vc.Uprobes != nil {
+		st, err := vc.Uprobes.step(&cfg)
+		if err != nil {
+			return nil, err
+		}
+		steps = append(steps, st)
+	}
+	res, err := Run(ctx, cfg, steps...)
 	if err != nil {
 		return nil, err
 	}
@@ -469,12 +508,17 @@ func Verify(ctx context.Context, vc VerifyConfig) (*Verification, error) {
 	if note := guestClockNote(time.Duration(v.Report.TimingMS["total"])*time.Millisecond, res.Timing.Boot); note != "" {
 		v.Report.Notes = append(v.Report.Notes, note)
 	}
+	v.Summary = Summarize(&v.Report)
+	if vc.Uprobes != nil {
+		if v.Uprobes, err = uprobeReport(res, v.Report.Release); err != nil {
+			return nil, err
+		}
+	}
 	if cache != "" {
-		if b, err := json.Marshal(&v.Report); err == nil {
+		if b, err := json.Marshal(x86Cached{&v.Report, v.Uprobes}); err == nil {
 			_ = writeFileAtomic(cache, b, 0o644)
 		}
 	}
-	v.Summary = Summarize(&v.Report)
 	return v, nil
 }
 

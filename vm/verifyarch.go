@@ -43,6 +43,10 @@ type VerifyRequest struct {
 	// NoCache boots even when the kernel's record is cached (architectures
 	// whose records are cached: Verifier.Cached).
 	NoCache bool
+	// Uprobes runs the uprobe-trial step in the same boot, after the
+	// verification's (architectures with Verifier.UprobeTrials); the report
+	// is VerifyOutcome.Uprobes, cached with the record where records are.
+	Uprobes *UprobeTrialRequest
 }
 
 // VerifyOutcome is a verification's result, whatever the architecture: the
@@ -58,6 +62,9 @@ type VerifyOutcome struct {
 	Fields  []string
 	// Cached is the cache file the kernel's record came from ("" when booted).
 	Cached string
+	// Uprobes is the uprobe-trial report (VerifyRequest.Uprobes; nil when
+	// not requested).
+	Uprobes *guest.UprobeReport
 
 	table, json func(io.Writer) error
 }
@@ -95,6 +102,8 @@ type Verifier struct {
 	// recorder plans its probes function by function). Cached: the kernel's
 	// record is cached under $KBOOST_CACHE/verify (VerifyRequest.NoCache).
 	BoostKernel, Spacing, Cached bool
+	// UprobeTrials: VerifyRequest.Uprobes can run in the verification's boot.
+	UprobeTrials bool
 	// NonBoundary names what VerifyRequest.NonBoundary probes on this
 	// architecture.
 	NonBoundary string
@@ -108,11 +117,11 @@ var (
 	// AMD64Verifier runs Verify: Debian linux-image-amd64 (or the boost
 	// kernel, never cached), slots and detour buffers read from /proc/kcore.
 	AMD64Verifier = &Verifier{Arch: AMD64, DebianMeta: "linux-image-amd64", DefaultPolicy: "linux-6.1",
-		Fields: guest.VerifyFields, BoostKernel: true, Spacing: true, Cached: true,
+		Fields: guest.VerifyFields, BoostKernel: true, Spacing: true, Cached: true, UprobeTrials: true,
 		NonBoundary: "offsets inside instructions", run: verifyAMD64}
 	// ARM64Verifier runs VerifyARM64: Debian linux-image-arm64.
 	ARM64Verifier = &Verifier{Arch: ARM64, DebianMeta: "linux-image-arm64", DefaultPolicy: guest.ARM64Probes.DefaultPolicy,
-		Fields: guest.ARM64Fields, Cached: true, NonBoundary: "misaligned offsets", run: verifyARM64}
+		Fields: guest.ARM64Fields, Cached: true, UprobeTrials: true, NonBoundary: "misaligned offsets", run: verifyARM64}
 	// ARMVerifier runs VerifyARM: Debian linux-image-armmp.
 	ARMVerifier = &Verifier{Arch: ARM, DebianMeta: "linux-image-armmp", DefaultPolicy: guest.ARMProbes.DefaultPolicy,
 		Fields: guest.ARMFields, Cached: true, NonBoundary: "misaligned offsets", run: verifyARM}
@@ -153,6 +162,9 @@ func (v *Verifier) Verify(ctx context.Context, req VerifyRequest) (*VerifyOutcom
 	if req.Boundaries != 0 && !v.Spacing {
 		return nil, fmt.Errorf("vm: a bound on boundaries per function applies to x86-64 only (%s records every boundary)", v.Arch.Name)
 	}
+	if req.Uprobes != nil && !v.UprobeTrials {
+		return nil, fmt.Errorf("vm: no uprobe trials in a %s verification (x86-64 and arm64 guests run them)", v.Arch.Name)
+	}
 	if req.Deb == "" && req.Build == nil {
 		deb, err := kimage.FetchDebianKernel(ctx, v.DebianMeta)
 		if err != nil {
@@ -166,12 +178,12 @@ func (v *Verifier) Verify(ctx context.Context, req VerifyRequest) (*VerifyOutcom
 func verifyAMD64(ctx context.Context, v *Verifier, req VerifyRequest) (*VerifyOutcome, error) {
 	va := guest.VerifyArgs{Policy: req.Policy, Funcs: req.Funcs, Pattern: req.Pattern, Sample: req.Sample,
 		Seed: req.Seed, MaxSize: req.MaxSize, NonBoundary: req.NonBoundary, Spacing: req.Spacing, Boundaries: req.Boundaries}
-	r, err := Verify(ctx, VerifyConfig{Deb: req.Deb, Build: req.Build, Args: va, VM: req.VM, NoCache: req.NoCache})
+	r, err := Verify(ctx, VerifyConfig{Deb: req.Deb, Build: req.Build, Args: va, VM: req.VM, NoCache: req.NoCache, Uprobes: req.Uprobes})
 	if err != nil {
 		return nil, err
 	}
 	return &VerifyOutcome{Verifier: v, Release: r.Report.Release, Policy: r.Report.Policy,
-		Summary: r.Summary, Fields: v.Fields, Cached: r.Cached, table: r.WriteTable, json: r.WriteJSON}, nil
+		Summary: r.Summary, Fields: v.Fields, Cached: r.Cached, Uprobes: r.Uprobes, table: r.WriteTable, json: r.WriteJSON}, nil
 }
 
 // fixedArgs maps a request to the fixed-width recorder's arguments (zero
@@ -183,11 +195,13 @@ func fixedArgs(req VerifyRequest) guest.ARM64VerifyArgs {
 }
 
 func verifyARM64(ctx context.Context, v *Verifier, req VerifyRequest) (*VerifyOutcome, error) {
-	r, err := VerifyARM64(ctx, ARM64VerifyConfig{Deb: req.Deb, Args: fixedArgs(req), VM: req.VM, NoCache: req.NoCache})
+	r, err := VerifyARM64(ctx, ARM64VerifyConfig{Deb: req.Deb, Args: fixedArgs(req), VM: req.VM, NoCache: req.NoCache, Uprobes: req.Uprobes})
 	if err != nil {
 		return nil, err
 	}
-	return fixedOutcome(v, &r.Report, arm64View, r.Cached, r.WriteTable), nil
+	o := fixedOutcome(v, &r.Report, arm64View, r.Cached, r.WriteTable)
+	o.Uprobes = r.Uprobes
+	return o, nil
 }
 
 func verifyARM(ctx context.Context, v *Verifier, req VerifyRequest) (*VerifyOutcome, error) {

@@ -44,6 +44,9 @@ func TestVerifierRefuses(t *testing.T) {
 	if _, err := ARMVerifier.Verify(ctx, VerifyRequest{Spacing: 8}); err == nil || !strings.Contains(err.Error(), "spacing") {
 		t.Errorf("arm with spacing: %v", err)
 	}
+	if _, err := ARMVerifier.Verify(ctx, VerifyRequest{Uprobes: &UprobeTrialRequest{}}); err == nil || !strings.Contains(err.Error(), "uprobe trials") {
+		t.Errorf("arm with uprobe trials: %v", err)
+	}
 }
 
 // TestFixedOutcomeJSON: the JSON of a fixed-width record is one record per

@@ -21,11 +21,12 @@ var verifyVersionCases = []struct {
 	version  string
 	verifier *Verifier
 	policy   string // the policy the booted kernel's release must pick
+	uprobes  uprobeGuestArch
 }{
-	{"6.12", AMD64Verifier, "linux-6.12"},
-	{"7.2", AMD64Verifier, "linux-7.2"},
-	{"6.12", ARM64Verifier, "linux-6.12-arm64"},
-	{"7.2", ARM64Verifier, "linux-7.2-arm64"},
+	{"6.12", AMD64Verifier, "linux-6.12", uprobeAMD64},
+	{"7.2", AMD64Verifier, "linux-7.2", uprobeAMD64},
+	{"6.12", ARM64Verifier, "linux-6.12-arm64", uprobeARM64},
+	{"7.2", ARM64Verifier, "linux-7.2-arm64", uprobeARM64},
 }
 
 // TestOracleVerifyVersions boots Debian's 6.12 and 7.2 kernels (amd64 and
@@ -35,9 +36,12 @@ var verifyVersionCases = []struct {
 // under the policy the kernel's own release picks: errno, the probed address,
 // [FTRACE], [OPTIMIZED], the kernel's slot bytes and (amd64) the optprobe
 // detour buffers read from /proc/kcore. Every field must agree on every
-// probe; nothing is excluded. The arm64 records are cached (as
-// TestOracleVerifyARM64's, with the same arguments; KBOOST_NOCACHE=1 boots
-// again) and predicted anew.
+// probe; nothing is excluded. In the same boot, after the verification, the
+// uprobe-trial step probes uprobe's corpus in the guest, and every site must
+// agree with the uprobes model of the release (checkUprobeReport; amd64
+// guests get QEMU's max CPU, the corpus's AVX sites need it). The arm64
+// records are cached with the uprobe-trial report (KBOOST_NOCACHE=1 boots
+// again) and predicted and judged anew.
 //
 // An amd64 kernel registers each probe in a few milliseconds under TCG, so
 // there the test probes at most KBOOST_VERIFY_BOUNDARIES instruction
@@ -59,7 +63,9 @@ func TestOracleVerifyVersions(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			req := VerifyRequest{Deb: deb, Sample: n, Seed: 1, NoCache: tc.verifier.Cached && os.Getenv("KBOOST_NOCACHE") == "1"}
+			corpus := buildUprobeCorpus(t, tc.uprobes, t.TempDir())
+			req := VerifyRequest{Deb: deb, Sample: n, Seed: 1, NoCache: tc.verifier.Cached && os.Getenv("KBOOST_NOCACHE") == "1",
+				Uprobes: corpus.request(), VM: Config{QEMUArgs: tc.uprobes.qemu}}
 			if tc.verifier.Spacing {
 				req.Boundaries = bounds
 			}
@@ -73,6 +79,7 @@ func TestOracleVerifyVersions(t *testing.T) {
 			}
 			t.Logf("%s (%v, record %s)\n%s", deb, time.Since(start).Round(time.Second), cachedOr(o.Cached), buf.String())
 			checkVersionOutcome(t, o, n, tc.version, tc.policy)
+			checkUprobeReport(t, corpus, o.Uprobes, tc.version)
 		})
 	}
 }
