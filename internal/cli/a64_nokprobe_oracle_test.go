@@ -13,6 +13,7 @@ import (
 
 	"github.com/kboost/kboost/internal/kernelref"
 	"github.com/kboost/kboost/kimage"
+	"github.com/kboost/kboost/loader"
 	"github.com/kboost/kboost/vm"
 	"github.com/kboost/kboost/vm/guest"
 )
@@ -118,7 +119,7 @@ func TestOracleARM64AsmNokprobe(t *testing.T) {
 					continue
 				}
 				live := map[string]bool{}
-				for _, e := range guest.ParseBlacklist([]byte(rep.Blacklist)) {
+				for _, e := range loader.ParseBlacklist([]byte(rep.Blacklist)) {
 					live[e.Symbol] = true
 				}
 				for _, n := range want {
