@@ -87,13 +87,17 @@
 // that __apply_alternatives_multi_stop addresses) and numbers cpucaps by the
 // Image's own capability descriptors (A64CapNames; the numbering differs
 // between 6.1 stable releases); Apply patches bytes as __apply_alternatives
-// does, branch and ADRP fix-ups included. See arm64alt.go.
+// does, branch and ADRP fix-ups included. See arm64alt.go. The cpucap lists
+// and x86 feature bits per version are generated from spec/ (derived from
+// the kernels' sources by internal/cpuspec): `go generate ./kimage`.
 //
 // ReadX86Boot reads what an x86-64 Linux 6.1 kernel patches in its own text
 // at boot (ftrace records, .parainstructions, .altinstructions, .smp_locks);
 // X86Boot.Apply patches bytes as alternative_instructions does on a machine
-// given as an X86CPU (its feature bits and number of CPUs; QEMU64 is the one
-// kboost boots). For later kernels only the ftrace records and the LOCK
+// given as an X86CPU (its feature bits and number of CPUs): from
+// /proc/cpuinfo flags (X86CPUFromFlags, numbered by the kernel version's
+// cpufeatures.h table, X86FeatureTableFor) or a named machine kboost boots
+// (X86NamedCPU: qemu64, its captured cpuinfo). For later kernels only the ftrace records and the LOCK
 // prefixes are applied (X86Boot.Partial). See x86boot.go.
 //
 // Patcher rewrites code the way the kernel does at boot, before kprobes
