@@ -42,6 +42,7 @@ type auditOpts struct {
 	cpuCaps    string
 	cpu        string
 	cpuFlags   string
+	cpuFeats   string
 	shard      string
 	format     string
 }
@@ -79,6 +80,7 @@ Without FILE kboost audits its embedded demo program (kernel-style code).`,
 	fl.StringVar(&o.shard, "shard", "", "audit only part K of N (K/N, counting from 0): the functions whose name hashes to K;\nthe N outputs together are the whole audit (see 'kboost merge')")
 	addFormatFlag(fl, &o.format, "text or html (one self-contained report: counts, heat maps, searchable functions, listings)", "text", "html")
 	fl.StringVar(&o.cpuCaps, "cpu-caps", "none", "arm64 Image: the cpucaps (arch/arm64/tools/cpucaps names, comma-separated, e.g.\nWORKAROUND_DEVICE_LOAD_ACQUIRE,HAS_LSE_ATOMICS, or the descriptions the kernel logs,\ne.g. 'ARM erratum 832075', or a dmesg FILE whose \"CPU features: detected:\" lines name them)\nwhose CPU alternatives the kernel applied at boot; 'none' applies only\nALWAYS_BOOT/ALWAYS_SYSTEM, which every CPU has")
+	fl.StringVar(&o.cpuFeats, "cpu-features", "", "arm64 Image: a kernel log FILE (dmesg) of the machine; its \"CPU features: detected:\" lines name\nthe cpucaps whose alternatives the kernel applied (as --cpu-caps FILE); a note for other kernels")
 	fl.StringVar(&o.cpu, "cpu", "", "x86-64 kernel: the machine it boots on, whose boot-time text patching the audit applies\n(ftrace NOPs, paravirt calls, alternatives, UP LOCK prefixes, return thunks): qemu64\n(QEMU's default CPU under TCG, one CPU, as 'kboost vm verify' boots: its /proc/cpuinfo\nflags, as --cpu-flags); a note for other kernels")
 	fl.StringVar(&o.cpuFlags, "cpu-flags", "", "x86-64 kernel: the CPU it boots on as /proc/cpuinfo names it, for the same boot-time\npatching as --cpu: a FILE holding /proc/cpuinfo (its flags and bugs lines; a copy from the\nmachine, or /proc/cpuinfo itself) or a LIST of flag names separated by commas or spaces\n(fpu,sse2,smap); names the kernel's cpufeatures.h does not know are a note; a note for other kernels")
 	return cmd
@@ -363,6 +365,26 @@ func prepareAudit(o auditOpts, file, policy string, sh shard.Shard) (_ *auditSet
 		}
 		patch, returns = p, ""
 		notes = append(notes, n)
+	}
+	if o.cpuFeats != "" {
+		if !strings.EqualFold(strings.TrimSpace(o.cpuCaps), "none") {
+			return nil, usagef("--cpu-features and --cpu-caps both name the arm64 CPU: give one")
+		}
+		if err := inputFile("--cpu-features", o.cpuFeats); err != nil {
+			return nil, err
+		}
+		b, err := os.ReadFile(o.cpuFeats)
+		if err != nil {
+			return nil, err
+		}
+		switch {
+		case f.Arch != decode.ARM64:
+			notes = append(notes, fmt.Sprintf("--cpu-features %s: arm64 CPU alternatives do not apply to %s code (option ignored)", o.cpuFeats, f.Arch.Name))
+		case !strings.Contains(string(b), kimage.BootLogMarker):
+			return nil, usagef("--cpu-features %s: no %q line: give the kernel log (dmesg) of the machine", o.cpuFeats, kimage.BootLogMarker+"...")
+		default:
+			o.cpuCaps = o.cpuFeats // read as a kernel log below
+		}
 	}
 	switch returns {
 	case "":

@@ -44,3 +44,23 @@ func TestAuditCPUFlags(t *testing.T) {
 		}
 	}
 }
+
+// --cpu-features FILE: a kernel log; on x86 code a note; both it and
+// --cpu-caps, or a file without a "CPU features: detected:" line, exit 2.
+func TestAuditCPUFeatures(t *testing.T) {
+	dir := t.TempDir()
+	logf := filepath.Join(dir, "dmesg.txt")
+	if err := os.WriteFile(logf, []byte("[    0.000000] CPU features: detected: ARM erratum 832075\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, stderr, code := run(t, "audit", "--cpu-features", logf, "--summary")
+	if code != 0 || !strings.Contains(out, "do not apply to x86-64 code") {
+		t.Errorf("x86 demo: exit %d: %s %s", code, out, stderr)
+	}
+	if _, stderr, code := run(t, "audit", "--cpu-features", logf, "--cpu-caps", "HAS_PAN"); code != 2 || !strings.Contains(stderr, "give one") {
+		t.Errorf("both: exit %d: %s", code, stderr)
+	}
+	if _, _, code := run(t, "audit", "--cpu-features", filepath.Join(dir, "missing")); code != 2 {
+		t.Errorf("missing file: exit %d", code)
+	}
+}
