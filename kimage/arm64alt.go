@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -83,32 +84,20 @@ func (s *A64CapSet) Caps() []A64Cap {
 	return out
 }
 
-// a64Caps61 is arch/arm64/tools/cpucaps of Linux 6.1 as of 6.1.192: a
-// cpucap's number is its position.
-var a64Caps61 = []string{
-	"ALWAYS_BOOT", "ALWAYS_SYSTEM", "BTI", "HAS_32BIT_EL0_DO_NOT_USE", "HAS_32BIT_EL1",
-	"HAS_ADDRESS_AUTH", "HAS_ADDRESS_AUTH_ARCH_QARMA3", "HAS_ADDRESS_AUTH_ARCH_QARMA5",
-	"HAS_ADDRESS_AUTH_IMP_DEF", "HAS_AMU_EXTN", "HAS_ARMv8_4_TTL", "HAS_CACHE_DIC",
-	"HAS_CACHE_IDC", "HAS_CNP", "HAS_CRC32", "HAS_DCPODP", "HAS_DCPOP", "HAS_E0PD", "HAS_ECV",
-	"HAS_EPAN", "HAS_GENERIC_AUTH", "HAS_GENERIC_AUTH_ARCH_QARMA3", "HAS_GENERIC_AUTH_ARCH_QARMA5",
-	"HAS_GENERIC_AUTH_IMP_DEF", "HAS_IRQ_PRIO_MASKING", "HAS_LDAPR", "HAS_LSE_ATOMICS",
-	"HAS_NO_FPSIMD", "HAS_NO_HW_PREFETCH", "HAS_PAN", "HAS_RAS_EXTN", "HAS_RNG", "HAS_SB",
-	"HAS_STAGE2_FWB", "HAS_SYSREG_GIC_CPUIF", "HAS_TIDCP1", "HAS_TLB_RANGE",
-	"HAS_VIRT_HOST_EXTN", "HAS_WFXT", "HW_DBM", "KVM_PROTECTED_MODE", "MISMATCHED_CACHE_TYPE",
-	"MTE", "MTE_ASYMM", "SME", "SME_FA64", "SPECTRE_V2", "SPECTRE_V3A", "SPECTRE_V4",
-	"SPECTRE_BHB", "SSBS", "SVE", "UNMAP_KERNEL_AT_EL0", "WORKAROUND_834220",
-	"WORKAROUND_843419", "WORKAROUND_845719", "WORKAROUND_858921", "WORKAROUND_1418040",
-	"WORKAROUND_1463225", "WORKAROUND_1508412", "WORKAROUND_1542419", "WORKAROUND_1742098",
-	"WORKAROUND_1902691", "WORKAROUND_2038923", "WORKAROUND_2064142", "WORKAROUND_2077057",
-	"WORKAROUND_2658417", "WORKAROUND_AMPERE_AC03_CPU_38",
-	"WORKAROUND_TRBE_OVERWRITE_FILL_MODE", "WORKAROUND_TSB_FLUSH_FAILURE",
-	"WORKAROUND_TRBE_WRITE_OUT_OF_RANGE", "WORKAROUND_CAVIUM_23154", "WORKAROUND_CAVIUM_27456",
-	"WORKAROUND_CAVIUM_30115", "WORKAROUND_CAVIUM_TX2_219_PRFM", "WORKAROUND_CAVIUM_TX2_219_TVM",
-	"WORKAROUND_CLEAN_CACHE", "WORKAROUND_DEVICE_LOAD_ACQUIRE", "WORKAROUND_NVIDIA_CARMEL_CNP",
-	"WORKAROUND_QCOM_FALKOR_E1003", "WORKAROUND_REPEAT_TLBI", "WORKAROUND_SPECULATIVE_AT",
-	"WORKAROUND_SPECULATIVE_SSBS", "WORKAROUND_SPECULATIVE_UNPRIV_LOAD",
-	"WORKAROUND_BROKEN_AMU_CONSTCNT",
+//go:generate go run ./internal/cpuspec/cpugen -o a64_cpucaps.go spec/a64-cpucaps-6.1.spec spec/a64-cpucaps-6.12.spec spec/a64-cpucaps-7.2.spec
+
+// a64CapSpec is one version's cpucap numbering (a64_cpucaps.go, generated
+// from spec/a64-cpucaps-*.spec, which kimage/internal/cpuspec derives from
+// the kernel's arch/arm64/tools/cpucaps, cpufeature.c and cpu_errata.c).
+type a64CapSpec struct {
+	version string
+	names   []string
+	descs   []a64CapDesc
 }
+
+// a64CapDesc is a capability description the kernel logs ("CPU features:
+// detected: DESC") and the cpucap of the descriptor carrying it.
+type a64CapDesc struct{ desc, name string }
 
 // a64Caps61Old is the numbering of earlier 6.1 stables (6.1.176, Debian's
 // 6.1.0-50): erratum 2457168 had a cpucap of its own in sorted place, later
@@ -125,68 +114,6 @@ func a64Caps61Old() []string {
 		out = append(out, n)
 	}
 	return out
-}
-
-// a64Caps612 is arch/arm64/tools/cpucaps of Linux 6.12.117 (Debian's package).
-var a64Caps612 = []string{
-	"ALWAYS_BOOT", "ALWAYS_SYSTEM", "BTI", "HAS_32BIT_EL0_DO_NOT_USE", "HAS_32BIT_EL1",
-	"HAS_ADDRESS_AUTH", "HAS_ADDRESS_AUTH_ARCH_QARMA3", "HAS_ADDRESS_AUTH_ARCH_QARMA5",
-	"HAS_ADDRESS_AUTH_IMP_DEF", "HAS_AMU_EXTN", "HAS_ARMv8_4_TTL", "HAS_CACHE_DIC",
-	"HAS_CACHE_IDC", "HAS_CNP", "HAS_CRC32", "HAS_DCPODP", "HAS_DCPOP", "HAS_DIT", "HAS_E0PD",
-	"HAS_ECV", "HAS_ECV_CNTPOFF", "HAS_EPAN", "HAS_EVT", "HAS_FPMR", "HAS_FGT", "HAS_FPSIMD",
-	"HAS_GENERIC_AUTH", "HAS_GENERIC_AUTH_ARCH_QARMA3", "HAS_GENERIC_AUTH_ARCH_QARMA5",
-	"HAS_GENERIC_AUTH_IMP_DEF", "HAS_GIC_CPUIF_SYSREGS", "HAS_GIC_PRIO_MASKING",
-	"HAS_GIC_PRIO_RELAXED_SYNC", "HAS_HCR_NV1", "HAS_HCX", "HAS_LDAPR", "HAS_LPA2",
-	"HAS_LSE_ATOMICS", "HAS_MOPS", "HAS_NESTED_VIRT", "HAS_PAN", "HAS_S1PIE", "HAS_S1POE",
-	"HAS_RAS_EXTN", "HAS_RNG", "HAS_SB", "HAS_STAGE2_FWB", "HAS_TCR2", "HAS_TIDCP1",
-	"HAS_TLB_RANGE", "HAS_VA52", "HAS_VIRT_HOST_EXTN", "HAS_WFXT", "HW_DBM", "KVM_HVHE",
-	"KVM_PROTECTED_MODE", "MISMATCHED_CACHE_TYPE", "MTE", "MTE_ASYMM", "SME", "SME_FA64",
-	"SME2", "SPECTRE_V2", "SPECTRE_V3A", "SPECTRE_V4", "SPECTRE_BHB", "SSBS", "SVE",
-	"UNMAP_KERNEL_AT_EL0", "WORKAROUND_834220", "WORKAROUND_843419", "WORKAROUND_845719",
-	"WORKAROUND_858921", "WORKAROUND_1418040", "WORKAROUND_1463225", "WORKAROUND_1508412",
-	"WORKAROUND_1542419", "WORKAROUND_1742098", "WORKAROUND_1902691", "WORKAROUND_2038923",
-	"WORKAROUND_2064142", "WORKAROUND_2077057", "WORKAROUND_2645198", "WORKAROUND_2658417",
-	"WORKAROUND_AMPERE_AC03_CPU_38", "WORKAROUND_TRBE_OVERWRITE_FILL_MODE",
-	"WORKAROUND_TSB_FLUSH_FAILURE", "WORKAROUND_TRBE_WRITE_OUT_OF_RANGE",
-	"WORKAROUND_CAVIUM_23154", "WORKAROUND_CAVIUM_27456", "WORKAROUND_CAVIUM_30115",
-	"WORKAROUND_CAVIUM_TX2_219_PRFM", "WORKAROUND_CAVIUM_TX2_219_TVM", "WORKAROUND_CLEAN_CACHE",
-	"WORKAROUND_DEVICE_LOAD_ACQUIRE", "WORKAROUND_NVIDIA_CARMEL_CNP",
-	"WORKAROUND_QCOM_FALKOR_E1003", "WORKAROUND_REPEAT_TLBI", "WORKAROUND_SPECULATIVE_AT",
-	"WORKAROUND_SPECULATIVE_SSBS", "WORKAROUND_SPECULATIVE_UNPRIV_LOAD",
-	"WORKAROUND_BROKEN_AMU_CONSTCNT",
-}
-
-// a64Caps72 is arch/arm64/tools/cpucaps of Linux 7.2.13 (Debian's package).
-var a64Caps72 = []string{
-	"ALWAYS_BOOT", "ALWAYS_SYSTEM", "BTI", "HAS_32BIT_EL0_DO_NOT_USE", "HAS_32BIT_EL1",
-	"HAS_ADDRESS_AUTH", "HAS_ADDRESS_AUTH_ARCH_QARMA3", "HAS_ADDRESS_AUTH_ARCH_QARMA5",
-	"HAS_ADDRESS_AUTH_IMP_DEF", "HAS_AMU_EXTN", "HAS_ARMv8_4_TTL", "HAS_CACHE_DIC",
-	"HAS_CACHE_IDC", "HAS_CNP", "HAS_CRC32", "HAS_DCPODP", "HAS_DCPOP", "HAS_DIT", "HAS_E0PD",
-	"HAS_ECV", "HAS_ECV_CNTPOFF", "HAS_EPAN", "HAS_EVT", "HAS_FPMR", "HAS_FGT", "HAS_FGT2",
-	"HAS_FPSIMD", "HAS_GCS", "HAS_GENERIC_AUTH", "HAS_GENERIC_AUTH_ARCH_QARMA3",
-	"HAS_GENERIC_AUTH_ARCH_QARMA5", "HAS_GENERIC_AUTH_IMP_DEF", "HAS_GICV3_CPUIF",
-	"HAS_GICV5_CPUIF", "HAS_GICV5_LEGACY", "HAS_GIC_PRIO_MASKING", "HAS_GIC_PRIO_RELAXED_SYNC",
-	"HAS_ICH_HCR_EL2_TDIR", "HAS_HCR_NV1", "HAS_HCX", "HAS_LDAPR", "HAS_LPA2",
-	"HAS_LSE_ATOMICS", "HAS_LS64", "HAS_LS64_V", "HAS_LSUI", "HAS_MOPS", "HAS_NESTED_VIRT",
-	"HAS_BBML2_NOABORT", "HAS_PAN", "HAS_PMUV3", "HAS_S1PIE", "HAS_S1POE", "HAS_SCTLR2",
-	"HAS_RAS_EXTN", "HAS_RASV1P1_EXTN", "HAS_RNG", "HAS_SB", "HAS_STAGE2_FWB", "HAS_TCR2",
-	"HAS_TIDCP1", "HAS_TLB_RANGE", "HAS_VA52", "HAS_VIRT_HOST_EXTN", "HAS_WFXT", "HAS_XNX",
-	"HAFT", "HW_DBM", "KVM_HVHE", "KVM_PROTECTED_MODE", "MISMATCHED_CACHE_TYPE", "MPAM",
-	"MPAM_HCR", "MTE", "MTE_ASYMM", "MTE_FAR", "MTE_STORE_ONLY", "SME", "SME_FA64", "SME2",
-	"SPECTRE_V2", "SPECTRE_V3A", "SPECTRE_V4", "SPECTRE_BHB", "SSBS", "SVE",
-	"UNMAP_KERNEL_AT_EL0", "WORKAROUND_834220", "WORKAROUND_843419", "WORKAROUND_845719",
-	"WORKAROUND_858921", "WORKAROUND_1418040", "WORKAROUND_1463225", "WORKAROUND_1508412",
-	"WORKAROUND_1542419", "WORKAROUND_1742098", "WORKAROUND_1902691", "WORKAROUND_2038923",
-	"WORKAROUND_2064142", "WORKAROUND_2077057", "WORKAROUND_2645198", "WORKAROUND_2658417",
-	"WORKAROUND_4193714", "WORKAROUND_4311569", "WORKAROUND_AMPERE_AC03_CPU_38",
-	"WORKAROUND_AMPERE_AC04_CPU_23", "WORKAROUND_TRBE_OVERWRITE_FILL_MODE",
-	"WORKAROUND_TSB_FLUSH_FAILURE", "WORKAROUND_TRBE_WRITE_OUT_OF_RANGE",
-	"WORKAROUND_CAVIUM_23154", "WORKAROUND_CAVIUM_27456", "WORKAROUND_CAVIUM_30115",
-	"WORKAROUND_CAVIUM_TX2_219_PRFM", "WORKAROUND_CAVIUM_TX2_219_TVM", "WORKAROUND_CLEAN_CACHE",
-	"WORKAROUND_DEVICE_LOAD_ACQUIRE", "WORKAROUND_DISABLE_CNP", "WORKAROUND_PMUV3_IMPDEF_TRAPS",
-	"WORKAROUND_QCOM_FALKOR_E1003", "WORKAROUND_QCOM_ORYON_CNTVOFF", "WORKAROUND_REPEAT_TLBI",
-	"WORKAROUND_SPECULATIVE_AT", "WORKAROUND_SPECULATIVE_SSBS",
-	"WORKAROUND_SPECULATIVE_UNPRIV_LOAD", "WORKAROUND_BROKEN_AMU_CONSTCNT",
 }
 
 // a64CapWitnesses are capability descriptions (the desc strings of
@@ -223,10 +150,31 @@ func (n *A64CapNames) Described(desc string) []A64Cap {
 	if i := strings.Index(desc, BootLogMarker); i >= 0 {
 		desc = strings.TrimSpace(desc[i+len(BootLogMarker):])
 	}
-	if n.described == nil || desc == "" {
+	if desc == "" {
 		return nil
 	}
-	return n.described(desc)
+	if n.described != nil {
+		return n.described(desc)
+	}
+	// No Image: the descriptions of the numbering's own source.
+	var out []A64Cap
+	for _, d := range n.specDescs() {
+		if c, ok := n.Lookup(d.name); ok && d.desc == desc {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// specDescs are the capability descriptions of the kernel source n's
+// numbering was generated from, nil for another numbering.
+func (n *A64CapNames) specDescs() []a64CapDesc {
+	for _, s := range a64CapSpecs {
+		if slices.Equal(s.names, n.Names) {
+			return s.descs
+		}
+	}
+	return nil
 }
 
 // Name is the cpucap's name ("WORKAROUND_DEVICE_LOAD_ACQUIRE"), or "cpucap
@@ -308,8 +256,8 @@ func (n *A64CapNames) ParseCaps(list string) (A64CapSet, error) {
 // for it) and is skipped; a log with no detected line at all is an error.
 func (n *A64CapNames) parseBootLog(log string) (A64CapSet, error) {
 	s, _ := n.ParseCaps("none")
-	if n.described == nil {
-		return s, &CapError{Name: "CPU features: detected: ...", Known: n.Names, Why: "boot-log descriptions need the Image's capability descriptors"}
+	if n.described == nil && n.specDescs() == nil {
+		return s, &CapError{Name: "CPU features: detected: ...", Known: n.Names, Why: "boot-log descriptions need the Image's capability descriptors or a numbering generated from a kernel source"}
 	}
 	for _, line := range strings.Split(log, "\n") {
 		if strings.Contains(line, BootLogMarker) {

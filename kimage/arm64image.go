@@ -51,7 +51,8 @@ type arm64Image struct {
 	relaOff   int // file offset of the first .rela.dyn entry, -1 when none
 	// relr are the link addresses .relr.dyn relocates (CONFIG_RELR, 7.2),
 	// sorted: there the Image holds the pointer's link-time value itself.
-	relr []uint64
+	relr    []uint64
+	relrOff int // file offset of .relr.dyn, -1 when none
 }
 
 type a64Rela struct{ off, addend uint64 }
@@ -152,9 +153,10 @@ func openARM64Image(b []byte) (*File, error) {
 	if err != nil {
 		return nil, err
 	}
-	im := &arm64Image{data: b, stextOff: info.StextOff, imageSize: info.ImageSize, relaOff: -1}
+	im := &arm64Image{data: b, stextOff: info.StextOff, imageSize: info.ImageSize, relaOff: -1, relrOff: -1}
 	im.findRela()
 	im.findRelr()
+	im.findRelaBeforeRelr()
 	im.findBase(nil)
 	f := &File{Kind: KindARM64Image, Arch: decode.ARM64, Machine: "EM_AARCH64", Symbols: &SymTab{}, image: b, a64: im}
 	f.Sections = im.sections(nil)
@@ -202,6 +204,56 @@ func (im *arm64Image) findRela() {
 	if !sort.SliceIsSorted(im.rela, func(i, j int) bool { return im.rela[i].off < im.rela[j].off }) {
 		sort.Slice(im.rela, func(i, j int) bool { return im.rela[i].off < im.rela[j].off })
 	}
+}
+
+// findRelaBeforeRelr finds the .rela.dyn of a RELR kernel (7.2), which
+// the linker script puts just before .relr.dyn. The linker packs into
+// .relr.dyn only the relocations of slots in 8-aligned input sections; the
+// others stay R_AARCH64_RELATIVE entries of .rela.dyn. Among them are the
+// kprobe blacklist entries of entry.S: its NOKPROBE macro emits `.quad sym`
+// into _kprobe_blacklist with no alignment directive. GNU ld sized .rela.dyn
+// before packing, so most of it is unused zero entries (R_AARCH64_NONE),
+// and it also holds a few symbol relocations (ABS64, GLOB_DAT): too few
+// RELATIVE entries in a row for findRela's shape test. Walking back from
+// .relr.dyn over 24-byte entries of those kinds finds them by place.
+func (im *arm64Image) findRelaBeforeRelr() {
+	if len(im.rela) > 0 || im.relrOff < 0 {
+		return
+	}
+	const (
+		rABS64    = 257
+		rCopy     = 1024
+		rRelative = a64RRelative
+	)
+	b := im.data
+	start := im.relrOff
+	var rela []a64Rela
+	for o := im.relrOff - a64RelaEntry; o >= 0; o -= a64RelaEntry {
+		off := binary.LittleEndian.Uint64(b[o:])
+		info := binary.LittleEndian.Uint64(b[o+8:])
+		addend := binary.LittleEndian.Uint64(b[o+16:])
+		typ := info & 0xffffffff
+		switch {
+		case off == 0 && info == 0 && addend == 0: // R_AARCH64_NONE: unused
+		case off>>48 != 0xffff:
+			o = -1 // not an entry: the start of .rela.dyn is passed
+			continue
+		case typ == rRelative:
+			rela = append(rela, a64Rela{off: off, addend: addend})
+		case typ == rABS64 || (typ >= rCopy && typ < rRelative):
+			// a symbol's value: not one kboost reads
+		default:
+			o = -1
+			continue
+		}
+		start = o
+	}
+	if len(rela) == 0 {
+		return
+	}
+	im.relaOff = start
+	sort.Slice(rela, func(i, j int) bool { return rela[i].off < rela[j].off })
+	im.rela = rela
 }
 
 // kimageVAddr is KIMAGE_VADDR of Linux 6.1 arm64 for a configuration:
@@ -264,6 +316,11 @@ func (im *arm64Image) findBase(cfg *KConfig) {
 	// trusted: KIMAGE_VADDR moved (6.12's is 2 GiB above the modules' start,
 	// found here through the relocations) and 7.2's Image has no RELA
 	// table kboost reads (RELR), so kallsyms places it (SetSymbols).
+	// (7.2's few RELA entries, see findRelaBeforeRelr, are too few to
+	// check a base against.)
+	if len(im.relr) > 0 {
+		return
+	}
 	if a, ok := kimageVAddr(cfg); ok && len(im.rela) > 0 && im.relocsFit(a) {
 		im.base, im.baseFrom = a, "KIMAGE_VADDR from CONFIG_ARM64_VA_BITS"
 		return
@@ -364,6 +421,7 @@ func (im *arm64Image) findRelr() {
 	if bestBitmaps < a64RelrMin {
 		return
 	}
+	im.relrOff = bestOff
 	run(bestOff, &im.relr)
 	sort.Slice(im.relr, func(i, j int) bool { return im.relr[i] < im.relr[j] })
 }

@@ -87,7 +87,9 @@
 // that __apply_alternatives_multi_stop addresses) and numbers cpucaps by the
 // Image's own capability descriptors (A64CapNames; the numbering differs
 // between 6.1 stable releases); Apply patches bytes as __apply_alternatives
-// does, branch and ADRP fix-ups included. See arm64alt.go.
+// does, branch and ADRP fix-ups included. See arm64alt.go. The cpucap lists
+// and x86 feature bits per version are generated from spec/ (derived from
+// the kernels' sources by internal/cpuspec): `go generate ./kimage`.
 //
 // ReadX86Boot reads what an x86-64 kernel patches in its own text at boot
 // (ftrace records, .parainstructions, .altinstructions, .ibt_endbr_seal,
@@ -95,7 +97,9 @@
 // version's alternative_instructions does (Linux 6.1, 6.12 and 7.2 are
 // modelled, another version as the nearest older one: X86Boot.Note) on a
 // machine given as an X86CPU (its feature bits as the kernel numbers them and
-// its number of CPUs; QEMU64 is the one kboost boots). See x86boot.go.
+// its number of CPUs): from /proc/cpuinfo flags (X86CPUFromFlags, numbered by
+// the version's cpufeatures.h table, X86FeatureTableFor) or a named machine
+// kboost boots (X86NamedCPU: qemu64, its captured cpuinfo). See x86boot.go.
 //
 // Patcher rewrites code the way the kernel does at boot, before kprobes
 // decode it: return thunks to `ret` on x86 (NewReturnPatcher), the whole x86

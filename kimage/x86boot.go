@@ -793,10 +793,15 @@ const (
 )
 
 // QEMU64 is the machine `kboost vm verify` boots an x86-64 kernel on: QEMU
-// TCG's default CPU (qemu64), one CPU, not a Xen guest.
+// TCG's default CPU (qemu64), one CPU, not a Xen guest, with the features
+// its /proc/cpuinfo shows under Linux 6.1 (X86NamedCPU("qemu64", release)
+// numbers them by another kernel's own table).
 func QEMU64() X86CPU {
-	c := X86CPU{CPUs: 1, Name: "qemu64 (QEMU TCG), 1 CPU"}
-	c.Features.Add(X86FeatureAlways)
+	c, _, err := X86NamedCPU("qemu64", "6.1")
+	if err != nil { // the embedded cpuinfo is checked by TestX86NamedCPUs
+		c = X86CPU{CPUs: 1, Name: "qemu64 (QEMU TCG), 1 CPU"}
+		c.Features.Add(X86FeatureAlways)
+	}
 	return c
 }
 

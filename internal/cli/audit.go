@@ -41,6 +41,8 @@ type auditOpts struct {
 	returns    string
 	cpuCaps    string
 	cpu        string
+	cpuFlags   string
+	cpuFeats   string
 	shard      string
 	format     string
 }
@@ -78,7 +80,9 @@ Without FILE kboost audits its embedded demo program (kernel-style code).`,
 	fl.StringVar(&o.shard, "shard", "", "audit only part K of N (K/N, counting from 0): the functions whose name hashes to K;\nthe N outputs together are the whole audit (see 'kboost merge')")
 	addFormatFlag(fl, &o.format, "text or html (one self-contained report: counts, heat maps, searchable functions, listings)", "text", "html")
 	fl.StringVar(&o.cpuCaps, "cpu-caps", "none", "arm64 Image: the cpucaps (arch/arm64/tools/cpucaps names, comma-separated, e.g.\nWORKAROUND_DEVICE_LOAD_ACQUIRE,HAS_LSE_ATOMICS, or the descriptions the kernel logs,\ne.g. 'ARM erratum 832075', or a dmesg FILE whose \"CPU features: detected:\" lines name them)\nwhose CPU alternatives the kernel applied at boot; 'none' applies only\nALWAYS_BOOT/ALWAYS_SYSTEM, which every CPU has")
-	fl.StringVar(&o.cpu, "cpu", "", "x86-64 kernel: the machine it boots on, whose boot-time text patching the audit applies\n(ftrace NOPs, paravirt calls, alternatives, UP LOCK prefixes, return thunks): qemu64\n(QEMU's default CPU under TCG, one CPU, as 'kboost vm verify' boots); a note for other kernels")
+	fl.StringVar(&o.cpuFeats, "cpu-features", "", "arm64 Image: a kernel log FILE (dmesg) of the machine; its \"CPU features: detected:\" lines name\nthe cpucaps whose alternatives the kernel applied (as --cpu-caps FILE); a note for other kernels")
+	fl.StringVar(&o.cpu, "cpu", "", "x86-64 kernel: the machine it boots on, whose boot-time text patching the audit applies\n(ftrace NOPs, paravirt calls, alternatives, UP LOCK prefixes, return thunks): qemu64\n(QEMU's default CPU under TCG, one CPU, as 'kboost vm verify' boots: its /proc/cpuinfo\nflags, as --cpu-flags); a note for other kernels")
+	fl.StringVar(&o.cpuFlags, "cpu-flags", "", "x86-64 kernel: the CPU it boots on as /proc/cpuinfo names it, for the same boot-time\npatching as --cpu: a FILE holding /proc/cpuinfo (its flags and bugs lines; a copy from the\nmachine, or /proc/cpuinfo itself) or a LIST of flag names separated by commas or spaces\n(fpu,sse2,smap); names the kernel's cpufeatures.h does not know are a note; a note for other kernels")
 	return cmd
 }
 
@@ -349,19 +353,38 @@ func prepareAudit(o auditOpts, file, policy string, sh shard.Shard) (_ *auditSet
 	}
 	var patch *kimage.Patcher
 	returns := o.returns
-	switch {
-	case o.cpu == "":
-	case !strings.EqualFold(o.cpu, "qemu64"):
-		return nil, usagef("--cpu %q: want qemu64", o.cpu)
-	case f.Arch.Name != "x86-64":
-		notes = append(notes, fmt.Sprintf("--cpu %s: x86-64 boot patching does not apply to %s code (option ignored)", o.cpu, f.Arch.Name))
-	default:
-		p, n, err := kimage.NewX86BootPatcher(f, kimage.QEMU64())
+	cpu, cpuNotes, err := x86CPUOption(o, f)
+	if err != nil {
+		return nil, err
+	}
+	notes = append(notes, cpuNotes...)
+	if cpu != nil {
+		p, n, err := kimage.NewX86BootPatcher(f, *cpu)
 		if err != nil {
 			return nil, err
 		}
 		patch, returns = p, ""
 		notes = append(notes, n)
+	}
+	if o.cpuFeats != "" {
+		if !strings.EqualFold(strings.TrimSpace(o.cpuCaps), "none") {
+			return nil, usagef("--cpu-features and --cpu-caps both name the arm64 CPU: give one")
+		}
+		if err := inputFile("--cpu-features", o.cpuFeats); err != nil {
+			return nil, err
+		}
+		b, err := os.ReadFile(o.cpuFeats)
+		if err != nil {
+			return nil, err
+		}
+		switch {
+		case f.Arch != decode.ARM64:
+			notes = append(notes, fmt.Sprintf("--cpu-features %s: arm64 CPU alternatives do not apply to %s code (option ignored)", o.cpuFeats, f.Arch.Name))
+		case !strings.Contains(string(b), kimage.BootLogMarker):
+			return nil, usagef("--cpu-features %s: no %q line: give the kernel log (dmesg) of the machine", o.cpuFeats, kimage.BootLogMarker+"...")
+		default:
+			o.cpuCaps = o.cpuFeats // read as a kernel log below
+		}
 	}
 	switch returns {
 	case "":
@@ -407,6 +430,53 @@ func prepareAudit(o auditOpts, file, policy string, sh shard.Shard) (_ *auditSet
 		return nil, usagef("--cpu-caps: %s has no arm64 CPU alternatives to apply (an arm64 Image with --symbols kallsyms, and --returns thunk)", f.Path)
 	}
 	return &auditSetup{f: f, pol: pol, env: env, notes: notes, reqs: reqs, patch: patch}, nil
+}
+
+// x86CPUOption is the CPU --cpu or --cpu-flags names for f's boot
+// patching, nil when neither is given or f is no x86-64 kernel (a note).
+func x86CPUOption(o auditOpts, f *kimage.File) (*kimage.X86CPU, []string, error) {
+	opt, val := "--cpu", o.cpu
+	switch {
+	case o.cpu == "" && o.cpuFlags == "":
+		return nil, nil, nil
+	case o.cpu != "" && o.cpuFlags != "":
+		return nil, nil, usagef("--cpu and --cpu-flags both name the CPU: give one")
+	case o.cpuFlags != "":
+		opt, val = "--cpu-flags", o.cpuFlags
+	}
+	if f.Arch.Name != "x86-64" {
+		return nil, []string{fmt.Sprintf("%s %s: x86-64 boot patching does not apply to %s code (option ignored)", opt, val, f.Arch.Name)}, nil
+	}
+	var (
+		cpu   kimage.X86CPU
+		notes []string
+		err   error
+	)
+	if o.cpu != "" {
+		cpu, notes, err = kimage.X86NamedCPU(o.cpu, f.KernelVersion)
+		if err != nil {
+			return nil, nil, usagef("--cpu %q: want %s (or --cpu-flags FILE|LIST)", o.cpu, strings.Join(kimage.X86CPUNames(), ", "))
+		}
+	} else {
+		text := o.cpuFlags
+		if fileExists(text) {
+			b, err := os.ReadFile(text)
+			if err != nil {
+				return nil, nil, err
+			}
+			text = string(b)
+		}
+		cpu, notes, err = kimage.X86CPUFromFlags(text, f.KernelVersion)
+		if errors.Is(err, kimage.ErrNoKnownFlags) {
+			return nil, nil, usagef("--cpu-flags %s: %v", o.cpuFlags, err)
+		} else if err != nil {
+			return nil, nil, err
+		}
+	}
+	for i, n := range notes {
+		notes[i] = opt + ": " + n
+	}
+	return &cpu, notes, nil
 }
 
 // prefetchCode reads the sections holding the requested functions (kimage

@@ -18,6 +18,7 @@ func init() {
 	Register("config", stepConfig)
 	Register("features", stepFeatures)
 	Register("dmesg", stepDmesg)
+	Register("cpuinfo", stepCPUInfo)
 	Register("kprobe-check", stepKprobeCheck)
 }
 
@@ -95,6 +96,18 @@ func stepDmesg(e *Env, _ json.RawMessage) error {
 		return fmt.Errorf("klogctl: %w", err)
 	}
 	e.Put("dmesg.txt", buf[:n])
+	return nil
+}
+
+// stepCPUInfo stores /proc/cpuinfo as cpuinfo.txt: the CPU as the booted
+// kernel names it (x86 "flags" and "bugs"), for offline audits of the same
+// machine.
+func stepCPUInfo(e *Env, _ json.RawMessage) error {
+	b, err := os.ReadFile("/proc/cpuinfo")
+	if err != nil {
+		return fmt.Errorf("reading /proc/cpuinfo: %w", err)
+	}
+	e.Put("cpuinfo.txt", b)
 	return nil
 }
 
