@@ -113,7 +113,11 @@
 // IP back to addr+len), or Linux 6.1's emulation ([Arch.Emulate6_1], the
 // kernel's quirks included) resumed through a jump to the emulated IP.
 // [CheckHit] runs it against the in-place run on a Backend; [Lazy2006]
-// replays the 2006 booster's lazy -1/0/1 states hit by hit. [Fuzzer] is the
+// replays the 2006 booster's lazy -1/0/1 states hit by hit. [Simulate] is
+// `kboost sim` as one call for every arch (per-arch data keyed on the
+// *decode.Arch in x86_sim.go, a64_sim.go, a32_sim.go): decision, slot and
+// its check, the states run on the arch's backend, and the conclusion, in a
+// [SimReport] whose JSON is the command's. [Fuzzer] is the
 // engine of `kboost fuzz`: decoder vs CPU length, policy verdict vs
 // differential execution over random states, deduplicated [Finding] values
 // with minimized reproducers. A divergence counts only when it reproduces,

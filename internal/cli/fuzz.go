@@ -102,7 +102,7 @@ problems; handlers kboost does not model count as inconclusive.`,
 				return usagef("--arch: %v", err)
 			}
 			mode := arch.Mode
-			ac := armCmds[arch]
+			newARM := armFuzz[arch]
 			pol, err := pickPolicy(policyName, arch)
 			if err != nil {
 				return err
@@ -135,8 +135,8 @@ problems; handlers kboost does not model count as inconclusive.`,
 				fz   fuzzEngine
 				from string
 			)
-			if ac != nil {
-				if sb, fz, from, err = ac.fuzz(pol, trials, seed, opts, onFinding); err != nil {
+			if newARM != nil {
+				if sb, fz, from, err = newARM(pol, trials, seed, opts, onFinding); err != nil {
 					return err
 				}
 			} else {

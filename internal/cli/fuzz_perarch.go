@@ -1,0 +1,16 @@
+package cli
+
+import (
+	"github.com/kboost/kboost/boost"
+	"github.com/kboost/kboost/decode"
+	"github.com/kboost/kboost/kernelsim"
+)
+
+// armFuzz starts, per ARM instruction set, the backend (qemu-user through
+// kernelsim.GDB) and the fuzzer with its generator (x86 runs on the CPU:
+// kernelsim.NewFuzzer).
+var armFuzz = map[*decode.Arch]func(pol *boost.Policy, trials int, seed uint64, opts kernelsim.Options, onFinding func(*kernelsim.Finding)) (fuzzBackend, fuzzEngine, string, error){
+	decode.ARM64: newA64Fuzz,
+	decode.ARM:   newARM32Fuzz(kernelsim.ARM32),
+	decode.Thumb: newARM32Fuzz(kernelsim.Thumb),
+}
