@@ -25,7 +25,7 @@ func init() {
 // the last of a one-instruction IT block.
 func simulateARM32(r *simRun) error {
 	a, rep := r.a, r.rep
-	thumb := a.arm.thumb
+	thumb := a.ISA.Thumb
 	addr, slotAddr := r.o.Addr, r.o.SlotAddr
 	w, n, ok := a.ARM32Value(r.code)
 	switch {
@@ -68,8 +68,8 @@ func simulateARM32(r *simRun) error {
 	}
 	e := *r.env
 	e.SlotAddr = 0
-	d := r.pol.ClassifyBytesEnv(code, a.arm.mode, addr, &e)
-	dec := a.arm.dec
+	d := r.pol.ClassifyBytesEnv(code, a.ISA.Mode, addr, &e)
+	dec := a.ISA.Dec
 	var in decode.Inst
 	dec.Decode(&in, code, addr)
 	rep.Bytes = jsonv.Hex(code)
@@ -109,7 +109,7 @@ func simulateARM32(r *simRun) error {
 // slotLines disassembles a 32-bit ARM slot with what each part is for;
 // back is addr+len, the naive slot's jump target.
 func slotLines(a *Arch, slot []byte, at, back uint64, path Path) ([]SimSlotLine, string) {
-	thumb := a.arm.thumb
+	thumb := a.ISA.Thumb
 	var out []SimSlotLine
 	jump := ""
 	for off := 0; off < len(slot); {
@@ -125,7 +125,7 @@ func slotLines(a *Arch, slot []byte, at, back uint64, path Path) ([]SimSlotLine,
 			break
 		}
 		var si decode.Inst
-		a.arm.dec.Decode(&si, slot[off:off+n], at+uint64(off))
+		a.ISA.Dec.Decode(&si, slot[off:off+n], at+uint64(off))
 		line := SimSlotLine{Off: off, Bytes: jsonv.Hex(slot[off : off+n]), Asm: decode.Format(&si, nil)}
 		tail := binary.LittleEndian.Uint16(slot[off:])
 		switch {

@@ -38,7 +38,7 @@ var ARM64 = &Arch{
 		Stack:   0x4081_0000,
 	},
 	emu: emuARM64,
-	sp:  a64RegSP,
+	SP:  a64RegSP,
 }
 
 // RandomTrialA64 fills t for an A64 case: x0..x30 point into the scratch
@@ -250,9 +250,13 @@ func appendVecDiff(f []string, x, y []byte) []string {
 // b (in one batch) and compares them. Both runs have the hit's slot page
 // mapped with the same contents.
 func CheckHitA64(b Backend, p *A64Probe, path Path, slot []byte, trials []Trial) ([]HitCheck, error) {
-	return checkHits(b, p, path, slot, trials)
+	return CheckModel(b, p, path, slot, trials)
 }
 
-func (p *A64Probe) compareHit(_ Path, c *Case, ref, cand *Result) Diff {
+func (p *A64Probe) ComparePath(_ Path, c *Case, ref, cand *Result) Diff {
 	return p.CompareHit(c, ref, cand)
+}
+
+func A64Hex(w uint32) string {
+	return fmt.Sprintf("%02x%02x%02x%02x", byte(w), byte(w>>8), byte(w>>16), byte(w>>24))
 }

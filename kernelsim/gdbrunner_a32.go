@@ -43,13 +43,13 @@ const (
 // data at 0x1800_0000 (both beyond the reach of case registers: scratch
 // pointers and small values plus 12-bit offsets).
 const (
-	a32RunnerBase = 0x2000_0000
-	a32DataBase   = 0x1800_0000
+	A32RunnerBase = 0x2000_0000
+	A32DataBase   = 0x1800_0000
 )
 
 var emuARM32 = &emuTarget{
 	name: "arm", qemu: "qemu-arm-static", elfMachine: 40,
-	base: a32RunnerBase, data: a32DataBase,
+	base: A32RunnerBase, data: A32DataBase,
 	gen: genA32Runner(A32UDF, A32SlotFill),
 	stub: func(r *emuRunner, at uint64) ([]byte, error) {
 		return a64Bytes(A32LdrPC, uint32(r.retEntry)), nil
@@ -91,7 +91,7 @@ func genA32Fills(l Layout, codeFill, slotFill uint32) (*emuRunner, error) {
 	}
 	code, _ := a.bytes()
 	return &emuRunner{
-		elf:      buildELF32(40, a32RunnerBase, code),
+		elf:      buildELF32(40, A32RunnerBase, code),
 		retEntry: a.addr("ret"),
 		handler:  a.addr("handler"),
 		fidle:    a.addr("idle"),
@@ -102,8 +102,8 @@ func genA32Pass(l Layout, handler, codeFill, slotFill uint32) (*a32asm, error) {
 	const (
 		r0, r1, r2, r3, r4, r5, r7, r8, r9, r10, r11, r12, sp = 0, 1, 2, 3, 4, 5, 7, 8, 9, 10, 11, 12, 13
 	)
-	D := uint32(a32DataBase)
-	a := newA32(a32RunnerBase)
+	D := uint32(A32DataBase)
+	a := newA32(A32RunnerBase)
 	var fails []string
 	check := func(want uint32) {
 		a.movImm(r9, want)

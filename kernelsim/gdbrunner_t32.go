@@ -32,7 +32,7 @@ const (
 
 var emuThumb = &emuTarget{
 	name: "arm", qemu: "qemu-arm-static", elfMachine: 40,
-	base: a32RunnerBase, data: a32DataBase,
+	base: A32RunnerBase, data: A32DataBase,
 	gen: genA32Runner(T32CodeFill, T32SlotFill),
 	stub: func(r *emuRunner, at uint64) ([]byte, error) {
 		return T32JumpTo(at, r.retEntry), nil

@@ -255,7 +255,7 @@ func (r *simRun) fill(rng *rand.Rand, t *Trial) error {
 		if i < 0 {
 			return inputf("--set %s: no register %q on %s (registers: %s, %s)", k, k, a.Name, strings.Join(a.RegNames, " "), sa.flags[len(sa.flags)-1])
 		}
-		if i == a.sp {
+		if i == a.SP {
 			return inputf("--set %s: the stack pointer is fixed by the sandbox", k)
 		}
 		if sa.mask {

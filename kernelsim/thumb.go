@@ -38,8 +38,8 @@ import (
 //   - LDM/STM (T32) go through kprobe_decode_ldmstm, as on ARM
 //     (ldmstm.go).
 
-var isaT32 = &armISA{
-	name: "thumb", thumb: true, mode: decode.ModeT32, dec: decode.Thumb, rulePrefix: "thumb.",
+var isaT32 = &ISA{
+	name: "thumb", Thumb: true, Mode: decode.ModeT32, Dec: decode.Thumb, rulePrefix: "thumb.",
 	insnLen: func(w uint32) int {
 		if w>>16 == 0 {
 			return 2
@@ -54,13 +54,13 @@ var isaT32 = &armISA{
 		return t32Bytes(T32BreakpointInsn)
 	},
 	jump:          T32JumpTo,
-	unpredictable: T32Unpredictable,
-	codeStore:     func(uint32) bool { return false }, // STR with Rn = PC: rejected
+	Unpredictable: T32Unpredictable,
+	CodeStore:     func(uint32) bool { return false }, // STR with Rn = PC: rejected
 	hit:           t32KernelHit,
-	verifySlot:    VerifySlotT32,
-	value:         T32Value,
-	hex:           t32Hex,
-	group: func(w uint32) string {
+	VerifySlot:    VerifySlotT32,
+	Value:         T32Value,
+	Hex:           t32Hex,
+	Group: func(w uint32) string {
 		if w>>16 == 0 {
 			return fmt.Sprintf("%02x", w>>8)
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/kboost/kboost/decode"
 	"github.com/kboost/kboost/internal/campaign"
 	"github.com/kboost/kboost/kernelsim"
+	"github.com/kboost/kboost/kernelsim/fuzz"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 )
@@ -125,7 +126,7 @@ problems; handlers kboost does not model count as inconclusive.`,
 				fw   *campaign.Writer
 				werr error
 			)
-			onFinding := func(fd *kernelsim.Finding) {
+			onFinding := func(fd *fuzz.Finding) {
 				if fw != nil && werr == nil {
 					werr = fw.Finding(fd)
 				}
@@ -147,9 +148,9 @@ problems; handlers kboost does not model count as inconclusive.`,
 				x.CaseTimeout = caseTimeout
 				sb = x
 				var samples [][]byte
-				samples, from = kernelsim.SampleKernelInsts(mode, 200000, seed)
-				gen := kernelsim.NewFuzzSource(mode, seed, samples)
-				fz = kernelsim.NewFuzzer(kernelsim.FuzzConfig{
+				samples, from = fuzz.SampleKernelInsts(mode, 200000, seed)
+				gen := fuzz.NewSource(mode, seed, samples)
+				fz = fuzz.NewFuzzer(fuzz.Config{
 					Backend: sb, Policy: pol, Trials: trials, Seed: seed, Source: gen, OnFinding: onFinding,
 				})
 			}
@@ -157,7 +158,7 @@ problems; handlers kboost does not model count as inconclusive.`,
 			run := &fuzzRun{fz: fz, sb: sb, n: n, dur: dur, shard: sh, every: every, quiet: quiet, errw: s.Err}
 			if out != "" {
 				h := campaign.Header{Arch: a.Name, Policy: pol.Name, Seed: seed, Trials: trials, Cases: n,
-					BlockSize: kernelsim.BlockSize, Shard: sh.String(), Samples: from, CaseTimeout: caseTimeout.String()}
+					BlockSize: fuzz.BlockSize, Shard: sh.String(), Samples: from, CaseTimeout: caseTimeout.String()}
 				if resume != nil {
 					if from != resume.Header.Samples {
 						return fmt.Errorf("--resume %s: the campaign mutated %s, this run would mutate %s: the case stream would differ", out, resume.Header.Samples, from)
@@ -190,7 +191,7 @@ problems; handlers kboost does not model count as inconclusive.`,
 				return werr
 			}
 			st := fz.Finish()
-			sum := fuzzSummary{FuzzStats: st, Arch: a.Name, Policy: pol.Name, Seed: seed, Samples: from, Interrupted: ctx.Err() != nil,
+			sum := fuzzSummary{Stats: st, Arch: a.Name, Policy: pol.Name, Seed: seed, Samples: from, Interrupted: ctx.Err() != nil,
 				Emulator: sb.Emulator(), Trials: max(trials, 1)}
 			if sh.N > 1 {
 				sum.Shard = sh.String()

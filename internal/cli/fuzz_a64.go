@@ -9,6 +9,7 @@ import (
 
 	"github.com/kboost/kboost/boost"
 	"github.com/kboost/kboost/kernelsim"
+	"github.com/kboost/kboost/kernelsim/fuzz"
 	"github.com/kboost/kboost/kimage"
 )
 
@@ -18,25 +19,25 @@ type fuzzBackend interface {
 	Emulator() string
 }
 
-// fuzzEngine is a fuzz engine: kernelsim.Fuzzer (x86), A64Fuzzer, A32Fuzzer (arm, thumb).
+// fuzzEngine is a fuzz engine: fuzz.Fuzzer (x86), A64Fuzzer, A32Fuzzer (arm, thumb).
 type fuzzEngine interface {
 	Seek(block uint64)
-	Restore(st kernelsim.FuzzStats, keys []string)
+	Restore(st fuzz.Stats, keys []string)
 	Block(n int) error
-	Finish() kernelsim.FuzzStats
-	Counts() *kernelsim.FuzzStats
+	Finish() fuzz.Stats
+	Counts() *fuzz.Stats
 }
 
 // newA64Fuzz starts the qemu-aarch64 backend and an A64 fuzzer on it,
 // mutating words of the cached Debian arm64 vmlinux when there is one.
-func newA64Fuzz(pol *boost.Policy, trials int, seed uint64, opts kernelsim.Options, onFinding func(*kernelsim.Finding)) (fuzzBackend, fuzzEngine, string, error) {
+func newA64Fuzz(pol *boost.Policy, trials int, seed uint64, opts kernelsim.Options, onFinding func(*fuzz.Finding)) (fuzzBackend, fuzzEngine, string, error) {
 	g, err := kernelsim.NewGDB(kernelsim.ARM64, opts)
 	if err != nil {
 		return nil, nil, "", err
 	}
 	samples, from := sampleWords(elf.EM_AARCH64, 200000, seed)
-	gen := kernelsim.NewA64Gen(seed, samples)
-	fz := kernelsim.NewA64Fuzzer(kernelsim.FuzzConfig{Backend: g, Policy: pol, Trials: trials, Seed: seed, Source: gen, OnFinding: onFinding})
+	gen := fuzz.NewA64Gen(seed, samples)
+	fz := fuzz.NewA64Fuzzer(fuzz.Config{Backend: g, Policy: pol, Trials: trials, Seed: seed, Source: gen, OnFinding: onFinding})
 	return g, fz, from, nil
 }
 

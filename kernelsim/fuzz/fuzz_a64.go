@@ -1,9 +1,10 @@
-package kernelsim
+package fuzz
 
 import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/kboost/kboost/kernelsim"
 	"slices"
 	"strings"
 
@@ -23,18 +24,18 @@ import (
 type A64Fuzzer struct {
 	fuzzCore
 	// reused buffers
-	cases   []Case
-	results []Result
+	cases   []kernelsim.Case
+	results []kernelsim.Result
 }
 
 // NewA64Fuzzer prepares a fuzz run on an ARM64 backend.
-func NewA64Fuzzer(cfg FuzzConfig) *A64Fuzzer {
+func NewA64Fuzzer(cfg Config) *A64Fuzzer {
 	f := &A64Fuzzer{}
 	f.init(cfg, 0x61363466757a7a, "not applicable: A64 instructions are 4 bytes")
-	f.env.SlotAddr = f.a.Layout.Slot + FuzzSlotOffset
+	f.env.SlotAddr = f.a.Layout.Slot + kernelsim.FuzzSlotOffset
 	f.rules = judgeRules{
-		key:         func(c *fuzzCase) string { return a64Key(c.m.(*A64Probe).Word, &c.dec) },
-		hex:         func(m hitModel) string { return a64Hex(m.(*A64Probe).Word) },
+		key:         func(c *fuzzCase) string { return a64Key(c.m.(*kernelsim.A64Probe).Word, &c.dec) },
+		hex:         func(m kernelsim.HitModel) string { return kernelsim.A64Hex(m.(*kernelsim.A64Probe).Word) },
 		randomTrial: f.a.RandomTrialA64,
 		excuse: func(c *fuzzCase) *int {
 			if f.nondeterministic(c) {
@@ -50,13 +51,13 @@ func NewA64Fuzzer(cfg FuzzConfig) *A64Fuzzer {
 type a64case struct {
 	fuzzCase
 	w     uint32
-	probe A64Probe
+	probe kernelsim.A64Probe
 }
 
 // Block runs n cases.
 func (f *A64Fuzzer) Block(n int) error {
 	a := f.a
-	addr := a.Layout.Orig + FuzzCodeOffset
+	addr := a.Layout.Orig + kernelsim.FuzzCodeOffset
 	fc := make([]a64case, 0, n)
 	for range n {
 		b := f.cfg.Source.Next(nil)
@@ -74,18 +75,18 @@ func (f *A64Fuzzer) Block(n int) error {
 			f.Stats.DecodeInvalid++ // unallocated for package decode; the policy still judges the word
 		}
 		c.dec = f.cfg.Policy.ClassifyBytesEnv(b[:4], decode.ModeA64, addr, &f.env)
-		c.path = PathOf(&c.dec)
+		c.path = kernelsim.PathOf(&c.dec)
 		f.Stats.Verdicts[c.dec.Verdict.String()]++
-		if c.path == PathNone {
+		if c.path == kernelsim.PathNone {
 			continue
 		}
-		c.probe = A64Probe{Arch: a, Word: c.w, CodeOffset: FuzzCodeOffset, SlotOffset: FuzzSlotOffset}
-		if c.path == PathBoost || c.path == PathSingleStep {
-			s, err := BuildSlotA64(c.w, addr, c.probe.SlotAddr(), c.path)
-			probs := VerifySlotA64(c.w, addr, c.probe.SlotAddr(), s)
+		c.probe = kernelsim.A64Probe{Arch: a, Word: c.w, CodeOffset: kernelsim.FuzzCodeOffset, SlotOffset: kernelsim.FuzzSlotOffset}
+		if c.path == kernelsim.PathBoost || c.path == kernelsim.PathSingleStep {
+			s, err := kernelsim.BuildSlotA64(c.w, addr, c.probe.SlotAddr(), c.path)
+			probs := kernelsim.VerifySlotA64(c.w, addr, c.probe.SlotAddr(), s)
 			if err != nil || len(probs) > 0 || (c.dec.SlotLen > 0 && !slices.Equal(s, c.dec.SlotBytes())) {
 				f.Stats.SlotProblems++
-				f.report(&Finding{Kind: "slot-model", Key: fmt.Sprintf("slot:%08x", c.w), Bytes: a64Hex(c.w), Verdict: c.dec.Verdict.String(),
+				f.report(&Finding{Kind: "slot-model", Key: fmt.Sprintf("slot:%08x", c.w), Bytes: kernelsim.A64Hex(c.w), Verdict: c.dec.Verdict.String(),
 					Diverged: append(probs, fmt.Sprintf("model % x, boost % x, %v", s, c.dec.SlotBytes(), err))})
 				continue
 			}
@@ -102,7 +103,7 @@ func (f *A64Fuzzer) Block(n int) error {
 		for k := range f.trials {
 			f.cases = append(f.cases, c.probe.RefCase(&f.trials[k]))
 		}
-		add := func(path Path) int {
+		add := func(path kernelsim.Path) int {
 			at := len(f.cases)
 			for k := range f.trials {
 				h, err := c.probe.HitCase(path, nil, &f.trials[k])
@@ -116,19 +117,19 @@ func (f *A64Fuzzer) Block(n int) error {
 			}
 			return at
 		}
-		if c.path != PathBoost {
+		if c.path != kernelsim.PathBoost {
 			if c.polAt = add(c.path); c.polAt < 0 {
 				f.Stats.Inconclusive++
 			}
 		}
 		// what if boosted: every word but the simulated ones (PC-relative by
 		// construction, never candidates)
-		if c.path != PathEmulate {
-			c.boostAt = add(PathBoost)
+		if c.path != kernelsim.PathEmulate {
+			c.boostAt = add(kernelsim.PathBoost)
 		}
 	}
 	if cap(f.results) < len(f.cases) {
-		f.results = make([]Result, len(f.cases)+len(f.cases)/2)
+		f.results = make([]kernelsim.Result, len(f.cases)+len(f.cases)/2)
 	}
 	f.results = f.results[:len(f.cases)]
 	if err := f.cfg.Backend.Run(f.cases, f.results); err != nil {
@@ -147,18 +148,14 @@ func a64Key(w uint32, d *boost.Decision) string {
 	return fmt.Sprintf("%03x/%s", w>>21, strings.Join(d.ReasonIDs(), ","))
 }
 
-func a64Hex(w uint32) string {
-	return fmt.Sprintf("%02x%02x%02x%02x", byte(w), byte(w>>8), byte(w>>16), byte(w>>24))
-}
-
 // nondeterministic runs the in-place case three times from the first state.
 func (f *A64Fuzzer) nondeterministic(c *fuzzCase) bool {
 	return f.selfDiffers(f.selfCheck(c))
 }
 
 // selfCheck: nondeterministic's question, by word.
-func (f *A64Fuzzer) selfCheck(c *fuzzCase) (string, Case) {
-	return string(binary.LittleEndian.AppendUint32(nil, c.m.(*A64Probe).Word)), c.m.RefCase(&f.trials[0])
+func (f *A64Fuzzer) selfCheck(c *fuzzCase) (string, kernelsim.Case) {
+	return string(binary.LittleEndian.AppendUint32(nil, c.m.(*kernelsim.A64Probe).Word)), c.m.RefCase(&f.trials[0])
 }
 
 // A64Gen generates A64 words for the fuzzer: random words within

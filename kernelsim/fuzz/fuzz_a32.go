@@ -1,9 +1,10 @@
-package kernelsim
+package fuzz
 
 import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/kboost/kboost/kernelsim"
 	"slices"
 	"strings"
 
@@ -32,18 +33,18 @@ import (
 // one-instruction IT block (A32Probe.Pre and IT).
 type A32Fuzzer struct {
 	fuzzCore
-	isa *armISA
+	isa *kernelsim.ISA
 }
 
 // NewA32Fuzzer prepares a fuzz run on a 32-bit ARM backend (ARM32 or
 // Thumb).
-func NewA32Fuzzer(cfg FuzzConfig) *A32Fuzzer {
+func NewA32Fuzzer(cfg Config) *A32Fuzzer {
 	f := &A32Fuzzer{}
-	f.isa = cfg.Backend.Arch().arm
+	f.isa = cfg.Backend.Arch().ISA
 	if f.isa == nil {
-		f.isa = isaA32
+		f.isa = kernelsim.ARM32.ISA
 	}
-	if f.isa.thumb {
+	if f.isa.Thumb {
 		f.init(cfg, 0x743332667a, "not applicable: a Thumb instruction's length is in its first halfword")
 	} else {
 		f.init(cfg, 0x613332667a, "not applicable: A32 instructions are 4 bytes")
@@ -57,18 +58,18 @@ type a32case struct {
 	n    int // bytes
 	inst decode.Inst
 	dec  boost.Decision
-	path Path
-	p    A32Probe
+	path kernelsim.Path
+	p    kernelsim.A32Probe
 }
 
 // place chooses where a Thumb instruction sits (Pre) and whether it ends a
 // one-instruction IT block.
-func (f *A32Fuzzer) place(p *A32Probe) {
-	if !f.isa.thumb {
+func (f *A32Fuzzer) place(p *kernelsim.A32Probe) {
+	if !f.isa.Thumb {
 		return
 	}
 	p.Pre = 2 * f.rng.IntN(2)
-	if f.rng.IntN(4) == 0 && T32ITAllowed(p.Word) {
+	if f.rng.IntN(4) == 0 && kernelsim.T32ITAllowed(p.Word) {
 		p.Pre += 2
 		p.IT = 0xBF08 | uint16(f.rng.IntN(15))<<4
 	}
@@ -81,29 +82,29 @@ func (f *A32Fuzzer) Block(n int) error {
 	for range n {
 		b := f.cfg.Source.Next(nil)
 		f.Stats.Cases++
-		w, ln, ok := isa.value(b)
+		w, ln, ok := isa.Value(b)
 		if !ok {
 			f.Stats.DecodeInvalid++
 			continue
 		}
 		c := a32case{w: w, n: ln}
-		c.p = A32Probe{Arch: a, Word: w, CodeOffset: FuzzCodeOffset, SlotOffset: FuzzSlotOffset}
+		c.p = kernelsim.A32Probe{Arch: a, Word: w, CodeOffset: kernelsim.FuzzCodeOffset, SlotOffset: kernelsim.FuzzSlotOffset}
 		f.place(&c.p)
 		addr := c.p.Addr()
-		if err := isa.dec.Decode(&c.inst, b[:ln], addr); err != nil {
+		if err := isa.Dec.Decode(&c.inst, b[:ln], addr); err != nil {
 			f.Stats.DecodeInvalid++ // the policy still judges the word
 		}
-		c.dec = f.cfg.Policy.ClassifyBytesEnv(b[:ln], isa.mode, addr, &f.env)
-		c.path = PathOf(&c.dec)
+		c.dec = f.cfg.Policy.ClassifyBytesEnv(b[:ln], isa.Mode, addr, &f.env)
+		c.path = kernelsim.PathOf(&c.dec)
 		f.Stats.Verdicts[c.dec.Verdict.String()]++
-		if c.path == PathNone {
+		if c.path == kernelsim.PathNone {
 			continue
 		}
-		c.p.Action = A32Action(c.dec.ReasonIDs())
-		if c.path == PathSingleStep {
-			if probs := isa.verifySlot(w, c.dec.SlotBytes()); len(probs) > 0 {
+		c.p.Action = kernelsim.A32Action(c.dec.ReasonIDs())
+		if c.path == kernelsim.PathSingleStep {
+			if probs := isa.VerifySlot(w, c.dec.SlotBytes()); len(probs) > 0 {
 				f.Stats.SlotProblems++
-				f.report(&Finding{Kind: "slot-model", Key: "slot:" + isa.group(w), Bytes: isa.hex(w), Verdict: c.dec.Verdict.String(), Diverged: probs})
+				f.report(&Finding{Kind: "slot-model", Key: "slot:" + isa.Group(w), Bytes: isa.Hex(w), Verdict: c.dec.Verdict.String(), Diverged: probs})
 				continue
 			}
 		}
@@ -112,17 +113,17 @@ func (f *A32Fuzzer) Block(n int) error {
 	for k := range f.trials {
 		a.RandomTrialA32(f.rng, &f.trials[k])
 	}
-	hs := make([]A32Hit, len(fc))
+	hs := make([]kernelsim.A32Hit, len(fc))
 	for i := range fc {
-		hs[i] = A32Hit{Probe: &fc[i].p, Path: fc[i].path, Slot: fc[i].dec.SlotBytes(), Trials: f.trials}
+		hs[i] = kernelsim.A32Hit{Probe: &fc[i].p, Path: fc[i].path, Slot: fc[i].dec.SlotBytes(), Trials: f.trials}
 	}
-	outs, errs, err := CheckHitsA32(f.cfg.Backend, hs)
+	outs, errs, err := kernelsim.CheckHitsA32(f.cfg.Backend, hs)
 	if err != nil {
 		return err
 	}
 	for i := range fc {
 		c := &fc[i]
-		var ee *EmulateError
+		var ee *kernelsim.EmulateError
 		if errors.As(errs[i], &ee) {
 			if f.Stats.Unmodelled == nil {
 				f.Stats.Unmodelled = map[string]int{}
@@ -133,16 +134,16 @@ func (f *A32Fuzzer) Block(n int) error {
 		} else if errs[i] != nil {
 			return errs[i]
 		}
-		ds := make([]Diff, len(outs[i]))
+		ds := make([]kernelsim.Diff, len(outs[i]))
 		for k, h := range outs[i] {
 			ds[k] = h.Diff
 			f.Stats.Checks++
 		}
-		switch Summarize(ds) {
-		case Diverged:
+		switch kernelsim.Summarize(ds) {
+		case kernelsim.Diverged:
 			first := -1
 			for k, d := range ds {
-				if d.Verdict == Diverged {
+				if d.Verdict == kernelsim.Diverged {
 					first = k
 					break
 				}
@@ -151,12 +152,12 @@ func (f *A32Fuzzer) Block(n int) error {
 				f.Stats.Nondeterministic++
 				continue
 			}
-			hc, err := CheckHitA32(f.cfg.Backend, &c.p, c.path, c.dec.SlotBytes(), []Trial{f.trials[first]})
-			if err != nil || hc[0].Diff.Verdict != Diverged {
+			hc, err := kernelsim.CheckHitA32(f.cfg.Backend, &c.p, c.path, c.dec.SlotBytes(), []kernelsim.Trial{f.trials[first]})
+			if err != nil || hc[0].Diff.Verdict != kernelsim.Diverged {
 				f.Stats.Unreproducible++
 				continue
 			}
-			if inRunner(hc[0].RefR.Regs.PC) || inRunner(hc[0].HitR.Regs.PC) || f.isa.codeStore(c.w) {
+			if inRunner(hc[0].RefR.Regs.PC) || inRunner(hc[0].HitR.Regs.PC) || f.isa.CodeStore(c.w) {
 				// a store into the code image (kernel text is read-only),
 				// which may change the return stub: the run may end in the
 				// sandbox's runner
@@ -167,57 +168,31 @@ func (f *A32Fuzzer) Block(n int) error {
 			if f.divergence(c, ds, &hc[0]) != "" {
 				f.Stats.Unpredictable++
 			}
-		case NotVerifiable:
+		case kernelsim.NotVerifiable:
 			f.Stats.NotVerifiable++
-		case Inconclusive:
+		case kernelsim.Inconclusive:
 			f.Stats.Inconclusive++
 		}
 	}
 	return nil
 }
 
-// VerifySlotA32 checks an A32 emulation slot image: one instruction word
-// and mov pc, lr.
-func VerifySlotA32(img []byte) []string {
-	if len(img) != 8 {
-		return []string{fmt.Sprintf("slot is %d bytes, want 8 (insn + mov pc, lr)", len(img))}
-	}
-	if t := binary.LittleEndian.Uint32(img[4:]); t != A32MovPCLR {
-		return []string{fmt.Sprintf("slot tail %#08x is not mov pc, lr", t)}
-	}
-	return nil
-}
-
-// Where says where a Thumb probe sits, as `kboost sim --arch thumb` flags:
-// --it COND when it ends a one-instruction IT block, and an --addr with
-// its alignment ("" for A32).
-func (p *A32Probe) Where() string {
-	if !p.Arch.arm.thumb {
-		return ""
-	}
-	s := fmt.Sprintf("--addr %#x", 0xc0100000+p.Addr()%4)
-	if p.IT != 0 {
-		s = fmt.Sprintf("--it %s %s", strings.ToLower(decode.Cond(p.IT>>4&15).String()), s)
-	}
-	return s
-}
-
 // unpredictable says why a divergence is on an encoding or a state the
 // architecture calls UNPREDICTABLE ("" when it is not): the encoding's
 // own rules, or an interworking PC write to an address with bits 1:0 =
 // 0b10, which the kernel's bx_write_pc aligns and a CPU need not.
-func (f *A32Fuzzer) unpredictable(c *a32case, h *HitCheck) string {
-	if why := f.isa.unpredictable(c.w); why != "" {
+func (f *A32Fuzzer) unpredictable(c *a32case, h *kernelsim.HitCheck) string {
+	if why := f.isa.Unpredictable(c.w); why != "" {
 		return why
 	}
-	if f.isa.thumb && c.w == 0x4778 && c.p.Addr()%4 == 2 {
+	if f.isa.Thumb && c.w == 0x4778 && c.p.Addr()%4 == 2 {
 		return "BX PC at an address 2 mod 4: an ARM-state target with bit 1 set"
 	}
 	ref, hit := h.RefR.Regs.PC, h.HitR.Regs.PC
 	if ref&3 == 2 && hit == ref&^2 && !slices.ContainsFunc(h.Diff.Fields, func(s string) bool { return s != "pc" && s != "fault-addr" }) {
 		return "an interworking PC write to an address with bits 1:0 = 0b10 (the kernel's bx_write_pc clears bit 1)"
 	}
-	if h.RefR.Outcome == Faulted && h.HitR.Outcome == Faulted && h.RefR.Fault == h.HitR.Fault && ref == hit &&
+	if h.RefR.Outcome == kernelsim.Faulted && h.HitR.Outcome == kernelsim.Faulted && h.RefR.Fault == h.HitR.Fault && ref == hit &&
 		!slices.ContainsFunc(h.Diff.Fields, func(s string) bool { return !slices.Contains(f.a.RegNames, s) }) {
 		return "the same fault, registers differing: destination registers of a load that faults part-way are UNKNOWN"
 	}
@@ -226,7 +201,7 @@ func (f *A32Fuzzer) unpredictable(c *a32case, h *HitCheck) string {
 
 // divergence reports a reproduced divergence (once per key) and returns
 // why it is UNPREDICTABLE, if it is.
-func (f *A32Fuzzer) divergence(c *a32case, ds []Diff, h *HitCheck) string {
+func (f *A32Fuzzer) divergence(c *a32case, ds []kernelsim.Diff, h *kernelsim.HitCheck) string {
 	why := f.unpredictable(c, h)
 	key := fmt.Sprintf("policy-divergence:%s/%s", strings.Join(c.dec.ReasonIDs(), ","), strings.Join(h.Diff.Fields, ","))
 	if why != "" {
@@ -238,28 +213,28 @@ func (f *A32Fuzzer) divergence(c *a32case, ds []Diff, h *HitCheck) string {
 	}
 	n := 0
 	for _, d := range ds {
-		if d.Verdict == Diverged {
+		if d.Verdict == kernelsim.Diverged {
 			n++
 		}
 	}
 	h = f.minimize(c, h)
-	rp := &Reproducer{Bytes: f.isa.hex(c.w), Regs: map[string]string{}, Flags: fmt.Sprintf("%#x", h.Trial.Regs.Flags),
+	rp := &Reproducer{Bytes: f.isa.Hex(c.w), Regs: map[string]string{}, Flags: fmt.Sprintf("%#x", h.Trial.Regs.Flags),
 		InPlace: describe(f.a, &h.RefR), Hit: describe(f.a, &h.HitR), Diff: h.Diff.String()}
 	for r := 0; r < f.a.NumGPR(); r++ {
 		if v := h.Trial.Regs.GPR[r]; v != 0 {
 			rp.Regs[f.a.RegNames[r]] = fmt.Sprintf("%#x", v)
 		}
 	}
-	fd := &Finding{Kind: "policy-divergence", Key: key, Bytes: f.isa.hex(c.w), Asm: decode.Format(&c.inst, nil),
+	fd := &Finding{Kind: "policy-divergence", Key: key, Bytes: f.isa.Hex(c.w), Asm: decode.Format(&c.inst, nil),
 		Verdict: c.dec.Verdict.String(), Path: c.path.String(), Reasons: c.dec.ReasonIDs(), Details: c.dec.ReasonTexts(), Diverged: h.Diff.Fields,
 		Trials: len(ds), DivergedTrials: n, Reproducer: rp}
 	var notes []string
 	if why != "" {
 		notes = append(notes, "UNPREDICTABLE: "+why)
 	}
-	if sv, _, ok := f.isa.value(c.dec.SlotBytes()); ok && c.path == PathSingleStep {
-		if sw := f.isa.unpredictable(sv); sw != "" {
-			notes = append(notes, fmt.Sprintf("the kernel's slot instruction %s is UNPREDICTABLE (%s): a CPU may run it, QEMU need not", f.isa.hex(sv), sw))
+	if sv, _, ok := f.isa.Value(c.dec.SlotBytes()); ok && c.path == kernelsim.PathSingleStep {
+		if sw := f.isa.Unpredictable(sv); sw != "" {
+			notes = append(notes, fmt.Sprintf("the kernel's slot instruction %s is UNPREDICTABLE (%s): a CPU may run it, QEMU need not", f.isa.Hex(sv), sw))
 		}
 	}
 	if w := c.p.Where(); w != "" {
@@ -272,16 +247,16 @@ func (f *A32Fuzzer) divergence(c *a32case, ds []Diff, h *HitCheck) string {
 
 // minimize zeroes every register (but sp) whose value does not matter to
 // the divergence: the same fields still differ without it.
-func (f *A32Fuzzer) minimize(c *a32case, h *HitCheck) *HitCheck {
+func (f *A32Fuzzer) minimize(c *a32case, h *kernelsim.HitCheck) *kernelsim.HitCheck {
 	want := strings.Join(h.Diff.Fields, ",")
 	for r := 0; r < f.a.NumGPR(); r++ {
-		if r == a32RegSP || h.Trial.Regs.GPR[r] == 0 {
+		if r == f.a.SP || h.Trial.Regs.GPR[r] == 0 {
 			continue
 		}
 		t := h.Trial
 		t.Regs.GPR[r] = 0
-		hc, err := CheckHitA32(f.cfg.Backend, &c.p, c.path, c.dec.SlotBytes(), []Trial{t})
-		if err == nil && hc[0].Diff.Verdict == Diverged && strings.Join(hc[0].Diff.Fields, ",") == want {
+		hc, err := kernelsim.CheckHitA32(f.cfg.Backend, &c.p, c.path, c.dec.SlotBytes(), []kernelsim.Trial{t})
+		if err == nil && hc[0].Diff.Verdict == kernelsim.Diverged && strings.Join(hc[0].Diff.Fields, ",") == want {
 			h = &hc[0]
 		}
 	}
@@ -504,4 +479,6 @@ func (g *T32Gen) short(v uint32) uint32 {
 }
 
 // inRunner reports whether pc lies in the 32-bit ARM runner or its data.
-func inRunner(pc uint64) bool { return pc >= a32DataBase && pc < a32RunnerBase+0x10_0000 }
+func inRunner(pc uint64) bool {
+	return pc >= kernelsim.A32DataBase && pc < kernelsim.A32RunnerBase+0x10_0000
+}

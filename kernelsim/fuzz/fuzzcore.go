@@ -1,8 +1,9 @@
-package kernelsim
+package fuzz
 
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"github.com/kboost/kboost/kernelsim"
 	"math/rand/v2"
 	"reflect"
 	"time"
@@ -16,14 +17,14 @@ import (
 // environment, the random source, the trial states, the counts and rates,
 // and the deduplicated reporting of findings.
 type fuzzCore struct {
-	cfg    FuzzConfig
-	a      *Arch
+	cfg    Config
+	a      *kernelsim.Arch
 	env    boost.Env
 	rng    *rand.Rand
 	pcg    *rand.PCG
 	stream uint64
 	seen   map[string]int
-	Stats  FuzzStats
+	Stats  Stats
 	start  time.Time
 	cpu0   time.Duration
 	// cpuPrior: the CPU seconds of a campaign's earlier runs (Restore).
@@ -33,26 +34,26 @@ type fuzzCore struct {
 	// nondet memoizes, within a block, which in-place cases differ from
 	// themselves (by the engine's key).
 	nondet map[string]bool
-	trials []Trial
+	trials []kernelsim.Trial
 	// Judging (Fuzzer and A64Fuzzer; see fuzzjudge.go): the engine's rules,
 	// the states that confirm missed boosts, and their cases and results
 	// (reused: a Result holds 8 KiB).
 	rules    judgeRules
-	extra    []Trial
-	mcases   []Case
-	mresults []Result
+	extra    []kernelsim.Trial
+	mcases   []kernelsim.Case
+	mresults []kernelsim.Result
 }
 
 // init sets up the core for cfg: Trials defaults to 3 and Env to
 // SimEnv(Policy); stream seeds the random source (one per engine, so
 // runs of different engines with the same seed differ); lengthOracle
 // describes the length check for the summary.
-func (f *fuzzCore) init(cfg FuzzConfig, stream uint64, lengthOracle string) {
+func (f *fuzzCore) init(cfg Config, stream uint64, lengthOracle string) {
 	if cfg.Trials <= 0 {
 		cfg.Trials = 3
 	}
 	if cfg.Env == nil {
-		cfg.Env = SimEnv(cfg.Policy)
+		cfg.Env = kernelsim.SimEnv(cfg.Policy)
 	}
 	f.cfg, f.a, f.env = cfg, cfg.Backend.Arch(), *cfg.Env
 	f.seen, f.start, f.nondet = map[string]int{}, time.Now(), map[string]bool{}
@@ -60,7 +61,7 @@ func (f *fuzzCore) init(cfg FuzzConfig, stream uint64, lengthOracle string) {
 	f.rng = rand.New(f.pcg)
 	f.Stats.Verdicts = map[string]int{}
 	f.Stats.LengthOracle = lengthOracle
-	f.trials = make([]Trial, cfg.Trials)
+	f.trials = make([]kernelsim.Trial, cfg.Trials)
 	if c, ok := cfg.Backend.(cpuTimer); ok {
 		f.cpu0 = c.CPUTime()
 	}
@@ -108,7 +109,7 @@ func (f *fuzzCore) Seek(b uint64) {
 
 // Restore continues a campaign from a checkpoint: its counts (elapsed and
 // CPU time included) and the keys of the findings it has reported.
-func (f *fuzzCore) Restore(st FuzzStats, keys []string) {
+func (f *fuzzCore) Restore(st Stats, keys []string) {
 	f.Stats = st
 	if f.Stats.Verdicts == nil {
 		f.Stats.Verdicts = map[string]int{}
@@ -128,10 +129,10 @@ func FindingID(arch, policy, key string) string {
 }
 
 // Counts returns the running counts.
-func (f *fuzzCore) Counts() *FuzzStats { return &f.Stats }
+func (f *fuzzCore) Counts() *Stats { return &f.Stats }
 
 // Finish computes the rates.
-func (f *fuzzCore) Finish() FuzzStats {
+func (f *fuzzCore) Finish() Stats {
 	f.Stats.Elapsed = time.Since(f.start).Seconds()
 	if c, ok := f.cfg.Backend.(cpuTimer); ok {
 		f.Stats.CPUSeconds = f.cpuPrior + (c.CPUTime() - f.cpu0).Seconds()
@@ -143,7 +144,7 @@ func (f *fuzzCore) Finish() FuzzStats {
 	return f.Stats
 }
 
-func (s *FuzzStats) setRates() {
+func (s *Stats) setRates() {
 	if s.Elapsed > 0 {
 		s.ChecksPerSecond = float64(s.Checks) / s.Elapsed
 		s.CasesPerSecond = float64(s.Cases) / s.Elapsed
@@ -158,7 +159,7 @@ func (s *FuzzStats) setRates() {
 // summed (worker time) and the rates recomputed from the sums.
 // FindingKeys is summed too: a finding met by two shards counts twice
 // until their findings are merged by ID.
-func (s *FuzzStats) Add(o *FuzzStats) {
+func (s *Stats) Add(o *Stats) {
 	sv, ov := reflect.ValueOf(s).Elem(), reflect.ValueOf(o).Elem()
 	for i := range sv.NumField() {
 		switch f := sv.Field(i); f.Kind() {
@@ -219,7 +220,7 @@ func spacedHex(h string) string {
 
 // selfDiffers reports whether the in-place case c (keyed by key) differs
 // from itself, run once per key and block.
-func (f *fuzzCore) selfDiffers(key string, c Case) bool {
+func (f *fuzzCore) selfDiffers(key string, c kernelsim.Case) bool {
 	if v, ok := f.nondet[key]; ok {
 		return v
 	}
@@ -231,13 +232,13 @@ func (f *fuzzCore) selfDiffers(key string, c Case) bool {
 // differs runs the same in-place case three times and reports whether the
 // results differ (a nondeterministic instruction: its divergences do not
 // count).
-func (f *fuzzCore) differs(c Case) bool {
-	cs := []Case{c, c, c}
-	rs := make([]Result, 3)
+func (f *fuzzCore) differs(c kernelsim.Case) bool {
+	cs := []kernelsim.Case{c, c, c}
+	rs := make([]kernelsim.Result, 3)
 	if err := f.cfg.Backend.Run(cs, rs); err != nil {
 		return false
 	}
-	return f.a.Compare(&rs[0], &rs[1], nil).Verdict != Equivalent || f.a.Compare(&rs[1], &rs[2], nil).Verdict != Equivalent
+	return f.a.Compare(&rs[0], &rs[1], nil).Verdict != kernelsim.Equivalent || f.a.Compare(&rs[1], &rs[2], nil).Verdict != kernelsim.Equivalent
 }
 
 // genRand is a generator's random source, reseedable for each campaign

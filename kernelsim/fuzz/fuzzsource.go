@@ -1,4 +1,4 @@
-package kernelsim
+package fuzz
 
 import (
 	"debug/elf"
@@ -26,7 +26,7 @@ type FuzzSource struct {
 
 // NewFuzzSource returns the mix for a mode; samples are the real
 // instructions to mutate (SampleKernelInsts), none means structured only.
-func NewFuzzSource(m decode.Mode, seed uint64, samples [][]byte) *FuzzSource {
+func NewSource(m decode.Mode, seed uint64, samples [][]byte) *FuzzSource {
 	bits := 64
 	if m == decode.Mode32 {
 		bits = 32

@@ -1,10 +1,11 @@
-package kernelsim
+package fuzz
 
 import (
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/kboost/kboost/kernelsim"
 	"slices"
 	"time"
 
@@ -15,19 +16,12 @@ import (
 // LengthOracle is a backend that can tell an instruction's length the way
 // the CPU sees it (Sandbox on the host CPU).
 type LengthOracle interface {
-	HWLengthsHint(bs [][]byte, hints []int, out []HWLen) error
+	HWLengthsHint(bs [][]byte, hints []int, out []kernelsim.HWLen) error
 }
 
-// Fuzz offsets of the probed instruction and its slot in their pages: the
-// middle of the code page, so short branches either way land on int3 filler.
-const (
-	FuzzCodeOffset = 0x800
-	FuzzSlotOffset = 0x400
-)
-
 // FuzzConfig drives a Fuzzer.
-type FuzzConfig struct {
-	Backend Backend
+type Config struct {
+	Backend kernelsim.Backend
 	Policy  *boost.Policy
 	Env     *boost.Env // nil: SimEnv(Policy)
 	Trials  int        // register states per case (default 3)
@@ -39,7 +33,7 @@ type FuzzConfig struct {
 }
 
 // FuzzStats are a fuzz run's counts.
-type FuzzStats struct {
+type Stats struct {
 	Cases         int `json:"cases"`
 	DecodeInvalid int `json:"decode_invalid"` // the decoder refused (or truncated) the bytes
 	// verdicts of the policy on the decoded cases
@@ -150,13 +144,13 @@ type Fuzzer struct {
 	// per-block scratch
 	bufs    [][]byte
 	hints   []int
-	hw      []HWLen
-	cases   []Case
-	results []Result
+	hw      []kernelsim.HWLen
+	cases   []kernelsim.Case
+	results []kernelsim.Result
 }
 
 // NewFuzzer prepares a fuzz run.
-func NewFuzzer(cfg FuzzConfig) *Fuzzer {
+func NewFuzzer(cfg Config) *Fuzzer {
 	f := &Fuzzer{}
 	lo, ok := cfg.Backend.(LengthOracle)
 	if ok {
@@ -165,13 +159,13 @@ func NewFuzzer(cfg FuzzConfig) *Fuzzer {
 	} else {
 		f.init(cfg, 0x66757a7a, "unavailable: the backend has no length oracle")
 	}
-	f.env.SlotAddr = f.a.Layout.Slot + FuzzSlotOffset
+	f.env.SlotAddr = f.a.Layout.Slot + kernelsim.FuzzSlotOffset
 	if e, ok := cfg.Backend.(interface{ Emulator() string }); ok && e.Emulator() != "" {
 		f.emulated = true
 	}
 	f.rules = judgeRules{
 		key:         func(c *fuzzCase) string { return instKey(&c.inst) },
-		hex:         func(m hitModel) string { return hex.EncodeToString(m.(*Probe).Inst.Bytes()) },
+		hex:         func(m kernelsim.HitModel) string { return hex.EncodeToString(m.(*kernelsim.Probe).Inst.Bytes()) },
 		randomTrial: f.a.RandomTrial,
 		excuse:      f.excuse,
 		vendorNote: func(c *fuzzCase) string {
@@ -181,21 +175,21 @@ func NewFuzzer(cfg FuzzConfig) *Fuzzer {
 			return ""
 		},
 		variants:  f.fewerPrefixes,
-		selfCheck: func(c *fuzzCase) (string, Case) { return f.selfCheck(c, &f.trials[0]) },
+		selfCheck: func(c *fuzzCase) (string, kernelsim.Case) { return f.selfCheck(c, &f.trials[0]) },
 	}
 	return f
 }
 
 type fcase struct {
 	fuzzCase
-	probe   Probe
+	probe   kernelsim.Probe
 	boostOK bool // a boosted slot can be built (len <= 10, rebase fits)
 }
 
 // Block runs n cases.
 func (f *Fuzzer) Block(n int) error {
 	a := f.a
-	addr := a.Layout.Orig + FuzzCodeOffset
+	addr := a.Layout.Orig + kernelsim.FuzzCodeOffset
 	f.bufs = f.bufs[:0]
 	fc := make([]fcase, 0, n)
 	for len(f.bufs) < n {
@@ -215,16 +209,16 @@ func (f *Fuzzer) Block(n int) error {
 	for i, b := range f.bufs {
 		err := decode.DecodeInto(&insts[i], b, a.Mode, addr)
 		if err == nil && insts[i].RIPRel && insts[i].DispLen == 4 && f.rng.IntN(2) == 0 {
-			t := a.Layout.Scratch + uint64(f.rng.IntN(ScratchSize-16))
+			t := a.Layout.Scratch + uint64(f.rng.IntN(kernelsim.ScratchSize-16))
 			binary.LittleEndian.PutUint32(b[insts[i].DispOff:], uint32(int32(int64(t-insts[i].End()))))
 			err = decode.DecodeInto(&insts[i], b, a.Mode, addr)
 		}
-		if err == nil && a.ptrSize() == 4 && insts[i].Branch.Relative() && insts[i].ImmLen == 4 &&
-			(insts[i].Target < a.Layout.Orig || insts[i].Target >= a.Layout.Orig+2*PageSize) {
+		if err == nil && a.PtrSize() == 4 && insts[i].Branch.Relative() && insts[i].ImmLen == 4 &&
+			(insts[i].Target < a.Layout.Orig || insts[i].Target >= a.Layout.Orig+2*kernelsim.PageSize) {
 			// i386: a rel32 reaches the whole address space, the runner's
 			// pages included: aim it at the code page or the unmapped page
 			// after it instead
-			t := a.Layout.Orig + uint64(f.rng.IntN(2*PageSize))
+			t := a.Layout.Orig + uint64(f.rng.IntN(2*kernelsim.PageSize))
 			binary.LittleEndian.PutUint32(b[insts[i].ImmOff:], uint32(t-insts[i].End()))
 			err = decode.DecodeInto(&insts[i], b, a.Mode, addr)
 		}
@@ -239,11 +233,11 @@ func (f *Fuzzer) Block(n int) error {
 	// hardware length
 	if f.lo != nil {
 		if cap(f.hw) < n {
-			f.hw = make([]HWLen, n)
+			f.hw = make([]kernelsim.HWLen, n)
 		}
 		f.hw = f.hw[:n]
 		if err := f.lo.HWLengthsHint(f.bufs, f.hints, f.hw); err != nil {
-			if !errors.Is(err, errNotSupported) {
+			if !errors.Is(err, decode.ErrNotSupported) {
 				return err
 			}
 			f.Stats.LengthOracle = "unavailable: " + err.Error()
@@ -263,14 +257,14 @@ func (f *Fuzzer) Block(n int) error {
 		var c fcase
 		c.inst = insts[i]
 		c.dec = f.cfg.Policy.ClassifyBytesEnv(f.bufs[i], a.Mode, addr, &f.env)
-		c.path = PathOf(&c.dec)
+		c.path = kernelsim.PathOf(&c.dec)
 		f.Stats.Verdicts[c.dec.Verdict.String()]++
-		if c.path == PathNone || c.dec.Len != c.inst.Len {
+		if c.path == kernelsim.PathNone || c.dec.Len != c.inst.Len {
 			continue // refused, or the kernel decodes another length (emulate prefix)
 		}
-		c.probe = Probe{Arch: a, Inst: c.inst, CodeOffset: FuzzCodeOffset, SlotOffset: FuzzSlotOffset}
-		if c.path != PathEmulate {
-			s, err := BuildSlot(&c.inst, c.probe.SlotAddr(), c.path)
+		c.probe = kernelsim.Probe{Arch: a, Inst: c.inst, CodeOffset: kernelsim.FuzzCodeOffset, SlotOffset: kernelsim.FuzzSlotOffset}
+		if c.path != kernelsim.PathEmulate {
+			s, err := kernelsim.BuildSlot(&c.inst, c.probe.SlotAddr(), c.path)
 			if err != nil || (c.dec.SlotLen > 0 && !slices.Equal(s, c.dec.SlotBytes())) {
 				f.Stats.SlotProblems++
 				f.report(&Finding{Kind: "slot-model", Key: "slot:" + hex.EncodeToString(c.inst.Bytes()), Bytes: hex.EncodeToString(c.inst.Bytes()),
@@ -291,7 +285,7 @@ func (f *Fuzzer) Block(n int) error {
 		for k := range f.trials {
 			f.cases = append(f.cases, c.probe.RefCase(&f.trials[k]))
 		}
-		if c.path != PathBoost {
+		if c.path != kernelsim.PathBoost {
 			at := len(f.cases)
 			ok := true
 			for k := range f.trials {
@@ -309,10 +303,10 @@ func (f *Fuzzer) Block(n int) error {
 				f.Stats.Inconclusive++
 			}
 		}
-		if c.boostOK || c.path == PathBoost {
+		if c.boostOK || c.path == kernelsim.PathBoost {
 			at := len(f.cases)
 			for k := range f.trials {
-				h, err := c.probe.HitCase(PathBoost, nil, &f.trials[k])
+				h, err := c.probe.HitCase(kernelsim.PathBoost, nil, &f.trials[k])
 				if err != nil {
 					f.cases = f.cases[:at]
 					at = -1
@@ -324,7 +318,7 @@ func (f *Fuzzer) Block(n int) error {
 		}
 	}
 	if cap(f.results) < len(f.cases) {
-		f.results = make([]Result, len(f.cases))
+		f.results = make([]kernelsim.Result, len(f.cases))
 	}
 	f.results = f.results[:len(f.cases)]
 	if err := f.cfg.Backend.Run(f.cases, f.results); err != nil {
@@ -352,21 +346,21 @@ func (f *Fuzzer) excuse(c *fuzzCase) *int {
 
 // fewerPrefixes lists the forms of m with one legacy prefix dropped that
 // the policy still sends down path (boosted: at most 10 bytes long).
-func (f *Fuzzer) fewerPrefixes(m hitModel, path Path) []hitModel {
-	p := m.(*Probe)
-	var out []hitModel
+func (f *Fuzzer) fewerPrefixes(m kernelsim.HitModel, path kernelsim.Path) []kernelsim.HitModel {
+	p := m.(*kernelsim.Probe)
+	var out []kernelsim.HitModel
 	b := p.Inst.Bytes()
 	for i := 0; i < p.Inst.NPrefix && i < len(b); i++ {
 		nb := append(append([]byte(nil), b[:i]...), b[i+1:]...)
-		np, err := NewProbe(f.a, nb, p.CodeOffset, p.SlotOffset)
+		np, err := kernelsim.NewProbe(f.a, nb, p.CodeOffset, p.SlotOffset)
 		if err != nil {
 			continue
 		}
 		dd := f.cfg.Policy.ClassifyBytesEnv(nb, f.a.Mode, np.Addr(), &f.env)
-		if PathOf(&dd) != path && path != PathBoost {
+		if kernelsim.PathOf(&dd) != path && path != kernelsim.PathBoost {
 			continue
 		}
-		if path == PathBoost && np.Inst.Len > 10 {
+		if path == kernelsim.PathBoost && np.Inst.Len > 10 {
 			continue
 		}
 		out = append(out, np)
@@ -387,24 +381,24 @@ func instKey(in *decode.Inst) string {
 	return fmt.Sprintf("%v/%v/%02x/%d/%v/rex%v", in.Enc, in.Map, in.Opcode, reg, in.Prefixes, in.Rex != 0)
 }
 
-func describe(a *Arch, r *Result) string {
-	s := fmt.Sprintf("%v pc=%#x sp=%#x", r.Outcome, r.Regs.PC, r.Regs.GPR[a.sp])
-	if r.Outcome == Faulted {
+func describe(a *kernelsim.Arch, r *kernelsim.Result) string {
+	s := fmt.Sprintf("%v pc=%#x sp=%#x", r.Outcome, r.Regs.PC, r.Regs.GPR[a.SP])
+	if r.Outcome == kernelsim.Faulted {
 		s += " " + r.Fault.String()
 	}
 	return s
 }
 
 // lengthCheck compares the decoder's length with the CPU's.
-func (f *Fuzzer) lengthCheck(in *decode.Inst, ok bool, b []byte, hw *HWLen) {
+func (f *Fuzzer) lengthCheck(in *decode.Inst, ok bool, b []byte, hw *kernelsim.HWLen) {
 	switch hw.Outcome {
-	case LenUnknown:
+	case kernelsim.LenUnknown:
 		f.Stats.LengthUnknown++
 		return
-	case LenRejected:
+	case kernelsim.LenRejected:
 		f.Stats.CPURejected++
 		return
-	case LenTooShort:
+	case kernelsim.LenTooShort:
 		return // the candidate is a truncated instruction for the CPU too (or longer than 15)
 	}
 	f.Stats.LengthChecked++
@@ -412,7 +406,7 @@ func (f *Fuzzer) lengthCheck(in *decode.Inst, ok bool, b []byte, hw *HWLen) {
 		var d decode.Inst
 		err := decode.DecodeInto(&d, b, f.a.Mode, 0)
 		switch {
-		case (errors.Is(err, decode.ErrTooLong) || errors.Is(err, decode.ErrInvalid)) && hw.N == 15 && hw.Fault.Signal == SIGSEGV && hw.Fault.Code == siKernel:
+		case (errors.Is(err, decode.ErrTooLong) || errors.Is(err, decode.ErrInvalid)) && hw.N == 15 && hw.Fault.Signal == kernelsim.SIGSEGV && hw.Fault.Code == kernelsim.SIKernel:
 			return // the CPU raised #GP at 15 bytes (too long): not an instruction for either
 		case errors.Is(err, decode.ErrTruncated) && hw.N >= len(b):
 			return
@@ -441,7 +435,7 @@ func (f *Fuzzer) lengthCheck(in *decode.Inst, ok bool, b []byte, hw *HWLen) {
 	if hw.N == in.Len {
 		return
 	}
-	if hw.Outcome == LenFaulted && hw.N == 15 && hw.Fault.Signal == SIGSEGV && hw.Fault.Code == siKernel && in.Len < 15 {
+	if hw.Outcome == kernelsim.LenFaulted && hw.N == 15 && hw.Fault.Signal == kernelsim.SIGSEGV && hw.Fault.Code == kernelsim.SIKernel && in.Len < 15 {
 		f.Stats.CPUTooLong++
 		f.report(&Finding{Kind: "length-cpu-toolong", Key: "toolong:" + instKey(in), Bytes: hex.EncodeToString(b), Asm: decode.Format(in, nil),
 			DecoderLen: in.Len, CPULen: hw.N, CPU: hw.Outcome.String() + " " + hw.Fault.String()})
@@ -470,12 +464,12 @@ func isAMD66Branch(in *decode.Inst, cpuLen int) bool {
 // nondeterministic runs the in-place case twice more from the same state:
 // instructions whose result the CPU does not determine from the registers
 // and memory (rdtsc, rdrand, rdpmc...) differ from themselves.
-func (f *Fuzzer) nondeterministic(c *fuzzCase, t *Trial) bool {
+func (f *Fuzzer) nondeterministic(c *fuzzCase, t *kernelsim.Trial) bool {
 	return f.selfDiffers(f.selfCheck(c, t))
 }
 
 // selfCheck: nondeterministic's question, by instruction form.
-func (f *Fuzzer) selfCheck(c *fuzzCase, t *Trial) (string, Case) {
+func (f *Fuzzer) selfCheck(c *fuzzCase, t *kernelsim.Trial) (string, kernelsim.Case) {
 	return instKey(&c.inst), c.m.RefCase(t)
 }
 
@@ -517,8 +511,8 @@ func (f *Fuzzer) uncontrolled(c *fuzzCase) bool {
 		return true // the FS/GS base is not set per case (i386: a TLS segment)
 	}
 	for k := range f.trials {
-		ea, ok := f.a.memOperand(&c.inst, &f.trials[k].Regs)
-		if ok && !f.a.controlled(ea) && f.results[c.refAt+k].Outcome == Completed {
+		ea, ok := f.a.MemOperand(&c.inst, &f.trials[k].Regs)
+		if ok && !f.a.Controlled(ea) && f.results[c.refAt+k].Outcome == kernelsim.Completed {
 			return true
 		}
 	}

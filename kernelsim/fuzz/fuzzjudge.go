@@ -1,7 +1,8 @@
-package kernelsim
+package fuzz
 
 import (
 	"fmt"
+	"github.com/kboost/kboost/kernelsim"
 	"math/rand/v2"
 	"slices"
 
@@ -12,19 +13,19 @@ import (
 // fuzzCase is one fuzzed instruction as the judging steps shared by Fuzzer
 // (x86) and A64Fuzzer see it; each engine's case embeds it.
 type fuzzCase struct {
-	m        hitModel // the probe (set once the block's cases no longer move)
+	m        kernelsim.HitModel // the probe (set once the block's cases no longer move)
 	inst     decode.Inst
 	dec      boost.Decision
-	path     Path // where the policy sends a hit
-	refAt    int  // index of the first in-place case
-	polAt    int  // index of the first policy-hit case (-1: none)
-	boostAt  int  // index of the first boost-hit case (-1: none)
-	polDiffs []Diff
-	bDiffs   []Diff
+	path     kernelsim.Path // where the policy sends a hit
+	refAt    int            // index of the first in-place case
+	polAt    int            // index of the first policy-hit case (-1: none)
+	boostAt  int            // index of the first boost-hit case (-1: none)
+	polDiffs []kernelsim.Diff
+	bDiffs   []kernelsim.Diff
 	missCand bool // boosted, it agreed on every trial: confirm with more states
 	// the reruns of the first diverging trial, boosted and on path
 	// (judgeBlock runs them in one batch; nil: not run)
-	bRep, pRep *HitCheck
+	bRep, pRep *kernelsim.HitCheck
 }
 
 // judgeRules are an engine's parts of judging a case: how findings are
@@ -33,9 +34,9 @@ type judgeRules struct {
 	// key groups the findings of one instruction form.
 	key func(c *fuzzCase) string
 	// hex shows the probed bytes of m.
-	hex func(m hitModel) string
+	hex func(m kernelsim.HitModel) string
 	// randomTrial draws a fresh state (confirming missed boosts).
-	randomTrial func(rng *rand.Rand, t *Trial)
+	randomTrial func(rng *rand.Rand, t *kernelsim.Trial)
 	// excuse returns the count to bump when a divergence of c does not
 	// count (a nondeterministic instruction, an emulator artifact...), or
 	// nil when it does.
@@ -45,34 +46,34 @@ type judgeRules struct {
 	vendorNote func(c *fuzzCase) string
 	// variants lists smaller forms of m to try while minimizing (x86: one
 	// legacy prefix fewer, still decided for path). nil: none.
-	variants func(m hitModel, path Path) []hitModel
+	variants func(m kernelsim.HitModel, path kernelsim.Path) []kernelsim.HitModel
 	// selfCheck is the key and the in-place case with which excuse asks
 	// selfDiffers whether a diverging c is nondeterministic (rerunBlock
 	// runs those of a block in one batch first). nil: excuse does not ask.
-	selfCheck func(c *fuzzCase) (string, Case)
+	selfCheck func(c *fuzzCase) (string, kernelsim.Case)
 }
 
 // judgeBlock compares every hit of the block's cases with its in-place run
 // (cases and results as the backend ran them), judges each case and
 // confirms the missed-boost candidates.
-func (f *fuzzCore) judgeBlock(cs []*fuzzCase, cases []Case, results []Result) error {
+func (f *fuzzCore) judgeBlock(cs []*fuzzCase, cases []kernelsim.Case, results []kernelsim.Result) error {
 	T := len(f.trials)
 	for _, c := range cs {
-		diffs := func(at int, path Path) []Diff {
+		diffs := func(at int, path kernelsim.Path) []kernelsim.Diff {
 			if at < 0 {
 				return nil
 			}
-			ds := make([]Diff, T)
+			ds := make([]kernelsim.Diff, T)
 			for k := 0; k < T; k++ {
 				r := &results[at+k]
 				c.m.FixHit(path, r)
-				ds[k] = c.m.compareHit(path, &cases[at+k], &results[c.refAt+k], r)
+				ds[k] = c.m.ComparePath(path, &cases[at+k], &results[c.refAt+k], r)
 				f.Stats.Checks++
 			}
 			return ds
 		}
 		c.polDiffs = diffs(c.polAt, c.path)
-		c.bDiffs = diffs(c.boostAt, PathBoost)
+		c.bDiffs = diffs(c.boostAt, kernelsim.PathBoost)
 	}
 	f.rerunBlock(cs)
 	for _, c := range cs {
@@ -89,18 +90,18 @@ func (f *fuzzCore) judgeBlock(cs []*fuzzCase, cases []Case, results []Result) er
 func (f *fuzzCore) rerunBlock(cs []*fuzzCase) {
 	var (
 		keys  []string
-		cases []Case
-		reps  []*HitCheck
-		at    []hitModel
-		paths []Path
+		cases []kernelsim.Case
+		reps  []*kernelsim.HitCheck
+		at    []kernelsim.HitModel
+		paths []kernelsim.Path
 	)
-	rerun := func(c *fuzzCase, path Path, ds []Diff) *HitCheck {
+	rerun := func(c *fuzzCase, path kernelsim.Path, ds []kernelsim.Diff) *kernelsim.HitCheck {
 		for k, d := range ds {
-			if d.Verdict != Diverged {
+			if d.Verdict != kernelsim.Diverged {
 				continue
 			}
-			hc := new(HitCheck)
-			if hc.prepare(c.m, path, nil, &f.trials[k]) != nil {
+			hc := new(kernelsim.HitCheck)
+			if hc.Prepare(c.m, path, nil, &f.trials[k]) != nil {
 				return nil
 			}
 			reps, at, paths = append(reps, hc), append(at, c.m), append(paths, path)
@@ -110,8 +111,8 @@ func (f *fuzzCore) rerunBlock(cs []*fuzzCase) {
 	}
 	for _, c := range cs {
 		c.bRep, c.pRep = nil, nil
-		bd, pd := Summarize(c.bDiffs), Summarize(c.polDiffs)
-		if bd != Diverged && pd != Diverged {
+		bd, pd := kernelsim.Summarize(c.bDiffs), kernelsim.Summarize(c.polDiffs)
+		if bd != kernelsim.Diverged && pd != kernelsim.Diverged {
 			continue
 		}
 		if f.rules.selfCheck != nil {
@@ -120,10 +121,10 @@ func (f *fuzzCore) rerunBlock(cs []*fuzzCase) {
 				keys, cases = append(keys, k), append(cases, rc, rc, rc)
 			}
 		}
-		if bd == Diverged {
-			c.bRep = rerun(c, PathBoost, c.bDiffs)
+		if bd == kernelsim.Diverged {
+			c.bRep = rerun(c, kernelsim.PathBoost, c.bDiffs)
 		}
-		if pd == Diverged {
+		if pd == kernelsim.Diverged {
 			c.pRep = rerun(c, c.path, c.polDiffs)
 		}
 	}
@@ -134,7 +135,7 @@ func (f *fuzzCore) rerunBlock(cs []*fuzzCase) {
 	if len(cases) == 0 {
 		return
 	}
-	rs := make([]Result, len(cases))
+	rs := make([]kernelsim.Result, len(cases))
 	if err := f.cfg.Backend.Run(cases, rs); err != nil {
 		for _, c := range cs {
 			c.bRep, c.pRep = nil, nil
@@ -143,10 +144,10 @@ func (f *fuzzCore) rerunBlock(cs []*fuzzCase) {
 	}
 	for i, k := range keys {
 		r := rs[3*i:]
-		f.nondet[k] = f.a.Compare(&r[0], &r[1], nil).Verdict != Equivalent || f.a.Compare(&r[1], &r[2], nil).Verdict != Equivalent
+		f.nondet[k] = f.a.Compare(&r[0], &r[1], nil).Verdict != kernelsim.Equivalent || f.a.Compare(&r[1], &r[2], nil).Verdict != kernelsim.Equivalent
 	}
 	for i, hc := range reps {
-		hc.finish(at[i], paths[i], &rs[n+2*i], &rs[n+2*i+1])
+		hc.Finish(at[i], paths[i], &rs[n+2*i], &rs[n+2*i+1])
 	}
 }
 
@@ -155,62 +156,62 @@ func (f *fuzzCore) rerunBlock(cs []*fuzzCase) {
 // same state; a case that agreed when boosted although the policy does not
 // boost it becomes a missed-boost candidate.
 func (f *fuzzCore) judge(c *fuzzCase) {
-	bd, pd := Summarize(c.bDiffs), Summarize(c.polDiffs)
-	if bd == Diverged || pd == Diverged {
+	bd, pd := kernelsim.Summarize(c.bDiffs), kernelsim.Summarize(c.polDiffs)
+	if bd == kernelsim.Diverged || pd == kernelsim.Diverged {
 		if n := f.rules.excuse(c); n != nil {
 			*n++
 			return
 		}
 	}
-	reran := func(hc *HitCheck, path Path, ds []Diff) *HitCheck {
+	reran := func(hc *kernelsim.HitCheck, path kernelsim.Path, ds []kernelsim.Diff) *kernelsim.HitCheck {
 		if hc == nil {
 			return f.reproduces(c.m, path, ds)
 		}
-		if hc.Diff.Verdict != Diverged {
+		if hc.Diff.Verdict != kernelsim.Diverged {
 			return nil
 		}
 		return hc
 	}
-	var bRep, pRep *HitCheck
-	if bd == Diverged {
-		if bRep = reran(c.bRep, PathBoost, c.bDiffs); bRep == nil {
+	var bRep, pRep *kernelsim.HitCheck
+	if bd == kernelsim.Diverged {
+		if bRep = reran(c.bRep, kernelsim.PathBoost, c.bDiffs); bRep == nil {
 			f.Stats.Unreproducible++
 			return
 		}
 	}
-	if pd == Diverged {
+	if pd == kernelsim.Diverged {
 		if pRep = reran(c.pRep, c.path, c.polDiffs); pRep == nil {
 			f.Stats.Unreproducible++
 			return
 		}
 	}
 	switch c.path {
-	case PathBoost:
+	case kernelsim.PathBoost:
 		switch bd {
-		case Diverged:
-			f.divergence("unsafe-boost", c, PathBoost, c.bDiffs, bRep)
+		case kernelsim.Diverged:
+			f.divergence("unsafe-boost", c, kernelsim.PathBoost, c.bDiffs, bRep)
 			f.Stats.UnsafeBoosts++
-		case NotVerifiable:
+		case kernelsim.NotVerifiable:
 			f.Stats.NotVerifiable++
-		case Inconclusive:
+		case kernelsim.Inconclusive:
 			f.Stats.Inconclusive++
 		}
 	default:
 		if c.polAt >= 0 {
 			switch pd {
-			case Diverged:
+			case kernelsim.Diverged:
 				f.divergence("policy-divergence", c, c.path, c.polDiffs, pRep)
 				f.Stats.PolicyDivergences++
 				if f.rules.vendorNote != nil && f.rules.vendorNote(c) != "" {
 					f.Stats.VendorDivergences++
 				}
-			case NotVerifiable:
+			case kernelsim.NotVerifiable:
 				f.Stats.NotVerifiable++
-			case Inconclusive:
+			case kernelsim.Inconclusive:
 				f.Stats.Inconclusive++
 			}
 		}
-		if c.boostAt >= 0 && bd == Equivalent {
+		if c.boostAt >= 0 && bd == kernelsim.Equivalent {
 			c.missCand = true // confirmed with more states by confirmMissed
 		}
 	}
@@ -234,7 +235,7 @@ func (f *fuzzCore) confirmMissed(cs []*fuzzCase) error {
 		return nil
 	}
 	if len(f.extra) != missConfirm {
-		f.extra = make([]Trial, missConfirm)
+		f.extra = make([]kernelsim.Trial, missConfirm)
 	}
 	for k := range f.extra {
 		f.rules.randomTrial(f.rng, &f.extra[k])
@@ -242,7 +243,7 @@ func (f *fuzzCore) confirmMissed(cs []*fuzzCase) error {
 	cases := f.mcases[:0]
 	for _, c := range cands {
 		for k := range f.extra {
-			h, err := c.m.HitCase(PathBoost, nil, &f.extra[k])
+			h, err := c.m.HitCase(kernelsim.PathBoost, nil, &f.extra[k])
 			if err != nil {
 				return err
 			}
@@ -253,7 +254,7 @@ func (f *fuzzCore) confirmMissed(cs []*fuzzCase) error {
 	}
 	f.mcases = cases
 	if len(f.mresults) < len(cases) {
-		f.mresults = append(f.mresults, make([]Result, len(cases)-len(f.mresults))...)
+		f.mresults = append(f.mresults, make([]kernelsim.Result, len(cases)-len(f.mresults))...)
 	}
 	rs := f.mresults[:len(cases)]
 	if err := f.cfg.Backend.Run(cases, rs); err != nil {
@@ -265,7 +266,7 @@ func (f *fuzzCore) confirmMissed(cs []*fuzzCase) error {
 		for k := 0; k < missConfirm; k++ {
 			at := 2 * (j*missConfirm + k)
 			f.Stats.Checks++
-			if c.m.compareHit(PathBoost, &cases[at+1], &rs[at], &rs[at+1]).Verdict != Equivalent {
+			if c.m.ComparePath(kernelsim.PathBoost, &cases[at+1], &rs[at], &rs[at+1]).Verdict != kernelsim.Equivalent {
 				ok = false
 			}
 		}
@@ -284,7 +285,7 @@ func (f *fuzzCore) confirmMissed(cs []*fuzzCase) error {
 // reproducer minimized from rep, the rerun that reproduced it. Whether a
 // divergence counts does not depend on the forms seen before (a campaign's
 // blocks are independent: see Seek).
-func (f *fuzzCore) divergence(kind string, c *fuzzCase, path Path, ds []Diff, rep *HitCheck) {
+func (f *fuzzCore) divergence(kind string, c *fuzzCase, path kernelsim.Path, ds []kernelsim.Diff, rep *kernelsim.HitCheck) {
 	key := kind + ":" + f.rules.key(c)
 	if f.seen[key] > 0 {
 		f.seen[key]++
@@ -293,7 +294,7 @@ func (f *fuzzCore) divergence(kind string, c *fuzzCase, path Path, ds []Diff, re
 	n, first := 0, -1
 	var fields []string
 	for k, d := range ds {
-		if d.Verdict == Diverged {
+		if d.Verdict == kernelsim.Diverged {
 			n++
 			if first < 0 {
 				first, fields = k, d.Fields
@@ -313,18 +314,18 @@ func (f *fuzzCore) divergence(kind string, c *fuzzCase, path Path, ds []Diff, re
 // minimize zeroes every register (but the stack pointer) whose value does
 // not matter to the divergence of m on path from rep's state, then tries
 // the engine's smaller variants of m while it still diverges.
-func (f *fuzzCore) minimize(m hitModel, path Path, rep *HitCheck) *Reproducer {
+func (f *fuzzCore) minimize(m kernelsim.HitModel, path kernelsim.Path, rep *kernelsim.HitCheck) *Reproducer {
 	t := rep.Trial
-	check := func(m hitModel, t *Trial) (Diff, Result, Result, bool) {
-		hc, err := checkHits(f.cfg.Backend, m, path, nil, []Trial{*t})
-		if err != nil || hc[0].Diff.Verdict != Diverged {
-			return Diff{}, Result{}, Result{}, false
+	check := func(m kernelsim.HitModel, t *kernelsim.Trial) (kernelsim.Diff, kernelsim.Result, kernelsim.Result, bool) {
+		hc, err := kernelsim.CheckModel(f.cfg.Backend, m, path, nil, []kernelsim.Trial{*t})
+		if err != nil || hc[0].Diff.Verdict != kernelsim.Diverged {
+			return kernelsim.Diff{}, kernelsim.Result{}, kernelsim.Result{}, false
 		}
 		return hc[0].Diff, hc[0].RefR, hc[0].HitR, true
 	}
 	d, ref, hit := rep.Diff, rep.RefR, rep.HitR
 	for r := 0; r < f.a.NumGPR(); r++ {
-		if r == f.a.sp || t.Regs.GPR[r] == 0 {
+		if r == f.a.SP || t.Regs.GPR[r] == 0 {
 			continue
 		}
 		t2 := t
@@ -356,13 +357,13 @@ func (f *fuzzCore) minimize(m hitModel, path Path, rep *HitCheck) *Reproducer {
 // again from the same state. In the rerun the in-place case carries the
 // hit's slot image too (not entered), so both runs see the same memory: an
 // instruction whose operand happens to read the slot page is not a finding.
-func (f *fuzzCore) reproduces(m hitModel, path Path, ds []Diff) *HitCheck {
+func (f *fuzzCore) reproduces(m kernelsim.HitModel, path kernelsim.Path, ds []kernelsim.Diff) *kernelsim.HitCheck {
 	for k, d := range ds {
-		if d.Verdict != Diverged {
+		if d.Verdict != kernelsim.Diverged {
 			continue
 		}
-		hc, err := checkHits(f.cfg.Backend, m, path, nil, []Trial{f.trials[k]})
-		if err != nil || hc[0].Diff.Verdict != Diverged {
+		hc, err := kernelsim.CheckModel(f.cfg.Backend, m, path, nil, []kernelsim.Trial{f.trials[k]})
+		if err != nil || hc[0].Diff.Verdict != kernelsim.Diverged {
 			return nil
 		}
 		return &hc[0]
