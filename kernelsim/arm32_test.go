@@ -200,7 +200,6 @@ func TestNoStrayEmulatorA32(t *testing.T) {
 		func(round int) time.Duration { return time.Duration(100+200*round) * time.Millisecond })
 }
 
-
 // hitDiffs lists the checks' diffs.
 func hitDiffs(hc []HitCheck) []Diff {
 	ds := make([]Diff, len(hc))

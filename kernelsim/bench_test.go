@@ -6,7 +6,6 @@ import (
 	"os"
 	"testing"
 	"time"
-
 )
 
 // BenchmarkDifferentialCheck measures differential checks (one instruction
@@ -36,9 +35,6 @@ func BenchmarkDifferentialCheck(b *testing.B) {
 		})
 	}
 }
-
-
-
 
 // BenchmarkHWLength measures the hardware length oracle on a mix of
 // instructions.

@@ -289,4 +289,3 @@ func TestEmulateJcc(t *testing.T) {
 	}
 	_ = decode.Mode64
 }
-

@@ -44,8 +44,8 @@ type Header struct {
 // Checkpoint records a campaign's progress: every block of its shard
 // below NextBlock has run, and Counts are their counts.
 type Checkpoint struct {
-	Record    string              `json:"record"` // "checkpoint"
-	NextBlock uint64              `json:"next_block"`
+	Record    string     `json:"record"` // "checkpoint"
+	NextBlock uint64     `json:"next_block"`
 	Counts    fuzz.Stats `json:"counts"`
 }
 
