@@ -102,8 +102,6 @@ problems; handlers kboost does not model count as inconclusive.`,
 			if err != nil {
 				return usagef("--arch: %v", err)
 			}
-			mode := arch.Mode
-			newARM := armFuzz[arch]
 			pol, err := pickPolicy(policyName, arch)
 			if err != nil {
 				return err
@@ -111,7 +109,7 @@ problems; handlers kboost does not model count as inconclusive.`,
 			if n <= 0 && dur <= 0 {
 				return usagef("give -n N (cases, e.g. -n 100000) or --duration D (e.g. --duration 5m)")
 			}
-			a, err := kernelsim.ArchFor(mode)
+			a, err := kernelsim.ArchFor(arch.Mode)
 			if err != nil {
 				return err
 			}
@@ -131,28 +129,10 @@ problems; handlers kboost does not model count as inconclusive.`,
 					werr = fw.Finding(fd)
 				}
 			}
-			var (
-				sb   fuzzBackend
-				fz   fuzzEngine
-				from string
-			)
-			if newARM != nil {
-				if sb, fz, from, err = newARM(pol, trials, seed, opts, onFinding); err != nil {
-					return err
-				}
-			} else {
-				x, err := kernelsim.NewWithOptions(a, opts)
-				if err != nil {
-					return err
-				}
-				x.CaseTimeout = caseTimeout
-				sb = x
-				var samples [][]byte
-				samples, from = fuzz.SampleKernelInsts(mode, 200000, seed)
-				gen := fuzz.NewSource(mode, seed, samples)
-				fz = fuzz.NewFuzzer(fuzz.Config{
-					Backend: sb, Policy: pol, Trials: trials, Seed: seed, Source: gen, OnFinding: onFinding,
-				})
+			sb, fz, from, err := fuzz.Start(arch, &fuzz.StartOptions{Policy: pol, Trials: trials, Seed: seed, Backend: opts,
+				CaseTimeout: caseTimeout, OnFinding: onFinding})
+			if err != nil {
+				return err
 			}
 			defer sb.Close()
 			run := &fuzzRun{fz: fz, sb: sb, n: n, dur: dur, shard: sh, every: every, quiet: quiet, errw: s.Err}

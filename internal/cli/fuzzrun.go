@@ -56,8 +56,8 @@ func loadResume(cmd *cobra.Command, path string) (*campaign.State, error) {
 
 // fuzzRun is one run of a campaign's blocks.
 type fuzzRun struct {
-	fz       fuzzEngine
-	sb       fuzzBackend
+	fz       fuzz.Engine
+	sb       fuzz.Backend
 	n        int           // the campaign's cases (0: until dur)
 	dur      time.Duration // 0: until n
 	shard    shard.Shard

@@ -518,3 +518,18 @@ func (f *Fuzzer) uncontrolled(c *fuzzCase) bool {
 	}
 	return false
 }
+
+func init() {
+	for arch, a := range map[*decode.Arch]*kernelsim.Arch{decode.X86_64: kernelsim.X86_64, decode.I386: kernelsim.I386} {
+		starters[arch] = func(o *StartOptions) (Backend, Engine, string, error) {
+			x, err := kernelsim.NewWithOptions(a, o.Backend)
+			if err != nil {
+				return nil, nil, "", err
+			}
+			x.CaseTimeout = o.CaseTimeout
+			samples, from := SampleKernelInsts(a.Mode, 200000, o.Seed)
+			fz := NewFuzzer(Config{Backend: x, Policy: o.Policy, Trials: o.Trials, Seed: o.Seed, Source: NewSource(a.Mode, o.Seed, samples), OnFinding: o.OnFinding})
+			return x, fz, from, nil
+		}
+	}
+}

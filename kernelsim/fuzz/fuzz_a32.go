@@ -1,6 +1,7 @@
 package fuzz
 
 import (
+	"debug/elf"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -481,4 +482,33 @@ func (g *T32Gen) short(v uint32) uint32 {
 // inRunner reports whether pc lies in the 32-bit ARM runner or its data.
 func inRunner(pc uint64) bool {
 	return pc >= kernelsim.A32DataBase && pc < kernelsim.A32RunnerBase+0x10_0000
+}
+
+func init() {
+	starters[decode.ARM] = startARM32(kernelsim.ARM32)
+	starters[decode.Thumb] = startARM32(kernelsim.Thumb)
+}
+
+// startARM32 starts the qemu-arm backend and an A32Fuzzer on it for a
+// (kernelsim.ARM32 or kernelsim.Thumb). A32 words are mutated from a
+// cached 32-bit ARM vmlinux when there is one; Thumb is generated from its
+// encoding groups.
+func startARM32(a *kernelsim.Arch) func(o *StartOptions) (Backend, Engine, string, error) {
+	return func(o *StartOptions) (Backend, Engine, string, error) {
+		g, err := kernelsim.NewGDB(a, o.Backend)
+		if err != nil {
+			return nil, nil, "", err
+		}
+		var src CaseSource
+		from := noSamples
+		if a.ISA.Thumb {
+			src = NewT32Gen(o.Seed, nil)
+		} else {
+			var samples []uint32
+			samples, from = sampleWords(elf.EM_ARM, 200000, o.Seed)
+			src = NewA32Gen(o.Seed, samples)
+		}
+		fz := NewA32Fuzzer(Config{Backend: g, Policy: o.Policy, Trials: o.Trials, Seed: o.Seed, Source: src, OnFinding: o.OnFinding})
+		return g, fz, from, nil
+	}
 }

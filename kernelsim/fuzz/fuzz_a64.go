@@ -1,6 +1,7 @@
 package fuzz
 
 import (
+	"debug/elf"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -255,4 +256,17 @@ func (g *A64Gen) shortBranch(w uint32) uint32 {
 		return w&^(0x7FFFF<<5) | (off&0x7FFFF)<<5
 	}
 	return w
+}
+
+func init() {
+	starters[decode.ARM64] = func(o *StartOptions) (Backend, Engine, string, error) {
+		g, err := kernelsim.NewGDB(kernelsim.ARM64, o.Backend)
+		if err != nil {
+			return nil, nil, "", err
+		}
+		samples, from := sampleWords(elf.EM_AARCH64, 200000, o.Seed)
+		gen := NewA64Gen(o.Seed, samples)
+		fz := NewA64Fuzzer(Config{Backend: g, Policy: o.Policy, Trials: o.Trials, Seed: o.Seed, Source: gen, OnFinding: o.OnFinding})
+		return g, fz, from, nil
+	}
 }

@@ -1,4 +1,4 @@
-package cli
+package fuzz
 
 import (
 	"debug/elf"
@@ -6,39 +6,53 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
+	"time"
 
 	"github.com/kboost/kboost/boost"
+	"github.com/kboost/kboost/decode"
 	"github.com/kboost/kboost/kernelsim"
-	"github.com/kboost/kboost/kernelsim/fuzz"
 	"github.com/kboost/kboost/kimage"
 )
 
-// fuzzBackend is what the fuzz command needs from a backend.
-type fuzzBackend interface {
+// Backend is what a fuzz run needs from its backend.
+type Backend interface {
 	kernelsim.Backend
-	Emulator() string
+	Emulator() string // the qemu-user binary that runs the cases, "" on the CPU
 }
 
-// fuzzEngine is a fuzz engine: fuzz.Fuzzer (x86), A64Fuzzer, A32Fuzzer (arm, thumb).
-type fuzzEngine interface {
+// Engine is a fuzzer of any instruction set: Fuzzer (x86), A64Fuzzer,
+// A32Fuzzer (arm, thumb).
+type Engine interface {
 	Seek(block uint64)
-	Restore(st fuzz.Stats, keys []string)
+	Restore(st Stats, keys []string)
 	Block(n int) error
-	Finish() fuzz.Stats
-	Counts() *fuzz.Stats
+	Finish() Stats
+	Counts() *Stats
 }
 
-// newA64Fuzz starts the qemu-aarch64 backend and an A64 fuzzer on it,
-// mutating words of the cached Debian arm64 vmlinux when there is one.
-func newA64Fuzz(pol *boost.Policy, trials int, seed uint64, opts kernelsim.Options, onFinding func(*fuzz.Finding)) (fuzzBackend, fuzzEngine, string, error) {
-	g, err := kernelsim.NewGDB(kernelsim.ARM64, opts)
-	if err != nil {
-		return nil, nil, "", err
+// StartOptions configure Start.
+type StartOptions struct {
+	Policy      *boost.Policy
+	Trials      int
+	Seed        uint64
+	Backend     kernelsim.Options
+	CaseTimeout time.Duration // x86 on the CPU: a case's time limit (0: the sandbox's default)
+	OnFinding   func(*Finding)
+}
+
+// starters open, per instruction set, the backend and the fuzzer with its
+// generator; samples says what the generator mutates.
+var starters = map[*decode.Arch]func(o *StartOptions) (b Backend, e Engine, samples string, err error){}
+
+// Start opens arch's backend (the caller closes it) and a fuzzer on it:
+// the one `kboost fuzz --arch` runs, mutating instructions of the cached
+// Debian kernels where there are some.
+func Start(arch *decode.Arch, o *StartOptions) (Backend, Engine, string, error) {
+	st := starters[arch]
+	if st == nil {
+		return nil, nil, "", fmt.Errorf("fuzz: no fuzzer for %s: %w", arch.Name, decode.ErrNotSupported)
 	}
-	samples, from := sampleWords(elf.EM_AARCH64, 200000, seed)
-	gen := fuzz.NewA64Gen(seed, samples)
-	fz := fuzz.NewA64Fuzzer(fuzz.Config{Backend: g, Policy: pol, Trials: trials, Seed: seed, Source: gen, OnFinding: onFinding})
-	return g, fz, from, nil
+	return st(o)
 }
 
 // sampleWords returns up to max instruction words from the executable
@@ -55,7 +69,7 @@ func sampleWords(machine elf.Machine, max int, seed uint64) ([]uint32, string) {
 		}
 	}
 	if len(files) == 0 {
-		return nil, "none (class-directed generation only)"
+		return nil, noSamples
 	}
 	rng := rand.New(rand.NewPCG(seed, 0x73616d70))
 	var out []uint32
@@ -82,7 +96,9 @@ func sampleWords(machine elf.Machine, max int, seed uint64) ([]uint32, string) {
 		f.Close()
 	}
 	if len(out) == 0 {
-		return nil, "none (class-directed generation only)"
+		return nil, noSamples
 	}
 	return out, fmt.Sprintf("%d words from %s", len(out), filepath.Base(files[0]))
 }
+
+const noSamples = "none (class-directed generation only)"
