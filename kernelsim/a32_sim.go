@@ -95,7 +95,7 @@ func simulateARM32(r *simRun) error {
 		r.refused(&d)
 		return nil
 	}
-	g, err := NewGDB(a, r.o.Backend)
+	g, err := OpenBackend(a, r.o.Backend)
 	if err != nil {
 		return err
 	}

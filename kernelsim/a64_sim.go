@@ -76,7 +76,7 @@ func simulateA64(r *simRun) error {
 		rep.Conclusion = "refused: the slot is out of reach of a B back to addr+4"
 		return nil
 	}
-	g, err := NewGDB(a, r.o.Backend)
+	g, err := OpenBackend(a, r.o.Backend)
 	if err != nil {
 		return err
 	}

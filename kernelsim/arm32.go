@@ -11,7 +11,7 @@ import (
 
 // ARM32 registers in Regs.GPR: r0..r12, sp (13), lr (14); the PC is Regs.PC.
 const (
-	a32RegSP = 13
+	A32RegSP = 13
 	a32RegLR = 14
 )
 
@@ -30,9 +30,8 @@ var ARM32 = &Arch{
 		Scratch: 0x1080_0000,
 		Stack:   0x1081_0000,
 	},
-	emu: emuARM32,
 	ISA: isaA32,
-	SP:  a32RegSP,
+	SP:  A32RegSP,
 }
 
 // Thumb runs Thumb-2 (T16/T32) code under qemu-arm through its gdb stub
@@ -41,9 +40,8 @@ var Thumb = &Arch{
 	Name: "thumb", Mode: decode.ModeT32,
 	RegNames: ARM32.RegNames, RegMask: 0xFFFF_FFFF, FlagsMask: A32FlagsMask,
 	Layout: ARM32.Layout,
-	emu:    emuThumb,
 	ISA:    isaT32,
-	SP:     a32RegSP,
+	SP:     A32RegSP,
 }
 
 // armISA is what differs between the two 32-bit ARM instruction sets in
@@ -85,10 +83,10 @@ type ISA struct {
 var isaA32 = &ISA{
 	name: "arm", Mode: decode.ModeA32, Dec: decode.ARM, rulePrefix: "arm.",
 	insnLen:   func(uint32) int { return 4 },
-	insnBytes: func(w uint32) []byte { return a64Bytes(w) },
-	brkBytes:  func(w uint32) []byte { return a64Bytes(a32Breakpoint(w)) },
+	insnBytes: func(w uint32) []byte { return A64Bytes(w) },
+	brkBytes:  func(w uint32) []byte { return A64Bytes(a32Breakpoint(w)) },
 	jump: func(at, to uint64) []byte {
-		return a64Bytes(A32LdrPC, uint32(to))
+		return A64Bytes(A32LdrPC, uint32(to))
 	},
 	hit:        a32KernelHit,
 	VerifySlot: func(_ uint32, img []byte) []string { return VerifySlotA32(img) },
@@ -120,7 +118,7 @@ func (a *Arch) RandomTrialA32(rng *rand.Rand, t *Trial) {
 			r.GPR[i] = a.Layout.Scratch + 256 + uint64(rng.IntN(ScratchSize-512))&^7
 		}
 	}
-	r.GPR[a32RegSP] = a.Layout.InitialSP()
+	r.GPR[A32RegSP] = a.Layout.InitialSP()
 	r.Flags = uint64(rng.Uint32()) & A32FlagsMask
 	t.Regs = r
 	if len(t.Scratch) != ScratchSize {
@@ -213,7 +211,7 @@ func (p *A32Probe) NaiveSlot() []byte {
 	if !p.Arch.ISA.Thumb {
 		return A32NaiveSlot(p.Word, p.Addr())
 	}
-	b := t32Bytes(p.Word)
+	b := T32Bytes(p.Word)
 	return append(b, T32JumpTo(p.SlotAddr()+uint64(len(b)), (p.Addr()+uint64(len(b)))|1)...)
 }
 
@@ -277,7 +275,7 @@ func a32CondHolds(cond uint32, f uint64) bool {
 // A32NaiveSlot is the instruction copied verbatim to the slot followed by a
 // jump back to addr+4: what running it out of line without the kernel's
 // emulation would do (PC reads see the slot's address).
-func A32NaiveSlot(word uint32, addr uint64) []byte { return a64Bytes(word, A32LdrPC, uint32(addr+4)) }
+func A32NaiveSlot(word uint32, addr uint64) []byte { return A64Bytes(word, A32LdrPC, uint32(addr+4)) }
 
 // a32Field is the register number at bit position pos of w.
 func a32Field(w uint32, pos int8) int { return int(w>>uint(pos)) & 15 }
@@ -448,7 +446,7 @@ func (a *Arch) SimulateA32(w uint32, action string, addr uint64, t *Trial) (Regs
 		// the probed context's CPSR: user mode (0x10) here, flags from the trial
 		r.GPR[a32Field(w, 12)] = (t.Regs.Flags&A32FlagsMask | 0x10) & 0xF8FF03DF
 	case "mov_ip_sp":
-		r.GPR[12] = r.GPR[a32RegSP]
+		r.GPR[12] = r.GPR[A32RegSP]
 	default:
 		return r, false, &EmulateError{Inst: fmt.Sprintf("%08x", w), Why: fmt.Sprintf("no model of the kernel's simulation for action %q", action)}
 	}
@@ -637,7 +635,7 @@ func CheckHitsA32(b Backend, hs []A32Hit) ([][]HitCheck, []error, error) {
 		c := Case{Code: p.hitCode(), CodeOffset: p.CodeOffset, Slot: p.Arch.ISA.jump(p.SlotAddr(), to), SlotOffset: p.SlotOffset, EntrySlot: true,
 			Regs: h.regs, Scratch: r.Scratch, Stack: r.Stack}
 		hc.Hit = c
-		if sp := h.regs.GPR[a32RegSP]; sp < l.Stack+16 || sp > l.Stack+StackSize {
+		if sp := h.regs.GPR[A32RegSP]; sp < l.Stack+16 || sp > l.Stack+StackSize {
 			// the sandbox needs sp in its stack page to run a case: the
 			// continuation cannot run (counted inconclusive)
 			hc.HitR = Result{Outcome: Crashed, Regs: h.regs}

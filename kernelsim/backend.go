@@ -250,10 +250,9 @@ type Arch struct {
 	RegMask   uint64   // value mask of a register
 	FlagsMask uint64   // flags compared: CF PF AF ZF SF TF DF OF NT AC ID
 	Layout    Layout
-	target    *target    // how the hardware sandbox runs this mode
-	emu       *emuTarget // how the gdb-stub emulator backend runs it (NewGDB)
-	ISA       *ISA       // 32-bit ARM: the probe model's per-ISA values
-	SP        int        // the stack pointer's Regs.GPR index
+	target    *target // how the hardware sandbox runs this mode
+	ISA       *ISA    // 32-bit ARM: the probe model's per-ISA values
+	SP        int     // the stack pointer's Regs.GPR index
 }
 
 // x86 flag bits.

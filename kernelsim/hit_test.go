@@ -289,3 +289,12 @@ func TestEmulateJcc(t *testing.T) {
 	}
 	_ = decode.Mode64
 }
+
+// hitDiffs lists the checks' diffs.
+func hitDiffs(hc []HitCheck) []Diff {
+	ds := make([]Diff, len(hc))
+	for i := range hc {
+		ds[i] = hc[i].Diff
+	}
+	return ds
+}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/kboost/kboost/decode"
 	"github.com/kboost/kboost/kernelsim"
+	_ "github.com/kboost/kboost/kernelsim/gdbserial" // registers the ARM backends kernelsim.Simulate runs on
 	"github.com/spf13/cobra"
 )
 

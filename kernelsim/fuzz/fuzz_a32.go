@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/kboost/kboost/kernelsim"
+	"github.com/kboost/kboost/kernelsim/gdbserial"
 	"slices"
 	"strings"
 
@@ -481,7 +482,7 @@ func (g *T32Gen) short(v uint32) uint32 {
 
 // inRunner reports whether pc lies in the 32-bit ARM runner or its data.
 func inRunner(pc uint64) bool {
-	return pc >= kernelsim.A32DataBase && pc < kernelsim.A32RunnerBase+0x10_0000
+	return pc >= gdbserial.A32DataBase && pc < gdbserial.A32RunnerBase+0x10_0000
 }
 
 func init() {
@@ -495,7 +496,7 @@ func init() {
 // encoding groups.
 func startARM32(a *kernelsim.Arch) func(o *StartOptions) (Backend, Engine, string, error) {
 	return func(o *StartOptions) (Backend, Engine, string, error) {
-		g, err := kernelsim.NewGDB(a, o.Backend)
+		g, err := gdbserial.New(a, o.Backend)
 		if err != nil {
 			return nil, nil, "", err
 		}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/kboost/kboost/kernelsim"
+	"github.com/kboost/kboost/kernelsim/gdbserial"
 	"slices"
 	"strings"
 
@@ -260,7 +261,7 @@ func (g *A64Gen) shortBranch(w uint32) uint32 {
 
 func init() {
 	starters[decode.ARM64] = func(o *StartOptions) (Backend, Engine, string, error) {
-		g, err := kernelsim.NewGDB(kernelsim.ARM64, o.Backend)
+		g, err := gdbserial.New(kernelsim.ARM64, o.Backend)
 		if err != nil {
 			return nil, nil, "", err
 		}

@@ -2,12 +2,22 @@ package kernelsim
 
 import "encoding/binary"
 
-// The Thumb target: the A32 runner (gdbrunner_a32.go) with Thumb fillers,
-// every case entered in Thumb state (the runner's "ldm r0, {r0-pc}" loads
-// an odd address and interworks) and a Thumb return stub,
-// "ldr.w pc, [pc, #imm]" and its literal, which clobbers no register and
-// interworks back to the runner's ARM-state return entry. Code and slot
-// images are whole halfwords.
+// A32 instruction words used by slot models and fillers.
+const (
+	A32UDF      = T32CodeFill // filler of the code page: UDF in ARM state, and in Thumb state wherever entered (SIGILL)
+	A32SlotFill = T32SlotFill // filler of the slot page (the same, not the code page's word)
+	A32MovPCLR  = 0xE1A0F00E  // mov pc, lr: the end of the kernel's A32 emulation slot
+	A32LdrPC    = 0xE51FF004  // ldr pc, [pc, #-4]: jump to the word that follows (interworking)
+)
+
+// A32B encodes "B to" placed at from (cond AL); ok false beyond +-32 MiB.
+func A32B(from, to uint64) (uint32, bool) {
+	d := int64(to - (from + 8))
+	if d&3 != 0 || d < -(1<<25) || d >= 1<<25 {
+		return 0, false
+	}
+	return 0xEA000000 | uint32(d>>2)&0xFFFFFF, true
+}
 
 // Filler words of the 32-bit ARM sandboxes (A32 and Thumb, A32UDF and
 // A32SlotFill are the same words): each is UDF in ARM state (cond 1110, 0111 1111 ...
@@ -29,24 +39,6 @@ const (
 	T32LdrPCHi = 0xF8DF // first halfword of ldr.w pc, [pc, #imm]
 	T32LdrPCLo = 0xF000 // second halfword (Rt = pc) | imm12
 )
-
-var emuThumb = &emuTarget{
-	name: "arm", qemu: "qemu-arm-static", elfMachine: 40,
-	base: A32RunnerBase, data: A32DataBase,
-	gen: genA32Runner(T32CodeFill, T32SlotFill),
-	stub: func(r *emuRunner, at uint64) ([]byte, error) {
-		return T32JumpTo(at, r.retEntry), nil
-	},
-	launch:    func(r *emuRunner, l Layout, entry uint64) uint64 { return entry | 1 },
-	sysCallAt: t32SysCallAt,
-	slotFill:  T32SlotFill,
-	codeFill:  T32CodeFill,
-	spReg:     a32RegSP,
-	pcReg:     15,
-	regBytes:  4,
-	align:     2,
-	stubMax:   10,
-}
 
 // T32JumpTo encodes Thumb code placed at the halfword-aligned address at
 // that continues at to (bit 0 set: Thumb state, clear: ARM):
@@ -70,7 +62,7 @@ func T32JumpTo(at, to uint64) []byte {
 // t32SysCallAt is the offset of the first SVC (0xdfxx) among img's Thumb
 // instructions, or -1. The scan stops at "ldr.w pc, [pc, #imm]": what
 // follows is its literal, never executed.
-func t32SysCallAt(img []byte) int {
+func T32SysCallAt(img []byte) int {
 	for j := 0; j+2 <= len(img); {
 		h := binary.LittleEndian.Uint16(img[j:])
 		if h&0xFF00 == 0xDF00 {
@@ -90,7 +82,7 @@ func t32SysCallAt(img []byte) int {
 
 // t32Bytes is a Thumb value (a T16 halfword, or a T32 instruction with its
 // first halfword in bits 31..16) in memory order.
-func t32Bytes(v uint32) []byte {
+func T32Bytes(v uint32) []byte {
 	if v>>16 == 0 {
 		return binary.LittleEndian.AppendUint16(nil, uint16(v))
 	}
@@ -99,7 +91,7 @@ func t32Bytes(v uint32) []byte {
 }
 
 // t32Halves is halfwords in memory order.
-func t32Halves(h ...uint16) []byte {
+func T32Halves(h ...uint16) []byte {
 	b := make([]byte, 0, 2*len(h))
 	for _, x := range h {
 		b = binary.LittleEndian.AppendUint16(b, x)

@@ -1,8 +1,9 @@
-package kernelsim
+package gdbserial
 
 import (
 	"encoding/binary"
 	"fmt"
+	"github.com/kboost/kboost/kernelsim"
 )
 
 // The A32 runner: the 32-bit ARM counterpart of the A64 runner
@@ -50,16 +51,16 @@ const (
 var emuARM32 = &emuTarget{
 	name: "arm", qemu: "qemu-arm-static", elfMachine: 40,
 	base: A32RunnerBase, data: A32DataBase,
-	gen: genA32Runner(A32UDF, A32SlotFill),
+	gen: genA32Runner(kernelsim.A32UDF, kernelsim.A32SlotFill),
 	stub: func(r *emuRunner, at uint64) ([]byte, error) {
-		return a64Bytes(A32LdrPC, uint32(r.retEntry)), nil
+		return kernelsim.A64Bytes(kernelsim.A32LdrPC, uint32(r.retEntry)), nil
 	},
-	launch:     func(r *emuRunner, l Layout, entry uint64) uint64 { return entry },
+	launch:     func(r *emuRunner, l kernelsim.Layout, entry uint64) uint64 { return entry },
 	systemCall: func(w uint32) bool { return w>>28 != 15 && w&0x0F000000 == 0x0F000000 }, // SVC
 	sysCallAt:  a32SysCallAt,
-	slotFill:   A32SlotFill,
-	codeFill:   A32UDF,
-	spReg:      a32RegSP,
+	slotFill:   kernelsim.A32SlotFill,
+	codeFill:   kernelsim.A32UDF,
+	spReg:      kernelsim.A32RegSP,
 	pcReg:      15,
 	regBytes:   4,
 }
@@ -67,11 +68,11 @@ var emuARM32 = &emuTarget{
 // genA32Runner returns the runner generator for the given filler words of
 // the code and slot pages: it generates the runner for a layout once to
 // learn the handler's address, once with it.
-func genA32Runner(codeFill, slotFill uint32) func(l Layout) (*emuRunner, error) {
-	return func(l Layout) (*emuRunner, error) { return genA32Fills(l, codeFill, slotFill) }
+func genA32Runner(codeFill, slotFill uint32) func(l kernelsim.Layout) (*emuRunner, error) {
+	return func(l kernelsim.Layout) (*emuRunner, error) { return genA32Fills(l, codeFill, slotFill) }
 }
 
-func genA32Fills(l Layout, codeFill, slotFill uint32) (*emuRunner, error) {
+func genA32Fills(l kernelsim.Layout, codeFill, slotFill uint32) (*emuRunner, error) {
 	// the handler's address is an immediate of the set-up code: iterate
 	// until the layout is stable
 	var a *a32asm
@@ -98,7 +99,7 @@ func genA32Fills(l Layout, codeFill, slotFill uint32) (*emuRunner, error) {
 	}, nil
 }
 
-func genA32Pass(l Layout, handler, codeFill, slotFill uint32) (*a32asm, error) {
+func genA32Pass(l kernelsim.Layout, handler, codeFill, slotFill uint32) (*a32asm, error) {
 	const (
 		r0, r1, r2, r3, r4, r5, r7, r8, r9, r10, r11, r12, sp = 0, 1, 2, 3, 4, 5, 7, 8, 9, 10, 11, 12, 13
 	)
@@ -127,7 +128,7 @@ func genA32Pass(l Layout, handler, codeFill, slotFill uint32) (*a32asm, error) {
 	}
 	mmap(D, emDataSize, 3, 0x11, 3)
 	for _, m := range []struct{ at, prot uint32 }{{uint32(l.Orig), 7}, {uint32(l.Slot), 7}, {uint32(l.Scratch), 3}, {uint32(l.Stack), 3}} {
-		mmap(m.at, PageSize, m.prot, 0x32, 0xFFFFFFFF)
+		mmap(m.at, kernelsim.PageSize, m.prot, 0x32, 0xFFFFFFFF)
 	}
 	// stack_t, sigaction (SA_SIGINFO|SA_ONSTACK|SA_NODEFER), SIG_IGN
 	words := []struct {
@@ -167,7 +168,7 @@ func genA32Pass(l Layout, handler, codeFill, slotFill uint32) (*a32asm, error) {
 			lb := fmt.Sprintf("%s%d", prefix, i)
 			a.movImm(r0, pf.at)
 			a.movImm(r1, pf.fill)
-			a.movImm(r9, PageSize/4)
+			a.movImm(r9, kernelsim.PageSize/4)
 			a.mark(lb)
 			a.emit(0xE4801004) // str r1, [r0], #4
 			a.subsImm8(r9, r9, 1)
@@ -223,7 +224,7 @@ func genA32Pass(l Layout, handler, codeFill, slotFill uint32) (*a32asm, error) {
 	a.ldr(r9, r8, emHInCase)
 	a.cmpImm(r9, 0)
 	a.bc(a32NE, "incase")
-	a.cmpImm(r0, SIGUSR1)
+	a.cmpImm(r0, kernelsim.SIGUSR1)
 	a.bc(a32NE, "batch")
 	a.movImm(r9, 0)
 	a.str(r9, r8, emHTimeout)
@@ -248,7 +249,7 @@ func genA32Pass(l Layout, handler, codeFill, slotFill uint32) (*a32asm, error) {
 	a.ldr(r5, r8, emHTimeout)
 	a.cmpImm(r5, 0)
 	a.bc(a32EQ, "nto")
-	a.cmpImm(r0, SIGUSR1)
+	a.cmpImm(r0, kernelsim.SIGUSR1)
 	a.bc(a32NE, "nto")
 	a.movImm(r4, emOutcomeTO)
 	a.str(r9, r8, emHTimeout)
@@ -320,7 +321,7 @@ func genA32Pass(l Layout, handler, codeFill, slotFill uint32) (*a32asm, error) {
 		} else {
 			a.movImm(r11, srcAbs)
 		}
-		a.movImm(r9, PageSize/32)
+		a.movImm(r9, kernelsim.PageSize/32)
 		a.mark(lb)
 		a.ldmia(r11, 0xFF)
 		a.stmia(r12, 0xFF)
@@ -363,14 +364,14 @@ func genA32Pass(l Layout, handler, codeFill, slotFill uint32) (*a32asm, error) {
 		a.cmpImm(r1, 0)
 		a.bc(a32EQ, n+"wr")
 		a.movImm(r4, im.fill)
-		for o := 0; o < ImageSize; o += 4 {
+		for o := 0; o < kernelsim.ImageSize; o += 4 {
 			a.str(r4, r1, o)
 		}
 		a.mark(n + "wr")
 		a.str(r0, r8, im.prev)
 		a.cmpImm(r0, 0)
 		a.bc(a32EQ, n+"ok")
-		for o := 0; o < ImageSize; o += 4 {
+		for o := 0; o < kernelsim.ImageSize; o += 4 {
 			a.ldr(r4, r2, o)
 			a.str(r4, r0, o)
 		}
@@ -378,7 +379,7 @@ func genA32Pass(l Layout, handler, codeFill, slotFill uint32) (*a32asm, error) {
 		a.mark(n + "same")
 		a.cmpImm(r0, 0)
 		a.bc(a32EQ, n+"ok")
-		for o := 0; o < ImageSize; o += 4 {
+		for o := 0; o < kernelsim.ImageSize; o += 4 {
 			a.ldr(r4, r0, o)
 			a.ldr(r5, r2, o)
 			a.cmp(r4, r5)
@@ -415,7 +416,7 @@ func genA32Pass(l Layout, handler, codeFill, slotFill uint32) (*a32asm, error) {
 // read+execute segment at base (entry point).
 func buildELF32(machine uint16, base uint64, code []byte) []byte {
 	le := binary.LittleEndian
-	f := make([]byte, PageSize+(len(code)+PageSize-1)&^(PageSize-1))
+	f := make([]byte, kernelsim.PageSize+(len(code)+kernelsim.PageSize-1)&^(kernelsim.PageSize-1))
 	copy(f, []byte{0x7F, 'E', 'L', 'F', 1, 1, 1})
 	le.PutUint16(f[16:], 2) // ET_EXEC
 	le.PutUint16(f[18:], machine)
@@ -428,14 +429,14 @@ func buildELF32(machine uint16, base uint64, code []byte) []byte {
 	le.PutUint16(f[44:], 1)
 	p := f[52:]
 	le.PutUint32(p[0:], 1) // PT_LOAD
-	le.PutUint32(p[4:], PageSize)
+	le.PutUint32(p[4:], kernelsim.PageSize)
 	le.PutUint32(p[8:], uint32(base))
 	le.PutUint32(p[12:], uint32(base))
 	le.PutUint32(p[16:], uint32(len(code)))
 	le.PutUint32(p[20:], uint32(len(code)))
 	le.PutUint32(p[24:], 5) // R+X
-	le.PutUint32(p[28:], PageSize)
-	copy(f[PageSize:], code)
+	le.PutUint32(p[28:], kernelsim.PageSize)
+	copy(f[kernelsim.PageSize:], code)
 	return f
 }
 
@@ -444,7 +445,7 @@ func buildELF32(machine uint16, base uint64, code []byte) []byte {
 func a32SysCallAt(img []byte) int {
 	for j := 0; j+4 <= len(img); j += 4 {
 		w := binary.LittleEndian.Uint32(img[j:])
-		if w == A32LdrPC {
+		if w == kernelsim.A32LdrPC {
 			j += 4
 			continue
 		}

@@ -1,4 +1,4 @@
-package kernelsim
+package gdbserial
 
 import (
 	"bufio"

@@ -1,10 +1,11 @@
-package kernelsim
+package gdbserial
 
 import (
 	"bytes"
 	"debug/elf"
 	"encoding/binary"
 	"errors"
+	"github.com/kboost/kboost/kernelsim"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -81,35 +82,35 @@ func TestA64AsmMatchesGNUAs(t *testing.T) {
 
 func TestA64BranchAndSlot(t *testing.T) {
 	// B's imm26 counts words from the branch itself (Arm ARM C6.2.26)
-	if w, ok := A64B(0x1000, 0x1008); !ok || w != 0x14000002 {
+	if w, ok := kernelsim.A64B(0x1000, 0x1008); !ok || w != 0x14000002 {
 		t.Errorf("B +8 = %08x", w)
 	}
-	if w, ok := A64B(0x1008, 0x1000); !ok || w != 0x17fffffe {
+	if w, ok := kernelsim.A64B(0x1008, 0x1000); !ok || w != 0x17fffffe {
 		t.Errorf("B -8 = %08x", w)
 	}
-	if _, ok := A64B(0, 128<<20); ok {
+	if _, ok := kernelsim.A64B(0, 128<<20); ok {
 		t.Error("B of +128 MiB accepted")
 	}
-	s, err := BuildSlotA64(0x8b020020, 0x41000800, 0x44000400, PathBoost)
-	if err != nil || len(VerifySlotA64(0x8b020020, 0x41000800, 0x44000400, s)) != 0 {
+	s, err := kernelsim.BuildSlotA64(0x8b020020, 0x41000800, 0x44000400, kernelsim.PathBoost)
+	if err != nil || len(kernelsim.VerifySlotA64(0x8b020020, 0x41000800, 0x44000400, s)) != 0 {
 		t.Errorf("boost slot % x %v", s, err)
 	}
-	s, _ = BuildSlotA64(0x8b020020, 0x41000800, 0x44000400, PathSingleStep)
+	s, _ = kernelsim.BuildSlotA64(0x8b020020, 0x41000800, 0x44000400, kernelsim.PathSingleStep)
 	if binary.LittleEndian.Uint32(s[4:]) != 0xd42000c0 { // BRK #6: 0xd4200000 | 6<<5
 		t.Errorf("single-step slot % x", s)
 	}
-	var re *SlotRangeError
-	if _, err := BuildSlotA64(0x8b020020, 0, 1<<30, PathBoost); !errors.As(err, &re) {
+	var re *kernelsim.SlotRangeError
+	if _, err := kernelsim.BuildSlotA64(0x8b020020, 0, 1<<30, kernelsim.PathBoost); !errors.As(err, &re) {
 		t.Errorf("slot 1 GiB away: %v", err)
 	}
 }
 
 func TestSimulateA64(t *testing.T) {
-	a := ARM64
-	tr := Trial{Scratch: make([]byte, ScratchSize), Stack: make([]byte, StackSize)}
+	a := kernelsim.ARM64
+	tr := kernelsim.Trial{Scratch: make([]byte, kernelsim.ScratchSize), Stack: make([]byte, kernelsim.StackSize)}
 	tr.Regs.GPR[1] = 0
 	tr.Regs.GPR[2] = 7
-	tr.Regs.Flags = FlagZ
+	tr.Regs.Flags = kernelsim.FlagZ
 	const at = 0x41000800
 	for _, c := range []struct {
 		w      uint32
@@ -145,7 +146,7 @@ func TestSimulateA64(t *testing.T) {
 	if r, err := a.SimulateA64(lit, lat, &tr); err != nil || r.GPR[3] != 0x1122334455667788 || r.PC != lat+4 {
 		t.Errorf("ldr x3, literal in scratch: %#x %v", r.GPR[3], err)
 	}
-	var ee *EmulateError
+	var ee *kernelsim.EmulateError
 	if _, err := a.SimulateA64(0x58000020, at, &tr); !errors.As(err, &ee) {
 		t.Errorf("literal in the code page modelled: %v", err)
 	}
@@ -156,7 +157,7 @@ func TestSimulateA64(t *testing.T) {
 // "mrs x30, tpidr_el0; b <its word of the code or slot page>") and the far
 // runner, which no B from the code or slot page reaches.
 func TestA64RunnerImage(t *testing.T) {
-	l := ARM64.Layout
+	l := kernelsim.ARM64.Layout
 	r, err := genA64Runner(l)
 	if err != nil {
 		t.Fatal(err)
@@ -177,14 +178,14 @@ func TestA64RunnerImage(t *testing.T) {
 			t.Errorf("the runner at %#x is within a B of %#x", far.Vaddr, page)
 		}
 	}
-	tab := make([]byte, 4*PageSize)
+	tab := make([]byte, 4*kernelsim.PageSize)
 	if _, err := near.ReadAt(tab, 0); err != nil {
 		t.Fatal(err)
 	}
-	for i := 0; i < 2*PageSize/4; i++ {
+	for i := 0; i < 2*kernelsim.PageSize/4; i++ {
 		page, at := l.Orig, uint64(4*i)
-		if i >= PageSize/4 {
-			page, at = l.Slot, uint64(4*i-PageSize)
+		if i >= kernelsim.PageSize/4 {
+			page, at = l.Slot, uint64(4*i-kernelsim.PageSize)
 		}
 		e := near.Vaddr + uint64(8*i)
 		mrs, b := binary.LittleEndian.Uint32(tab[8*i:]), binary.LittleEndian.Uint32(tab[8*i+4:])

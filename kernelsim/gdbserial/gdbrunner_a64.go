@@ -1,8 +1,9 @@
-package kernelsim
+package gdbserial
 
 import (
 	"encoding/binary"
 	"fmt"
+	"github.com/kboost/kboost/kernelsim"
 )
 
 // The A64 runner: a hand-assembled static program that qemu-aarch64 runs
@@ -42,11 +43,11 @@ type emuTarget struct {
 	elfMachine uint16
 	base       uint64 // runner load address
 	data       uint64 // address of the shared memory in the guest
-	gen        func(l Layout) (*emuRunner, error)
+	gen        func(l kernelsim.Layout) (*emuRunner, error)
 	// stub encodes the return stub placed after a case's code at at.
 	stub func(r *emuRunner, at uint64) ([]byte, error)
 	// launch is the launch-table address that enters a case at entry.
-	launch func(r *emuRunner, l Layout, entry uint64) uint64
+	launch func(r *emuRunner, l kernelsim.Layout, entry uint64) uint64
 	// systemCall reports whether a word is a system call the runner must
 	// not execute (reported as SIGSYS, like the x86 sandbox's seccomp).
 	systemCall func(w uint32) bool
@@ -120,10 +121,10 @@ const (
 	emROutSig   = emROut + 280 // signal (u32), si_code (u32)
 	emROutAddr  = emROut + 288
 	emRScrIn    = 1024
-	emRStkIn    = emRScrIn + PageSize
-	emRScrOut   = emRStkIn + PageSize
-	emRStkOut   = emRScrOut + PageSize
-	emRVec      = emRStkOut + PageSize // v0..v31 (16 bytes each), FPSR, FPCR (u32)
+	emRStkIn    = emRScrIn + kernelsim.PageSize
+	emRScrOut   = emRStkIn + kernelsim.PageSize
+	emRStkOut   = emRScrOut + kernelsim.PageSize
+	emRVec      = emRStkOut + kernelsim.PageSize // v0..v31 (16 bytes each), FPSR, FPCR (u32)
 	emVecSize   = 32*16 + 8
 	emOutcomeOK = 0
 	emOutcomeFa = 1
@@ -131,7 +132,7 @@ const (
 )
 
 // signals the runner handles
-var emSignals = []int{SIGILL, SIGTRAP, SIGBUS, SIGFPE, SIGUSR1, SIGSEGV}
+var emSignals = []int{kernelsim.SIGILL, kernelsim.SIGTRAP, kernelsim.SIGBUS, kernelsim.SIGFPE, kernelsim.SIGUSR1, kernelsim.SIGSEGV}
 
 var emuARM64 = &emuTarget{
 	name: "aarch64", qemu: "qemu-aarch64-static", elfMachine: 183,
@@ -142,20 +143,20 @@ var emuARM64 = &emuTarget{
 	base: 0x1_0000_0000, data: 0x4800_0000,
 	gen: genA64Runner,
 	stub: func(r *emuRunner, at uint64) ([]byte, error) {
-		b, ok := A64B(at, r.retEntry)
+		b, ok := kernelsim.A64B(at, r.retEntry)
 		if !ok {
-			return nil, fmt.Errorf("%w: return stub at %#x cannot reach the runner at %#x", ErrBadCase, at, r.retEntry)
+			return nil, fmt.Errorf("%w: return stub at %#x cannot reach the runner at %#x", kernelsim.ErrBadCase, at, r.retEntry)
 		}
-		return a64Bytes(b), nil
+		return kernelsim.A64Bytes(b), nil
 	},
-	launch: func(r *emuRunner, l Layout, entry uint64) uint64 {
-		if entry >= l.Slot && entry < l.Slot+PageSize {
+	launch: func(r *emuRunner, l kernelsim.Layout, entry uint64) uint64 {
+		if entry >= l.Slot && entry < l.Slot+kernelsim.PageSize {
 			return r.launchSlot + 2*(entry-l.Slot)
 		}
 		return r.launchOrig + 2*(entry-l.Orig)
 	},
 	systemCall: func(w uint32) bool { return w&0xFFE0001F == 0xD4000001 }, // SVC
-	slotFill:   A64SlotFill,
+	slotFill:   kernelsim.A64SlotFill,
 }
 
 // A64 system call numbers (asm-generic).
@@ -169,7 +170,7 @@ const (
 )
 
 // genA64Runner generates the runner ELF for layout l.
-func genA64Runner(l Layout) (*emuRunner, error) {
+func genA64Runner(l kernelsim.Layout) (*emuRunner, error) {
 	const (
 		near, far  = 0x4200_0000, 0x1_0000_0000 // see emuARM64
 		elfMachine = 183
@@ -214,7 +215,7 @@ func genA64Runner(l Layout) (*emuRunner, error) {
 		prot uint64
 	}{{l.Orig, 7}, {l.Slot, 7}, {l.Scratch, 3}, {l.Stack, 3}} {
 		a.movImm(x0, m.at)
-		a.movImm(x1, PageSize)
+		a.movImm(x1, kernelsim.PageSize)
 		a.movImm(x2, m.prot)
 		a.movImm(x3, 0x32) // MAP_PRIVATE|MAP_FIXED|MAP_ANONYMOUS
 		a.movImm(x4, ^uint64(0))
@@ -240,8 +241,8 @@ func genA64Runner(l Layout) (*emuRunner, error) {
 	// the slot page's filler differs from the code page's, so a
 	// PC-relative load tells the two apart
 	a.movImm(x0, l.Slot)
-	a.movImm(x1, uint64(A64SlotFill)<<32|A64SlotFill)
-	a.movImm(x9, PageSize/16)
+	a.movImm(x1, uint64(kernelsim.A64SlotFill)<<32|kernelsim.A64SlotFill)
+	a.movImm(x9, kernelsim.PageSize/16)
 	a.mark("fill")
 	a.stp(x1, x1, x0, 0)
 	a.addImm(x0, x0, 16)
@@ -304,7 +305,7 @@ func genA64Runner(l Layout) (*emuRunner, error) {
 	a.cbnz(x9, "incase")
 	// not in a case: the idle BRK (start the batch), or a watchdog signal
 	// that came late (return from the handler: rt_sigreturn resumes)
-	a.subsImm(a64XZR, x0, SIGUSR1)
+	a.subsImm(a64XZR, x0, kernelsim.SIGUSR1)
 	a.bcond(condNE, "batch")
 	a.str(a64XZR, x19, emHTimeout)
 	a.emit(0xD65F03C0) // ret
@@ -320,7 +321,7 @@ func genA64Runner(l Layout) (*emuRunner, error) {
 	a.movImm(x9, emOutcomeFa)
 	a.ldr(x10, x19, emHTimeout)
 	a.cbz(x10, "nto")
-	a.subsImm(a64XZR, x0, SIGUSR1)
+	a.subsImm(a64XZR, x0, kernelsim.SIGUSR1)
 	a.bcond(condNE, "nto")
 	a.movImm(x9, emOutcomeTO)
 	a.str(a64XZR, x19, emHTimeout)
@@ -417,7 +418,7 @@ func genA64Runner(l Layout) (*emuRunner, error) {
 	a.cbnz(x9, "adv")
 	// the code and slot images: rewritten only when they change (a write
 	// to a page qemu has translated code from costs an invalidation)
-	a.movImm(x14, uint64(A64SlotFill)<<32|A64SlotFill)
+	a.movImm(x14, uint64(kernelsim.A64SlotFill)<<32|kernelsim.A64SlotFill)
 	for _, im := range []struct {
 		prev, at, img int
 		name          string
@@ -430,7 +431,7 @@ func genA64Runner(l Layout) (*emuRunner, error) {
 		a.subsReg(a64XZR, x0, x1)
 		a.bcond(condNE, n+"clr")
 		a.cbz(x0, n+"ok")
-		for o := 0; o < ImageSize; o += 16 {
+		for o := 0; o < kernelsim.ImageSize; o += 16 {
 			a.ldp(x10, x11, x0, o)
 			a.ldp(x12, x13, x2, o)
 			a.subsReg(a64XZR, x10, x12)
@@ -441,13 +442,13 @@ func genA64Runner(l Layout) (*emuRunner, error) {
 		a.b(n + "ok")
 		a.mark(n + "clr")
 		a.cbz(x1, n+"wr")
-		for o := 0; o < ImageSize; o += 16 {
+		for o := 0; o < kernelsim.ImageSize; o += 16 {
 			a.stp(im.fill, im.fill, x1, o)
 		}
 		a.mark(n + "wr")
 		a.str(x0, x19, im.prev)
 		a.cbz(x0, n+"ok")
-		for o := 0; o < ImageSize; o += 16 {
+		for o := 0; o < kernelsim.ImageSize; o += 16 {
 			a.ldp(x10, x11, x2, o)
 			a.stp(x10, x11, x0, o)
 		}
@@ -495,10 +496,10 @@ func genA64Runner(l Layout) (*emuRunner, error) {
 	// the return trampoline
 	n := newA64(near)
 	for _, page := range []uint64{l.Orig, l.Slot} {
-		for i := uint64(0); i < PageSize; i += 4 {
-			b, ok := A64B(n.pc()+4, page+i)
+		for i := uint64(0); i < kernelsim.PageSize; i += 4 {
+			b, ok := kernelsim.A64B(n.pc()+4, page+i)
 			if !ok {
-				return nil, fmt.Errorf("%w: page %#x is beyond +-128 MiB of the launch tables at %#x", ErrBadCase, page, uint64(near))
+				return nil, fmt.Errorf("%w: page %#x is beyond +-128 MiB of the launch tables at %#x", kernelsim.ErrBadCase, page, uint64(near))
 			}
 			n.mrs(x30, sysTPIDR0)
 			n.emit(b)
@@ -520,7 +521,7 @@ func genA64Runner(l Layout) (*emuRunner, error) {
 		handler:    code0(a, "handler"),
 		fidle:      code0(a, "idle"),
 		launchOrig: near,
-		launchSlot: near + 2*PageSize,
+		launchSlot: near + 2*kernelsim.PageSize,
 	}
 	r.elf = buildELF64(elfMachine, far, []elfSeg{{near, ncode}, {far, code}})
 	return r, nil
@@ -536,11 +537,11 @@ type elfSeg struct {
 // the first page, then each segment at a page-aligned file offset.
 func buildELF64(machine uint16, entry uint64, segs []elfSeg) []byte {
 	le := binary.LittleEndian
-	off := uint64(PageSize)
+	off := uint64(kernelsim.PageSize)
 	offs := make([]uint64, len(segs))
 	for i, sg := range segs {
 		offs[i] = off
-		off += (uint64(len(sg.data)) + PageSize - 1) &^ (PageSize - 1)
+		off += (uint64(len(sg.data)) + kernelsim.PageSize - 1) &^ (kernelsim.PageSize - 1)
 	}
 	f := make([]byte, off)
 	copy(f, []byte{0x7F, 'E', 'L', 'F', 2, 1, 1})
@@ -561,7 +562,7 @@ func buildELF64(machine uint16, entry uint64, segs []elfSeg) []byte {
 		le.PutUint64(p[24:], sg.addr)
 		le.PutUint64(p[32:], uint64(len(sg.data)))
 		le.PutUint64(p[40:], uint64(len(sg.data)))
-		le.PutUint64(p[48:], PageSize)
+		le.PutUint64(p[48:], kernelsim.PageSize)
 		copy(f[offs[i]:], sg.data)
 	}
 	return f
@@ -573,7 +574,7 @@ func code0(a *a64asm, l string) uint64 { return a.base + 4*uint64(a.label[l]) }
 // v16..v19 are scratch).
 func copyPage(a *a64asm, dst, src int, l string) {
 	const cnt = 9
-	a.movImm(cnt, PageSize/64)
+	a.movImm(cnt, kernelsim.PageSize/64)
 	a.mark(l)
 	a.ldpqPost(16, 17, src, 32)
 	a.ldpqPost(18, 19, src, 32)
@@ -604,3 +605,6 @@ func emuHeaderInit(d []byte, t *emuTarget, handler uint64) {
 	le.PutUint64(d[emHSigAct+24:], 0)
 	le.PutUint64(d[emHSigIgn:], 1) // SIG_IGN
 }
+
+// targets are the emulator targets per Arch.
+var targets = map[*kernelsim.Arch]*emuTarget{kernelsim.ARM64: emuARM64, kernelsim.ARM32: emuARM32, kernelsim.Thumb: emuThumb}

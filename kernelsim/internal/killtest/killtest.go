@@ -1,11 +1,13 @@
 //go:build linux
 
-package kernelsim
+// Package killtest checks that a test helper process killed with SIGKILL
+// leaves no tagged process (sandbox, emulator) and no temporary file behind:
+// the tests of kernelsim and kernelsim/gdbserial share it.
+package killtest
 
 import (
 	"bufio"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"os/exec"
 	"strings"
@@ -16,37 +18,8 @@ import (
 	"github.com/kboost/kboost/internal/procstat"
 )
 
-// TestHelperGDBFuzzLoop is not a test: TestNoStrayEmulator runs it in a
-// child process, which runs random A64 words under qemu until it is killed.
-func TestHelperGDBFuzzLoop(t *testing.T) {
-	tag := os.Getenv("KBOOST_GDB_HELPER")
-	if tag == "" {
-		t.Skip("helper process for TestNoStrayEmulator")
-	}
-	g, err := NewGDB(ARM64, Options{Tag: tag})
-	if err != nil {
-		fmt.Println("ERROR", err)
-		os.Exit(1)
-	}
-	fmt.Println("READY")
-	rng := rand.New(rand.NewPCG(1, 2))
-	cases := make([]Case, 64)
-	res := make([]Result, 64)
-	var tr Trial
-	for {
-		for i := range cases {
-			ARM64.RandomTrialA64(rng, &tr)
-			cases[i] = Case{Code: a64Bytes(rng.Uint32()), CodeOffset: FuzzCodeOffset, Regs: tr.Regs, NoMemory: true}
-		}
-		if err := g.Run(cases, res); err != nil {
-			fmt.Println("ERROR", err)
-			os.Exit(1)
-		}
-	}
-}
-
-// taggedProcs lists live (non-zombie) processes whose command line holds tag.
-func taggedProcs(tag string) []string {
+// TaggedProcs lists live (non-zombie) processes whose command line holds tag.
+func TaggedProcs(tag string) []string {
 	var found []string
 	for _, p := range procstat.All() {
 		args, _ := procstat.Cmdline(p.Pid)
@@ -57,12 +30,12 @@ func taggedProcs(tag string) []string {
 	return found
 }
 
-// killHelperRounds starts the test helper run (a -test.run pattern of this
+// Rounds starts the test helper run (a -test.run pattern of this
 // binary) with envVar set to a fresh tag, waits for its READY line and for want
 // tagged processes (what: "sandbox", "emulator"), SIGKILLs it after pause(round)
 // and fails unless every tagged process is gone within 3 s and the helper's
 // temporary directory ($TMPDIR) is empty; rounds times.
-func killHelperRounds(t *testing.T, rounds int, helper, envVar, tagPrefix string, want int, what string, pause func(round int) time.Duration) {
+func Rounds(t *testing.T, rounds int, helper, envVar, tagPrefix string, want int, what string, pause func(round int) time.Duration) {
 	t.Helper()
 	for round := range rounds {
 		tag := fmt.Sprintf("%s-%d-%d", tagPrefix, os.Getpid(), round)
@@ -107,7 +80,7 @@ func killHelperRounds(t *testing.T, rounds int, helper, envVar, tagPrefix string
 			for sc.Scan() {
 			}
 		}()
-		if n := len(taggedProcs(tag)); n != want {
+		if n := len(TaggedProcs(tag)); n != want {
 			t.Fatalf("round %d: %d %s processes before the kill, want %d", round, n, what, want)
 		}
 		time.Sleep(pause(round))
@@ -115,7 +88,7 @@ func killHelperRounds(t *testing.T, rounds int, helper, envVar, tagPrefix string
 		cmd.Wait()
 		deadline := time.Now().Add(3 * time.Second)
 		for {
-			left := taggedProcs(tag)
+			left := TaggedProcs(tag)
 			if len(left) == 0 {
 				break
 			}
@@ -132,14 +105,4 @@ func killHelperRounds(t *testing.T, rounds int, helper, envVar, tagPrefix string
 			t.Errorf("round %d: the killed %s's owner left %q in its temporary directory", round, what, names)
 		}
 	}
-}
-
-// TestNoStrayEmulator kills a process running the ARM64 emulator backend
-// with SIGKILL at random moments and checks that no qemu survives it.
-func TestNoStrayEmulator(t *testing.T) {
-	if os.Getenv("KBOOST_ORACLE") == "" {
-		t.Skip("set KBOOST_ORACLE=1 (runs qemu-aarch64-static)")
-	}
-	killHelperRounds(t, 3, "TestHelperGDBFuzzLoop", "KBOOST_GDB_HELPER", "kboost-stray-gdb", 1, "emulator",
-		func(round int) time.Duration { return time.Duration(50+150*round) * time.Millisecond })
 }

@@ -1,11 +1,12 @@
 //go:build linux
 
-package kernelsim
+package gdbserial
 
 import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/kboost/kboost/kernelsim"
 	"net"
 	"os"
 	"os/exec"
@@ -31,10 +32,10 @@ import (
 // PR_SET_PDEATHSIG, when kboost dies. A case that would make a system call
 // (SVC) is not run and reported as a SIGSYS fault.
 type GDB struct {
-	arch *Arch
+	arch *kernelsim.Arch
 	t    *emuTarget
 	r    *emuRunner
-	opts Options
+	opts kernelsim.Options
 	qemu string
 
 	// Watchdog is how long a batch may run without finishing a case before
@@ -87,20 +88,28 @@ func (m GDBMode) String() string {
 	return "detached"
 }
 
-var _ Backend = (*GDB)(nil)
+var _ kernelsim.Backend = (*GDB)(nil)
 
 // NewGDB starts the emulator backend for a (ARM64) in GDBDetached mode.
 // Options.Emulator names the qemu-user binary ("" looks up the
 // architecture's default in PATH); Options.Tag is appended to the guest's
 // command line.
-func NewGDB(a *Arch, o Options) (*GDB, error) { return NewGDBMode(a, o, GDBDetached) }
+func New(a *kernelsim.Arch, o kernelsim.Options) (*GDB, error) {
+	return NewMode(a, o, GDBDetached)
+}
+
+func init() {
+	for a := range targets {
+		kernelsim.RegisterBackend(a, func(a *kernelsim.Arch, o kernelsim.Options) (kernelsim.EmulatedBackend, error) { return New(a, o) })
+	}
+}
 
 // NewGDBMode is NewGDB with a choice of mode.
-func NewGDBMode(a *Arch, o Options, mode GDBMode) (*GDB, error) {
-	if a == nil || a.emu == nil {
+func NewMode(a *kernelsim.Arch, o kernelsim.Options, mode GDBMode) (*GDB, error) {
+	if targets[a] == nil {
 		return nil, fmt.Errorf("kernelsim: no emulator backend for %v: %w", a, errNotSupported)
 	}
-	if o.Layout != (Layout{}) {
+	if o.Layout != (kernelsim.Layout{}) {
 		if err := o.Layout.Check(a); err != nil {
 			return nil, err
 		}
@@ -108,8 +117,8 @@ func NewGDBMode(a *Arch, o Options, mode GDBMode) (*GDB, error) {
 		c.Layout = o.Layout
 		a = &c
 	}
-	g := &GDB{arch: a, t: a.emu, opts: o, Watchdog: 50 * time.Millisecond, dataFD: -1, exeFD: -1, mode: mode}
-	if o.Exec == ExecCPU {
+	g := &GDB{arch: a, t: targets[a], opts: o, Watchdog: 50 * time.Millisecond, dataFD: -1, exeFD: -1, mode: mode}
+	if o.Exec == kernelsim.ExecCPU {
 		return nil, fmt.Errorf("kernelsim: %s code runs only under %s here, not on the CPU: %w", a.Name, g.t.qemu, errNotSupported)
 	}
 	g.qemu = o.Emulator
@@ -131,17 +140,8 @@ func NewGDBMode(a *Arch, o Options, mode GDBMode) (*GDB, error) {
 	return g, nil
 }
 
-// OpenBackend opens the default backend for a: the hardware sandbox for
-// x86, the gdb-stub emulator for ARM64.
-func OpenBackend(a *Arch, o Options) (Backend, error) {
-	if a != nil && a.emu != nil {
-		return NewGDB(a, o)
-	}
-	return NewWithOptions(a, o)
-}
-
 // Arch implements Backend.
-func (g *GDB) Arch() *Arch { return g.arch }
+func (g *GDB) Arch() *kernelsim.Arch { return g.arch }
 
 // Emulator is the path of the qemu-user binary.
 func (g *GDB) Emulator() string { return g.qemu }
@@ -170,7 +170,7 @@ func emuProcCPU(pid int) time.Duration {
 }
 
 func (g *GDB) setupErr(f string, args ...any) error {
-	return fmt.Errorf("kernelsim: %s sandbox: %s: %w", g.arch.Name, fmt.Sprintf(f, args...), ErrSandbox)
+	return fmt.Errorf("kernelsim: %s sandbox: %s: %w", g.arch.Name, fmt.Sprintf(f, args...), kernelsim.ErrSandbox)
 }
 
 // start creates the shared memory and the executable (once) and starts the
@@ -382,7 +382,7 @@ func (g *GDB) Close() error {
 }
 
 // checkCase reports why c does not fit the emulator's layout.
-func (g *GDB) checkCase(c *Case) error {
+func (g *GDB) checkCase(c *kernelsim.Case) error {
 	stub, al := 4, 4
 	if g.t.stubMax != 0 {
 		stub = g.t.stubMax
@@ -393,27 +393,27 @@ func (g *GDB) checkCase(c *Case) error {
 	l := g.arch.Layout
 	switch {
 	case len(c.Code)%al != 0 || len(c.Slot)%al != 0:
-		return fmt.Errorf("%w: %s code and slot must be whole %d-byte units", ErrBadCase, g.arch.Name, al)
-	case len(c.Code)+stub > ImageSize:
-		return fmt.Errorf("%w: code is %d bytes, at most %d fit before the return stub", ErrBadCase, len(c.Code), ImageSize-stub)
-	case c.CodeOffset < 0 || c.CodeOffset%4 != 0 || c.CodeOffset+ImageSize > PageSize:
-		return fmt.Errorf("%w: code offset %d not a multiple of 4 in 0..%d", ErrBadCase, c.CodeOffset, PageSize-ImageSize)
-	case len(c.Slot) > ImageSize:
-		return fmt.Errorf("%w: slot is %d bytes, at most %d", ErrBadCase, len(c.Slot), ImageSize)
-	case c.SlotOffset < 0 || c.SlotOffset%4 != 0 || c.SlotOffset+ImageSize > PageSize:
-		return fmt.Errorf("%w: slot offset %d not a multiple of 4 in 0..%d", ErrBadCase, c.SlotOffset, PageSize-ImageSize)
+		return fmt.Errorf("%w: %s code and slot must be whole %d-byte units", kernelsim.ErrBadCase, g.arch.Name, al)
+	case len(c.Code)+stub > kernelsim.ImageSize:
+		return fmt.Errorf("%w: code is %d bytes, at most %d fit before the return stub", kernelsim.ErrBadCase, len(c.Code), kernelsim.ImageSize-stub)
+	case c.CodeOffset < 0 || c.CodeOffset%4 != 0 || c.CodeOffset+kernelsim.ImageSize > kernelsim.PageSize:
+		return fmt.Errorf("%w: code offset %d not a multiple of 4 in 0..%d", kernelsim.ErrBadCase, c.CodeOffset, kernelsim.PageSize-kernelsim.ImageSize)
+	case len(c.Slot) > kernelsim.ImageSize:
+		return fmt.Errorf("%w: slot is %d bytes, at most %d", kernelsim.ErrBadCase, len(c.Slot), kernelsim.ImageSize)
+	case c.SlotOffset < 0 || c.SlotOffset%4 != 0 || c.SlotOffset+kernelsim.ImageSize > kernelsim.PageSize:
+		return fmt.Errorf("%w: slot offset %d not a multiple of 4 in 0..%d", kernelsim.ErrBadCase, c.SlotOffset, kernelsim.PageSize-kernelsim.ImageSize)
 	case c.EntrySlot && c.Slot == nil:
-		return fmt.Errorf("%w: EntrySlot without a slot", ErrBadCase)
-	case len(c.Scratch) > ScratchSize || len(c.Stack) > StackSize:
-		return fmt.Errorf("%w: scratch or stack contents larger than %d bytes", ErrBadCase, PageSize)
+		return fmt.Errorf("%w: EntrySlot without a slot", kernelsim.ErrBadCase)
+	case len(c.Scratch) > kernelsim.ScratchSize || len(c.Stack) > kernelsim.StackSize:
+		return fmt.Errorf("%w: scratch or stack contents larger than %d bytes", kernelsim.ErrBadCase, kernelsim.PageSize)
 	}
-	spReg := a64RegSP
+	spReg := kernelsim.A64RegSP
 	if g.t.spReg != 0 {
 		spReg = g.t.spReg
 	}
 	sp := c.Regs.GPR[spReg] & g.arch.RegMask
-	if sp < l.Stack+16 || sp > l.Stack+StackSize {
-		return fmt.Errorf("%w: stack pointer %#x outside the stack page %#x..%#x (use Layout.InitialSP)", ErrBadCase, sp, l.Stack+16, l.Stack+StackSize)
+	if sp < l.Stack+16 || sp > l.Stack+kernelsim.StackSize {
+		return fmt.Errorf("%w: stack pointer %#x outside the stack page %#x..%#x (use Layout.InitialSP)", kernelsim.ErrBadCase, sp, l.Stack+16, l.Stack+kernelsim.StackSize)
 	}
 	return nil
 }
@@ -422,12 +422,12 @@ func (g *GDB) checkCase(c *Case) error {
 const gdbSIGUSR1 = 30
 
 // Run implements Backend.
-func (g *GDB) Run(cases []Case, results []Result) error {
+func (g *GDB) Run(cases []kernelsim.Case, results []kernelsim.Result) error {
 	if g.closed {
-		return ErrClosed
+		return kernelsim.ErrClosed
 	}
 	if len(results) < len(cases) {
-		return fmt.Errorf("%w: %d results for %d cases", ErrBadCase, len(results), len(cases))
+		return fmt.Errorf("%w: %d results for %d cases", kernelsim.ErrBadCase, len(results), len(cases))
 	}
 	for i := range cases {
 		if err := g.checkCase(&cases[i]); err != nil {
@@ -454,13 +454,13 @@ func (g *GDB) setHdr(off int, v uint64) { binary.LittleEndian.PutUint64(g.data[o
 
 // fill writes case c into record i; false when the case is not run (its
 // result is written instead).
-func (g *GDB) fill(i int, c *Case, r *Result) (bool, error) {
+func (g *GDB) fill(i int, c *kernelsim.Case, r *kernelsim.Result) (bool, error) {
 	le := binary.LittleEndian
 	l := g.arch.Layout
 	d := g.rec(i)
 	for _, img := range [][]byte{c.Code, c.Slot} {
 		if j := g.sysCallAt(img); j >= 0 {
-			*r = Result{Outcome: Faulted, Regs: c.Regs, Fault: Fault{Signal: SIGSYS, Addr: c.CodeAddr(l) + uint64(j), Trap: -1}}
+			*r = kernelsim.Result{Outcome: kernelsim.Faulted, Regs: c.Regs, Fault: kernelsim.Fault{Signal: kernelsim.SIGSYS, Addr: c.CodeAddr(l) + uint64(j), Trap: -1}}
 			r.Regs.PC = c.Entry(l)
 			le.PutUint64(d[emRSkip:], 1)
 			return false, nil
@@ -473,21 +473,21 @@ func (g *GDB) fill(i int, c *Case, r *Result) (bool, error) {
 	le.PutUint64(d[emRNZCV:], c.Regs.Flags&g.arch.FlagsMask)
 	le.PutUint64(d[emRLaunch:], g.t.launch(g.r, l, c.Entry(l)))
 	le.PutUint64(d[emRCodeAt:], c.CodeAddr(l))
-	img := d[emRCode : emRCode+ImageSize]
+	img := d[emRCode : emRCode+kernelsim.ImageSize]
 	clear(img)
 	stub, err := g.t.stub(g.r, c.ReturnAddr(l))
 	if err != nil {
 		return false, err
 	}
 	if g.t.codeFill != 0 {
-		for j := (len(c.Code) + len(stub) + 3) &^ 3; j+4 <= ImageSize; j += 4 {
+		for j := (len(c.Code) + len(stub) + 3) &^ 3; j+4 <= kernelsim.ImageSize; j += 4 {
 			le.PutUint32(img[j:], g.t.codeFill)
 		}
 	}
 	copy(img, c.Code)
 	copy(img[len(c.Code):], stub)
-	simg := d[emRSlot : emRSlot+ImageSize]
-	for j := 0; j < ImageSize; j += 4 {
+	simg := d[emRSlot : emRSlot+kernelsim.ImageSize]
+	for j := 0; j < kernelsim.ImageSize; j += 4 {
 		le.PutUint32(simg[j:], g.t.slotFill)
 	}
 	if c.Slot != nil {
@@ -500,10 +500,10 @@ func (g *GDB) fill(i int, c *Case, r *Result) (bool, error) {
 		le.PutUint64(d[emRNoMem:], 1)
 	} else {
 		le.PutUint64(d[emRNoMem:], 0)
-		copy(d[emRScrIn:emRScrIn+ScratchSize], c.Scratch)
-		clear(d[emRScrIn+len(c.Scratch) : emRScrIn+ScratchSize])
-		copy(d[emRStkIn:emRStkIn+StackSize], c.Stack)
-		clear(d[emRStkIn+len(c.Stack) : emRStkIn+StackSize])
+		copy(d[emRScrIn:emRScrIn+kernelsim.ScratchSize], c.Scratch)
+		clear(d[emRScrIn+len(c.Scratch) : emRScrIn+kernelsim.ScratchSize])
+		copy(d[emRStkIn:emRStkIn+kernelsim.StackSize], c.Stack)
+		clear(d[emRStkIn+len(c.Stack) : emRStkIn+kernelsim.StackSize])
 	}
 	le.PutUint64(d[emROutcome:], 0xff)
 	return true, nil
@@ -523,7 +523,7 @@ func (g *GDB) sysCallAt(img []byte) int {
 }
 
 // batch runs up to emMaxBatch cases.
-func (g *GDB) batch(cases []Case, results []Result) error {
+func (g *GDB) batch(cases []kernelsim.Case, results []kernelsim.Result) error {
 	ran := make([]bool, len(cases))
 	for i := range cases {
 		ok, err := g.fill(i, &cases[i], &results[i])
@@ -546,7 +546,7 @@ func (g *GDB) batch(cases []Case, results []Result) error {
 		crashed = min(crashed, len(cases)-1)
 		// the case at crashed killed or hung the emulator: report it, skip
 		// it and everything before it, and run the rest on a new one
-		results[crashed] = Result{Outcome: Crashed, Regs: cases[crashed].Regs}
+		results[crashed] = kernelsim.Result{Outcome: kernelsim.Crashed, Regs: cases[crashed].Regs}
 		ran[crashed] = false
 		for j := 0; j <= crashed; j++ {
 			binary.LittleEndian.PutUint64(g.rec(j)[emRSkip:], 1)
@@ -569,7 +569,7 @@ func (g *GDB) batch(cases []Case, results []Result) error {
 		}
 		d := g.rec(i)
 		c, r := &cases[i], &results[i]
-		r.Fault = Fault{}
+		r.Fault = kernelsim.Fault{}
 		for k := 0; k < 32; k++ {
 			r.Regs.GPR[k] = le.Uint64(d[emROut+8*k:])
 		}
@@ -577,17 +577,17 @@ func (g *GDB) batch(cases []Case, results []Result) error {
 		r.Regs.Flags = le.Uint64(d[emROut+264:]) & g.arch.FlagsMask
 		switch le.Uint64(d[emROutcome:]) {
 		case emOutcomeOK:
-			r.Outcome = Completed
+			r.Outcome = kernelsim.Completed
 			r.Regs.PC = c.ReturnAddr(l)
 		case emOutcomeFa:
-			r.Outcome = Faulted
-			r.Fault = Fault{Signal: int(le.Uint32(d[emROutSig:])), Code: int32(le.Uint32(d[emROutSig+4:])), Addr: le.Uint64(d[emROutAddr:]), Trap: -1}
+			r.Outcome = kernelsim.Faulted
+			r.Fault = kernelsim.Fault{Signal: int(le.Uint32(d[emROutSig:])), Code: int32(le.Uint32(d[emROutSig+4:])), Addr: le.Uint64(d[emROutAddr:]), Trap: -1}
 		case emOutcomeTO:
-			r.Outcome = TimedOut
+			r.Outcome = kernelsim.TimedOut
 		default:
-			r.Outcome = Crashed
+			r.Outcome = kernelsim.Crashed
 		}
-		if r.Outcome == Completed || r.Outcome == Faulted {
+		if r.Outcome == kernelsim.Completed || r.Outcome == kernelsim.Faulted {
 			if len(r.Vec) != emVecSize {
 				r.Vec = make([]byte, emVecSize)
 			}
@@ -599,14 +599,14 @@ func (g *GDB) batch(cases []Case, results []Result) error {
 			r.Scratch, r.Stack = nil, nil
 			continue
 		}
-		if len(r.Scratch) != ScratchSize {
-			r.Scratch = make([]byte, ScratchSize)
+		if len(r.Scratch) != kernelsim.ScratchSize {
+			r.Scratch = make([]byte, kernelsim.ScratchSize)
 		}
-		if len(r.Stack) != StackSize {
-			r.Stack = make([]byte, StackSize)
+		if len(r.Stack) != kernelsim.StackSize {
+			r.Stack = make([]byte, kernelsim.StackSize)
 		}
-		copy(r.Scratch, d[emRScrOut:emRScrOut+ScratchSize])
-		copy(r.Stack, d[emRStkOut:emRStkOut+StackSize])
+		copy(r.Scratch, d[emRScrOut:emRScrOut+kernelsim.ScratchSize])
+		copy(r.Stack, d[emRStkOut:emRStkOut+kernelsim.StackSize])
 	}
 	return nil
 }
@@ -619,7 +619,7 @@ func (g *GDB) runBatch() (int, error) {
 		return g.runBatchDetached()
 	}
 	if g.conn == nil {
-		return 0, ErrClosed
+		return 0, kernelsim.ErrClosed
 	}
 	if err := g.conn.resume(false, g.lastSig); err != nil {
 		return g.crash("resume: %v", err), nil
@@ -685,7 +685,7 @@ func (g *GDB) crash(f string, args ...any) int {
 // the batch, the runner clears the state word and wakes kboost at its end.
 func (g *GDB) runBatchDetached() (int, error) {
 	if g.cmd == nil {
-		return 0, ErrClosed
+		return 0, kernelsim.ErrClosed
 	}
 	g.setHdr(emHTimeout, 0)
 	atomic.StoreUint32(g.word(emHState), 1)

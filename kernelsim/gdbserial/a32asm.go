@@ -1,18 +1,14 @@
-package kernelsim
+package gdbserial
 
-import "fmt"
+import (
+	"fmt"
+	"github.com/kboost/kboost/kernelsim"
+)
 
 // A tiny A32 assembler: the instructions the 32-bit ARM runner and the slot
 // models need (ARM state, ARMv7), with labels for branches.
 
-// A32 instruction words used by slot models and fillers.
-const (
-	A32UDF      = T32CodeFill // filler of the code page: UDF in ARM state, and in Thumb state wherever entered (SIGILL)
-	A32SlotFill = T32SlotFill // filler of the slot page (the same, not the code page's word)
-	A32MovPCLR  = 0xE1A0F00E  // mov pc, lr: the end of the kernel's A32 emulation slot
-	A32LdrPC    = 0xE51FF004  // ldr pc, [pc, #-4]: jump to the word that follows (interworking)
-	a32Bkpt     = 0xE1200070  // bkpt #0
-)
+const a32Bkpt = 0xE1200070 // bkpt #0
 
 // A32 condition codes.
 const (
@@ -133,14 +129,5 @@ func (a *a32asm) bytes() ([]byte, error) {
 	if a.err != nil {
 		return nil, a.err
 	}
-	return a64Bytes(a.w...), nil
-}
-
-// A32B encodes "B to" placed at from (cond AL); ok false beyond +-32 MiB.
-func A32B(from, to uint64) (uint32, bool) {
-	d := int64(to - (from + 8))
-	if d&3 != 0 || d < -(1<<25) || d >= 1<<25 {
-		return 0, false
-	}
-	return 0xEA000000 | uint32(d>>2)&0xFFFFFF, true
+	return kernelsim.A64Bytes(a.w...), nil
 }
