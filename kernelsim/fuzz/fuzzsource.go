@@ -114,36 +114,22 @@ func SampleKernelInsts(m decode.Mode, max int, seed uint64) ([][]byte, string) {
 	}
 	rng := rand.New(rand.NewPCG(seed, 0x73616d70))
 	var out [][]byte
-	for _, p := range files {
-		f, err := elf.Open(p)
-		if err != nil {
-			continue
+	execSections(files, func(sec *elf.Section, data []byte) {
+		var in decode.Inst
+		// keep about max/len(files) instructions per file
+		keep := float64(max) / float64(len(files)) / float64(len(data)/4+1)
+		for off := 0; off < len(data); {
+			err := decode.DecodeInto(&in, data[off:], m, sec.Addr+uint64(off))
+			l := in.Len
+			if l < 1 {
+				l = 1
+			}
+			if err == nil && rng.Float64() < keep {
+				out = append(out, append([]byte(nil), data[off:off+l]...))
+			}
+			off += l
 		}
-		for _, sec := range f.Sections {
-			if sec.Flags&elf.SHF_EXECINSTR == 0 || sec.Type != elf.SHT_PROGBITS {
-				continue
-			}
-			data, err := sec.Data()
-			if err != nil {
-				continue
-			}
-			var in decode.Inst
-			// keep about max/len(files) instructions per file
-			keep := float64(max) / float64(len(files)) / float64(len(data)/4+1)
-			for off := 0; off < len(data); {
-				err := decode.DecodeInto(&in, data[off:], m, sec.Addr+uint64(off))
-				l := in.Len
-				if l < 1 {
-					l = 1
-				}
-				if err == nil && rng.Float64() < keep {
-					out = append(out, append([]byte(nil), data[off:off+l]...))
-				}
-				off += l
-			}
-		}
-		f.Close()
-	}
+	})
 	if len(out) > max {
 		rng.Shuffle(len(out), func(i, j int) { out[i], out[j] = out[j], out[i] })
 		out = out[:max]
@@ -156,4 +142,24 @@ func SampleKernelInsts(m decode.Mode, max int, seed uint64) ([][]byte, string) {
 		}
 	}
 	return out, from
+}
+
+// execSections calls each with the contents of every executable PROGBITS
+// section of the ELF files, in order (files that do not open are passed over).
+func execSections(files []string, each func(sec *elf.Section, data []byte)) {
+	for _, p := range files {
+		f, err := elf.Open(p)
+		if err != nil {
+			continue
+		}
+		for _, sec := range f.Sections {
+			if sec.Flags&elf.SHF_EXECINSTR == 0 || sec.Type != elf.SHT_PROGBITS {
+				continue
+			}
+			if data, err := sec.Data(); err == nil {
+				each(sec, data)
+			}
+		}
+		f.Close()
+	}
 }

@@ -73,28 +73,14 @@ func sampleWords(machine elf.Machine, max int, seed uint64) ([]uint32, string) {
 	}
 	rng := rand.New(rand.NewPCG(seed, 0x73616d70))
 	var out []uint32
-	for _, p := range files {
-		f, err := elf.Open(p)
-		if err != nil {
-			continue
-		}
-		for _, sec := range f.Sections {
-			if sec.Flags&elf.SHF_EXECINSTR == 0 || sec.Type != elf.SHT_PROGBITS {
-				continue
-			}
-			data, err := sec.Data()
-			if err != nil {
-				continue
-			}
-			keep := float64(max) / float64(len(files)) / float64(len(data)/4+1)
-			for off := 0; off+4 <= len(data); off += 4 {
-				if rng.Float64() < keep {
-					out = append(out, binary.LittleEndian.Uint32(data[off:]))
-				}
+	execSections(files, func(_ *elf.Section, data []byte) {
+		keep := float64(max) / float64(len(files)) / float64(len(data)/4+1)
+		for off := 0; off+4 <= len(data); off += 4 {
+			if rng.Float64() < keep {
+				out = append(out, binary.LittleEndian.Uint32(data[off:]))
 			}
 		}
-		f.Close()
-	}
+	})
 	if len(out) == 0 {
 		return nil, noSamples
 	}
