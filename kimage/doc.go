@@ -96,6 +96,13 @@
 // kboost boots). For later kernels only the ftrace records and the LOCK
 // prefixes are applied (X86Boot.Partial). See x86boot.go.
 //
+// Patcher rewrites code the way the kernel does at boot, before kprobes
+// decode it: return thunks to `ret` on x86 (NewReturnPatcher), the whole x86
+// boot patching for a CPU (NewX86BootPatcher), the first patchable-entry NOP
+// of every traced function on arm64 (NewFtraceInitPatcher: `mov x9, x30`, as
+// ftrace_init_nop writes it) and the arm64 CPU alternatives of a chosen set
+// of cpucaps (Patcher.SetCPUCaps). See bootpatch.go.
+//
 // SourceDirs reads an ELF file's DWARF line tables (compressed sections
 // too) and maps an address to the directory of its source file, as addr2line
 // does without -i; a file without them (Debian's vmlinux, stripped binaries)

@@ -305,6 +305,17 @@ func ParseSymbolMap(r io.Reader) (*SymTab, error) {
 	return parseSymbolMap(data)
 }
 
+// ParseSymbolLines parses System.map / kallsyms lines as ParseSymbolMap does
+// but returns the symbols in the order of the lines, sizes unset: the order
+// and the neighbours kallsyms itself has (the guest's verifier sizes
+// functions as kallsyms_lookup_size_offset does, from every core symbol).
+// Errors wrap ErrCorrupt or ErrPlaceholderMap.
+func ParseSymbolLines(b []byte) ([]Symbol, error) {
+	data := string(b)
+	syms, _, err := parseMapLines(make([]Symbol, 0, strings.Count(data, "\n")+1), data, 1)
+	return syms, err
+}
+
 // parallelMapSize is the size from which a symbol map is parsed in two halves
 // at once (a kernel's kallsyms is ~10 MB and on the audit's serial path).
 var parallelMapSize = 1 << 20

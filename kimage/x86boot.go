@@ -18,7 +18,7 @@ import (
 //     16 bytes) becomes `call pv_ops[type]` (a direct call), nothing when the
 //     op is _paravirt_nop, padded with x86_nops to the site's length;
 //  2. apply_retpolines, apply_returns (the return-thunk sites: see
-//     internal/audit's return patcher);
+//     Patcher's return thunks, bootpatch.go);
 //  3. apply_alternatives(.altinstructions): struct alt_instr {s32 instr, repl;
 //     u16 cpuid; u8 instrlen, replacementlen}, packed (12 bytes), in table
 //     order; a site whose feature the CPU has (or lacks, with

@@ -67,3 +67,47 @@ func ParseUprobeProfile(b []byte) []UprobeProfile {
 	}
 	return out
 }
+
+// HitCounter is an open perf event counting one probe's hits (a kprobe's
+// PerfProbe, a uprobe's PMUEvent).
+type HitCounter interface {
+	Hits() (uint64, error)
+	Close() error
+}
+
+// OpenCounters opens one counter per point, in order. If one fails, those
+// already open are closed (so nothing is left registered) and the error is
+// returned.
+func OpenCounters[P any, C HitCounter](points []P, open func(P) (C, error)) ([]C, error) {
+	cs := make([]C, 0, len(points))
+	for _, p := range points {
+		c, err := open(p)
+		if err != nil {
+			return nil, errors.Join(err, CloseCounters(cs))
+		}
+		cs = append(cs, c)
+	}
+	return cs, nil
+}
+
+// ReadCounters reads every counter's hits, in order.
+func ReadCounters[C HitCounter](cs []C) ([]uint64, error) {
+	out := make([]uint64, len(cs))
+	for i, c := range cs {
+		h, err := c.Hits()
+		if err != nil {
+			return nil, err
+		}
+		out[i] = h
+	}
+	return out, nil
+}
+
+// CloseCounters closes every counter and joins their errors.
+func CloseCounters[C HitCounter](cs []C) error {
+	var err error
+	for _, c := range cs {
+		err = errors.Join(err, c.Close())
+	}
+	return err
+}

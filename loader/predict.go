@@ -3,14 +3,14 @@ package loader
 import (
 	"fmt"
 
+	"github.com/kboost/kboost/audit"
 	"github.com/kboost/kboost/boost"
-	"github.com/kboost/kboost/internal/audit"
 	"github.com/kboost/kboost/kimage"
 )
 
 // Predictor predicts probes with a boost policy for a kernel image whose
 // symbols came from the kernel itself; the environment is built by the same
-// code as `kboost audit` (internal/audit.Env).
+// code as `kboost audit` (audit.Env).
 type Predictor struct {
 	File   *kimage.File
 	Policy *boost.Policy

@@ -110,7 +110,9 @@ func ReadKprobesList() ([]ListEntry, error) {
 
 func (t *Tracefs) path(p ...string) string { return filepath.Join(append([]string{t.Dir}, p...)...) }
 
-func appendLine(path, line string) error {
+// AppendLine writes line and a newline to the tracefs file at path (opened
+// for appending, as the dynamic-event files must be) and closes it.
+func AppendLine(path, line string) error {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
 	if err != nil {
 		return err
@@ -148,7 +150,7 @@ func (t *Tracefs) Register(file, def, point string) error {
 	if f, err := os.OpenFile(t.path("error_log"), os.O_WRONLY|os.O_TRUNC, 0); err == nil {
 		f.Close()
 	}
-	if err := appendLine(t.path(file), def); err != nil {
+	if err := AppendLine(t.path(file), def); err != nil {
 		return &KernelError{Op: "register", Point: point, Errno: err, ErrorLog: t.lastErrorLog()}
 	}
 	return nil
@@ -178,7 +180,7 @@ func (t *Tracefs) RemoveFrom(file, group, event string) error {
 		return &SpecError{"group", group, "kboost removes only its own groups (" + GroupPrefix + "*)"}
 	}
 	_ = t.Enable(group, event, false)
-	if err := appendLine(t.path(file), "-:"+group+"/"+event); err != nil {
+	if err := AppendLine(t.path(file), "-:"+group+"/"+event); err != nil {
 		return &KernelError{Op: "remove", Point: group + "/" + event, Errno: err, ErrorLog: t.lastErrorLog()}
 	}
 	return nil

@@ -29,26 +29,19 @@ func Watch(ctx context.Context, specs []Spec, opt WatchOptions) (err error) {
 	switch target {
 	case TargetPerf:
 		var probes []*PerfProbe
-		defer func() {
-			for _, p := range probes {
-				err = errors.Join(err, p.Close())
-			}
-		}()
-		for _, s := range specs {
-			p, err := OpenPerf(s)
-			if err != nil {
-				return err
-			}
-			probes = append(probes, p)
+		probes, err = OpenCounters(specs, OpenPerf)
+		if err != nil {
+			return err
 		}
+		defer func() { err = errors.Join(err, CloseCounters(probes)) }()
 		counts = func() ([]Count, error) {
+			hits, err := ReadCounters(probes)
+			if err != nil {
+				return nil, err
+			}
 			out := make([]Count, len(probes))
 			for i, p := range probes {
-				h, err := p.Hits()
-				if err != nil {
-					return nil, err
-				}
-				out[i] = Count{p.Spec, h}
+				out[i] = Count{p.Spec, hits[i]}
 			}
 			return out, nil
 		}

@@ -5,7 +5,7 @@ import (
 	"math/bits"
 )
 
-//go:generate go run ./internal/armspec/armgen -spec spec/arm64.spec -o arm64_tables.go
+//go:generate go run ./gen -format arm -spec spec/arm64.spec -o arm64_tables.go
 
 // ArmOp is one encoding of an ARM instruction set (A64 today; A32 and T32 use
 // the same type): the instruction word w is this encoding when
@@ -97,27 +97,7 @@ const (
 var armFlagNames = [...]string{"pcrel", "load", "store", "excl", "acq", "rel", "atomic", "pair", "simd",
 	"hint", "pac", "bti", "barrier", "sysreg", "wb", "mops", "alias", "group", "itflags"}
 
-func (f ArmFlags) String() string {
-	if f == 0 {
-		return "none"
-	}
-	s := ""
-	for i, n := range armFlagNames {
-		if f&(1<<i) != 0 {
-			if s != "" {
-				s += "|"
-			}
-			s += n
-		}
-	}
-	if rest := f &^ (1<<len(armFlagNames) - 1); rest != 0 {
-		if s != "" {
-			s += "|"
-		}
-		s += fmt.Sprintf("%#x", uint32(rest))
-	}
-	return s
-}
+func (f ArmFlags) String() string { return bitNames(uint32(f), armFlagNames[:]) }
 
 // ParseArmFlag returns the flag named as in the spec files.
 func ParseArmFlag(s string) (ArmFlags, bool) {

@@ -31,12 +31,16 @@ const (
 
 var flagNames = [...]string{"modrm", "i64", "o64", "d64", "f64", "invalid", "priv", "mem", "reg", "prefix", "rmreg"}
 
-func (f Flags) String() string {
+func (f Flags) String() string { return bitNames(uint32(f), flagNames[:]) }
+
+// bitNames spells a bit set as its names joined by "|" in bit order, any bits
+// without a name as one hex number after them, and the empty set as "none".
+func bitNames(f uint32, names []string) string {
 	if f == 0 {
 		return "none"
 	}
 	s := ""
-	for i, n := range flagNames {
+	for i, n := range names {
 		if f&(1<<i) != 0 {
 			if s != "" {
 				s += "|"
@@ -44,11 +48,11 @@ func (f Flags) String() string {
 			s += n
 		}
 	}
-	if rest := f &^ (1<<len(flagNames) - 1); rest != 0 {
+	if rest := f &^ (1<<len(names) - 1); rest != 0 {
 		if s != "" {
 			s += "|"
 		}
-		s += fmt.Sprintf("%#x", uint32(rest))
+		s += fmt.Sprintf("%#x", rest)
 	}
 	return s
 }

@@ -4,7 +4,7 @@
 # hot blocks laid out first; about 8% less CPU for a whole-kernel audit).
 # The profile comes from kboost's main jobs on the current Debian amd64
 # vmlinux: audit --summary, audit --json and decode --json. Run it after a
-# change that moves the hot paths (decode, boost, internal/audit); a stale
+# change that moves the hot paths (decode, boost, audit); a stale
 # profile still builds, it only helps less.
 # Usage: scripts/pgo.sh [RUNS]   (RUNS audits --summary, default 6)
 set -euo pipefail

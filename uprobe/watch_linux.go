@@ -99,26 +99,19 @@ func Watch(ctx context.Context, probes []Probe, opt WatchOptions) (err error) {
 	point := func(p Probe) string { return fmt.Sprintf("%s:%#x", p.Path, p.Offset) }
 	if target == "perf" {
 		var evs []*PMUEvent
-		defer func() {
-			for _, e := range evs {
-				err = errors.Join(err, e.Close())
-			}
-		}()
-		for _, p := range probes {
-			e, err := OpenPMU(p)
-			if err != nil {
-				return err
-			}
-			evs = append(evs, e)
+		evs, err = loader.OpenCounters(probes, OpenPMU)
+		if err != nil {
+			return err
 		}
+		defer func() { err = errors.Join(err, loader.CloseCounters(evs)) }()
 		counts = func() ([]Count, error) {
+			hits, err := loader.ReadCounters(evs)
+			if err != nil {
+				return nil, err
+			}
 			out := make([]Count, len(evs))
 			for i, e := range evs {
-				h, err := e.Hits()
-				if err != nil {
-					return nil, err
-				}
-				out[i] = Count{e.Probe, point(e.Probe), h}
+				out[i] = Count{e.Probe, point(e.Probe), hits[i]}
 			}
 			return out, nil
 		}

@@ -173,7 +173,9 @@ func A64Mnemonic(w uint32) string {
 	return fmt.Sprintf("?%02x", w>>24)
 }
 
-// ARM64Summary counts the kernel's outcomes and, with predictions, agreements.
+// ARM64Summary is a fixed-width record's summary (summarizeRecords, the one
+// every architecture's records get: FixedSummary) with the kernel's outcome
+// tables the fixed-width report prints.
 type ARM64Summary struct {
 	Functions, Probes, Boundary, Misaligned, NotRun int
 	Outcomes                                        map[string]int // KernelOutcome -> probes (boundaries)
@@ -214,9 +216,14 @@ var arm64View = fixedView{
 func (v *ARM64Verification) Summarize() ARM64Summary { return summarizeFixed(&v.Report, arm64View) }
 
 func summarizeFixed(rep *guest.ARM64Report, view fixedView) ARM64Summary {
-	s := ARM64Summary{Outcomes: map[string]int{}, MisalignedOutcomes: map[string]int{}, ByMnemonic: map[string]map[string]int{},
-		Agree: map[string]int{}, Disagree: map[string]int{}}
-	s.Functions = len(rep.Funcs)
+	var compare func(*guest.VerifyRecord) map[string]bool
+	if rep.Predicted {
+		compare = view.compare
+	}
+	c := summarizeRecords(len(rep.Funcs), rep.Records, compare, false)
+	s := ARM64Summary{Functions: c.Functions, Probes: c.Probes, Boundary: c.Boundary, Misaligned: c.NonBound, NotRun: c.NotRun,
+		Agree: c.Agree, Disagree: c.Disagree, AllAgree: c.AllAgree,
+		Outcomes: map[string]int{}, MisalignedOutcomes: map[string]int{}, ByMnemonic: map[string]map[string]int{}}
 	refused, traced := map[string]bool{}, map[string]bool{}
 	for _, f := range rep.Funcs {
 		refused[f.Name], traced[f.Name] = true, f.Traced
@@ -225,33 +232,15 @@ func summarizeFixed(rep *guest.ARM64Report, view fixedView) ARM64Summary {
 		r := &rep.Records[i]
 		o := KernelOutcome(r)
 		if r.Round < 0 {
-			s.NotRun++
 			continue
 		}
-		s.Probes++
 		if r.Kernel.Errno == "" {
 			refused[r.Func] = false
 		}
-		if rep.Predicted {
-			all := true
-			for f, ok := range view.compare(r) {
-				if ok {
-					s.Agree[f]++
-				} else {
-					s.Disagree[f]++
-					all = false
-				}
-			}
-			if all {
-				s.AllAgree++
-			}
-		}
 		if !r.Boundary {
-			s.Misaligned++
 			s.MisalignedOutcomes[o]++
 			continue
 		}
-		s.Boundary++
 		s.Outcomes[o]++
 		if mn, ok := view.mnemonic(r.Bytes); ok {
 			if s.ByMnemonic[mn] == nil {

@@ -150,7 +150,7 @@
 // IA32Refused boots a Debian amd64 kernel (6.7 or later) with
 // ia32_emulation=0, so that execve of a 32-bit program fails with ENOEXEC,
 // as on hosts without IA32 emulation, and runs the "ia32-refused" guest
-// step (package vm/guest/clistep): a static i386 program, kboost's i386 sim
+// step: a static i386 program, the kboost binary's i386 sim
 // and fuzz with --exec auto (qemu-i386-static is copied from the host into
 // the initramfs) and compiled test binaries (go test -c), each in its
 // package's directory under /src with the files IA32Request adds (the guest
@@ -164,6 +164,10 @@
 // everywhere. Guests: AMD64, I386, ARM64 and ARM (VerifyARM) are verified. Building the guest
 // needs the go command and the kboost module source (the current directory inside
 // it); otherwise set Config.GuestBinary or $KBOOST_GUEST to a prebuilt binary.
+// The steps that run kboost commands (guest.NeedsKboost: probe-cli,
+// ia32-refused) get cmd/kboost built the same way, packed at
+// guest.KboostPath (Config.KboostBinary or $KBOOST_GUEST_KBOOST to prebuild);
+// the /init does not link the CLI.
 //
 // Needed on Debian: apt-get install qemu-system-x86 cpio (cpio only for tests);
 // for arm64 qemu-system-arm, the arm64 dpkg architecture (dpkg

@@ -10,10 +10,9 @@ import (
 )
 
 // FuzzCheckKallsyms: any text after 1000 plausible kallsyms lines is judged
-// with a *KallsymsError or accepted; what it accepts, kimage (which the
-// audits read a booted kernel's kallsyms with) parses or refuses with a typed
-// error (CheckKallsyms is only a plausibility check: it lets a one-character
-// type that is not a letter through, kimage does not).
+// with a *KallsymsError or accepted; what it accepts, kimage's ParseSymbolMap
+// (which the audits read a booted kernel's kallsyms with) parses too, or
+// refuses with a typed error (only the all-zero-addresses check is its own).
 func FuzzCheckKallsyms(f *testing.F) {
 	var head bytes.Buffer
 	head.WriteString("ffffffff81000000 T _text\n")

@@ -13,12 +13,42 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
+
+	"github.com/kboost/kboost/vm/guest"
 )
 
 // DefaultGuestPackage is the Go package built as the guest's /init.
 const DefaultGuestPackage = "github.com/kboost/kboost/cmd/kboost-guest"
+
+// DefaultKboostPackage is the kboost command, built for the guest when a step
+// runs it (guest.NeedsKboost).
+const DefaultKboostPackage = "github.com/kboost/kboost/cmd/kboost"
+
+// kboostFiles is the kboost binary at guest.KboostPath when one of steps
+// runs it, else nothing: the guest's /init does not link the CLI.
+func kboostFiles(ctx context.Context, cfg *Config, arch *Arch, steps []guest.Step) ([]File, error) {
+	if !slices.ContainsFunc(steps, func(s guest.Step) bool { return guest.NeedsKboost(s.Name) }) {
+		return nil, nil
+	}
+	p := cfg.KboostBinary
+	if p == "" {
+		p = os.Getenv("KBOOST_GUEST_KBOOST")
+	}
+	if p == "" {
+		var err error
+		if p, err = BuildGuest(ctx, DefaultKboostPackage, arch); err != nil {
+			return nil, err
+		}
+	}
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return nil, fmt.Errorf("vm: kboost binary for the guest: %w", err)
+	}
+	return []File{{Name: guest.KboostPath, Mode: 0o755, Data: b}}, nil
+}
 
 // GoBuildError reports a failed `go list` or `go build` of the guest.
 type GoBuildError struct {

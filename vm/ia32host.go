@@ -40,7 +40,7 @@ type IA32Tests struct {
 
 // IA32Refused boots the amd64 kernel of deb with IA32NoEmulation, so that it
 // refuses 32-bit executables as some hosts do, and runs the "ia32-refused"
-// step (the guest must link vm/guest/clistep, as cmd/kboost-guest does): the
+// step (which runs the kboost binary Run packs at guest.KboostPath): the
 // static i386 program, kboost's i386 sim and fuzz with --exec auto (which
 // should choose qemu-i386-static, copied from the host's PATH into the
 // initramfs as /usr/bin/qemu-i386-static) and the test binaries, each in

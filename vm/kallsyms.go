@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
@@ -58,31 +57,21 @@ func BootKallsyms(ctx context.Context, cfg Config) (*KernelInfo, error) {
 }
 
 // CheckKallsyms rejects text that is not a plausible full /proc/kallsyms: fewer
-// than 1000 lines, malformed lines, or no non-zero address for _text or _stext.
+// than 1000 lines, lines kimage does not parse (the parser the audits and the
+// guest read kallsyms with), or no non-zero address for _text or _stext.
 func CheckKallsyms(b []byte) error {
-	lines := 0
+	syms, err := kimage.ParseSymbolLines(b)
+	if err != nil {
+		return &KallsymsError{Reason: err.Error()}
+	}
 	text := false
-	for len(b) > 0 {
-		var line []byte
-		line, b, _ = bytes.Cut(b, []byte("\n"))
-		if len(line) == 0 {
-			continue
-		}
-		lines++
-		f := strings.Fields(string(line))
-		if len(f) < 3 || len(f[1]) != 1 {
-			return &KallsymsError{Reason: fmt.Sprintf("line %d %q is not \"address type name\"", lines, line)}
-		}
-		addr, err := strconv.ParseUint(f[0], 16, 64)
-		if err != nil {
-			return &KallsymsError{Reason: fmt.Sprintf("line %d: bad address %q", lines, f[0])}
-		}
-		if (f[2] == "_text" || f[2] == "_stext") && addr != 0 {
+	for _, s := range syms {
+		if (s.Name == "_text" || s.Name == "_stext") && s.Addr != 0 {
 			text = true
 		}
 	}
-	if lines < 1000 {
-		return &KallsymsError{Reason: fmt.Sprintf("only %d lines", lines)}
+	if len(syms) < 1000 {
+		return &KallsymsError{Reason: fmt.Sprintf("only %d lines", len(syms))}
 	}
 	if !text {
 		return &KallsymsError{Reason: "no _text or _stext with a real address (addresses hidden?)"}

@@ -14,8 +14,8 @@ import (
 // loader's live predictions for points against the kernel's answers, the perf
 // PMU path, and killing a watcher (perf and tracefs) followed by a sweep. With
 // args.CLI it then runs the "probe-cli" step in the same boot (kboost's probe
-// commands in the guest; the guest must link package vm/guest/clistep, as
-// cmd/kboost-guest does) and fills in Lifecycle.CLI.
+// commands, the kboost binary run in the guest: Run packs it at
+// guest.KboostPath) and fills in Lifecycle.CLI.
 func ProbeLifecycle(ctx context.Context, deb string, args guest.LifecycleArgs, cfg Config) (*guest.Lifecycle, error) {
 	dk, err := kimage.ReadDeb(deb)
 	if err != nil {

@@ -33,6 +33,11 @@ type Config struct {
 	// with BuildGuest.
 	GuestBinary  string
 	GuestPackage string
+	// KboostBinary is a prebuilt static kboost for Arch, packed at
+	// guest.KboostPath when a step runs kboost commands (guest.NeedsKboost);
+	// if empty, the file named by $KBOOST_GUEST_KBOOST, else
+	// DefaultKboostPackage built with BuildGuest.
+	KboostBinary string
 	// Files are extra initramfs files (kernel modules, inputs for steps).
 	Files []File
 	// Verbose keeps kernel messages on the console (no "quiet", no printk lowering

@@ -61,8 +61,12 @@ func Run(ctx context.Context, cfg Config, steps ...guest.Step) (*Result, error) 
 	if err != nil {
 		return nil, fmt.Errorf("vm: guest binary: %w", err)
 	}
+	kb, err := kboostFiles(ctx, &cfg, arch, steps)
+	if err != nil {
+		return nil, err
+	}
 	sc := &guest.Scenario{Nonce: newNonce(), Steps: steps, Verbose: cfg.Verbose, HostMemory: cfg.HostMemory}
-	files, err := initramfsFiles(initBin, sc, cfg.Files)
+	files, err := initramfsFiles(initBin, sc, append(kb, cfg.Files...))
 	if err != nil {
 		return nil, err
 	}

@@ -56,9 +56,18 @@ type VerifySummary struct {
 
 // Summarize compares every record that ran.
 func Summarize(rep *guest.VerifyReport) VerifySummary {
-	s := VerifySummary{Functions: len(rep.Functions), Agree: map[string]int{}, Disagree: map[string]int{}}
-	for i := range rep.Records {
-		r := &rep.Records[i]
+	return summarizeRecords(len(rep.Functions), rep.Records, (*guest.VerifyRecord).Compare, true)
+}
+
+// summarizeRecords is the one summary of every architecture's records:
+// probes that ran, boundaries and the rest, and, when compare is set (the
+// architecture's comparison of a record's fields), agreements per field.
+// jumpBack counts BoostPredicted and SlotJumpsBack (a slot that ends with a
+// jmp back: the architectures whose kprobes boost).
+func summarizeRecords(functions int, recs []guest.VerifyRecord, compare func(*guest.VerifyRecord) map[string]bool, jumpBack bool) VerifySummary {
+	s := VerifySummary{Functions: functions, Agree: map[string]int{}, Disagree: map[string]int{}}
+	for i := range recs {
+		r := &recs[i]
 		if r.Round < 0 {
 			s.NotRun++
 			continue
@@ -69,7 +78,7 @@ func Summarize(rep *guest.VerifyReport) VerifySummary {
 		} else {
 			s.NonBound++
 		}
-		if r.Boundary && r.Kernel.Errno == "" {
+		if jumpBack && r.Boundary && r.Kernel.Errno == "" {
 			if r.Verdict == "boost" {
 				s.BoostPredicted++
 			}
@@ -77,8 +86,11 @@ func Summarize(rep *guest.VerifyReport) VerifySummary {
 				s.SlotJumpsBack++
 			}
 		}
+		if compare == nil {
+			continue
+		}
 		all := true
-		for f, ok := range r.Compare() {
+		for f, ok := range compare(r) {
 			if ok {
 				s.Agree[f]++
 			} else {

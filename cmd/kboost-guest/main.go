@@ -1,6 +1,8 @@
 // Command kboost-guest is the /init of the initramfs that package vm boots under
 // QEMU: it runs the scenario the host put in /scenario.json and prints the result
-// on the console (see package github.com/kboost/kboost/vm/guest).
+// on the console (see package github.com/kboost/kboost/vm/guest). It does not
+// link kboost's CLI: the steps that run kboost commands run the kboost binary
+// the host packs beside it (guest.KboostPath).
 package main
 
 import (
@@ -8,7 +10,6 @@ import (
 	"os"
 
 	"github.com/kboost/kboost/vm/guest"
-	_ "github.com/kboost/kboost/vm/guest/clistep" // the probe-cli step
 )
 
 func main() {

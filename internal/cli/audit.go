@@ -18,9 +18,9 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/kboost/kboost/audit"
 	"github.com/kboost/kboost/boost"
 	"github.com/kboost/kboost/decode"
-	"github.com/kboost/kboost/internal/audit"
 	"github.com/kboost/kboost/internal/demo"
 	"github.com/kboost/kboost/internal/memhint"
 	"github.com/kboost/kboost/internal/recordio"
@@ -254,7 +254,7 @@ type auditSetup struct {
 	env   *boost.Env
 	notes []string
 	reqs  []audit.Request
-	patch *audit.Patcher
+	patch *kimage.Patcher
 }
 
 // prepareAudit opens file (the embedded demo when empty) and sets it up for
@@ -347,7 +347,7 @@ func prepareAudit(o auditOpts, file, policy string, sh shard.Shard) (_ *auditSet
 		}
 		return nil, selErr
 	}
-	var patch *audit.Patcher
+	var patch *kimage.Patcher
 	returns := o.returns
 	switch {
 	case o.cpu == "":
@@ -356,7 +356,7 @@ func prepareAudit(o auditOpts, file, policy string, sh shard.Shard) (_ *auditSet
 	case f.Arch.Name != "x86-64":
 		notes = append(notes, fmt.Sprintf("--cpu %s: x86-64 boot patching does not apply to %s code (option ignored)", o.cpu, f.Arch.Name))
 	default:
-		p, n, err := audit.NewX86BootPatcher(f, kimage.QEMU64())
+		p, n, err := kimage.NewX86BootPatcher(f, kimage.QEMU64())
 		if err != nil {
 			return nil, err
 		}
@@ -371,10 +371,10 @@ func prepareAudit(o auditOpts, file, policy string, sh shard.Shard) (_ *auditSet
 		}
 		// Kernels whose ftrace records sit after an entry NOP that
 		// ftrace_init_nop rewrites at boot (arm64): audit the booted bytes.
-		if p, err := audit.NewFtraceInitPatcher(f); err == nil {
+		if p, err := kimage.NewFtraceInitPatcher(f); err == nil {
 			patch = p
-			n := fmt.Sprintf("boot patching: the first patchable-entry NOP of the %d functions with an ftrace record is `mov x9, x30`, as ftrace_init_nop writes it", audit.CountPatchedWords(p))
-			if ops := audit.FtraceOpsLiteral(p); ops != 0 {
+			n := fmt.Sprintf("boot patching: the first patchable-entry NOP of the %d functions with an ftrace record is `mov x9, x30`, as ftrace_init_nop writes it", kimage.CountPatchedWords(p))
+			if ops := kimage.FtraceOpsLiteral(p); ops != 0 {
 				n += fmt.Sprintf(", and the two NOPs before each such function hold &ftrace_nop_ops (%#x)", ops)
 			}
 			notes = append(notes, n)
@@ -386,7 +386,7 @@ func prepareAudit(o auditOpts, file, policy string, sh shard.Shard) (_ *auditSet
 				}
 				caps = string(b)
 			}
-			if n, err := p.SetCPUCaps(f, caps); err == nil {
+			if n, err := audit.SetCPUCaps(p, f, caps); err == nil {
 				notes = append(notes, n)
 			} else if !strings.EqualFold(strings.TrimSpace(o.cpuCaps), "none") {
 				return nil, err
@@ -395,7 +395,7 @@ func prepareAudit(o auditOpts, file, policy string, sh shard.Shard) (_ *auditSet
 			}
 		}
 	case "ret":
-		if patch, err = audit.NewReturnPatcher(f); errors.Is(err, audit.ErrNoReturnSites) {
+		if patch, err = kimage.NewReturnPatcher(f); errors.Is(err, kimage.ErrNoReturnSites) {
 			notes = append(notes, "--returns ret: "+err.Error()+" (the option does not apply)")
 		} else if err != nil {
 			return nil, err
@@ -403,7 +403,7 @@ func prepareAudit(o auditOpts, file, policy string, sh shard.Shard) (_ *auditSet
 	default:
 		return nil, usagef("--returns %q: want thunk or ret", o.returns)
 	}
-	if !strings.EqualFold(strings.TrimSpace(o.cpuCaps), "none") && audit.CountAlternatives(patch) == 0 {
+	if !strings.EqualFold(strings.TrimSpace(o.cpuCaps), "none") && kimage.CountAlternatives(patch) == 0 {
 		return nil, usagef("--cpu-caps: %s has no arm64 CPU alternatives to apply (an arm64 Image with --symbols kallsyms, and --returns thunk)", f.Path)
 	}
 	return &auditSetup{f: f, pol: pol, env: env, notes: notes, reqs: reqs, patch: patch}, nil

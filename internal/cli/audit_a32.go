@@ -4,9 +4,9 @@ import (
 	"debug/elf"
 	"fmt"
 
+	"github.com/kboost/kboost/audit"
 	"github.com/kboost/kboost/boost"
 	"github.com/kboost/kboost/decode"
-	"github.com/kboost/kboost/internal/audit"
 	"github.com/kboost/kboost/kimage"
 )
 

@@ -16,9 +16,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kboost/kboost/audit"
 	"github.com/kboost/kboost/boost"
-	"github.com/kboost/kboost/internal/audit"
 	"github.com/kboost/kboost/kimage"
+	"github.com/kboost/kboost/loader"
 	"github.com/kboost/kboost/vm"
 	"github.com/kboost/kboost/vm/guest"
 )
@@ -418,11 +419,11 @@ func testOfflineARM64(t *testing.T, version string) {
 	}
 	sort.Strings(capNames)
 
-	patch, err := audit.NewFtraceInitPatcher(f)
+	patch, err := kimage.NewFtraceInitPatcher(f)
 	if err != nil {
 		t.Fatal(err)
 	}
-	note, err := patch.SetCPUCaps(f, strings.Join(capNames, ","))
+	note, err := audit.SetCPUCaps(patch, f, strings.Join(capNames, ","))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -517,11 +518,11 @@ func testOfflineARM64(t *testing.T, version string) {
 	// The same Image with no optional cpucaps ("--cpu-caps none"): the
 	// functions the booted CPU's alternatives rewrote differ from the booted
 	// bytes, so the caps above did the work.
-	plain, err := audit.NewFtraceInitPatcher(f)
+	plain, err := kimage.NewFtraceInitPatcher(f)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := plain.SetCPUCaps(f, "none"); err != nil {
+	if _, err := audit.SetCPUCaps(plain, f, "none"); err != nil {
 		t.Fatal(err)
 	}
 	var byCaps []string
@@ -584,7 +585,7 @@ func isA64NopOrB(w []byte) bool {
 // cpu_show_* fallbacks are aliases of cpu_show_not_affected).
 func checkLiveBlacklist(t *testing.T, env *boost.Env, rep *guest.ARM64Report, alias func(fn guest.KernelFunc) bool) {
 	t.Helper()
-	live := guest.ParseBlacklist([]byte(rep.Blacklist))
+	live := loader.ParseBlacklist([]byte(rep.Blacklist))
 	if len(live) < 100 {
 		t.Fatalf("the record's blacklist has %d entries", len(live))
 	}

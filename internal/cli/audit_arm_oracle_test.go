@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kboost/kboost/internal/audit"
+	"github.com/kboost/kboost/audit"
 	"github.com/kboost/kboost/kimage"
 	"github.com/kboost/kboost/vm"
 	"github.com/kboost/kboost/vm/guest"

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kboost/kboost/internal/audit"
+	"github.com/kboost/kboost/kimage"
 )
 
 // TestReturnPatcherMatchesObjdump patches every function of the Debian amd64
@@ -29,7 +29,7 @@ func TestReturnPatcherMatchesObjdump(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	p, err := audit.NewReturnPatcher(f)
+	p, err := kimage.NewReturnPatcher(f)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +43,7 @@ func TestReturnPatcherMatchesObjdump(t *testing.T) {
 	}
 	patched := p.Patch(text.Addr, append([]byte(nil), data...))
 
-	thunk := fmt.Sprintf("%x", audit.ReturnThunk(p))
+	thunk := fmt.Sprintf("%x", kimage.ReturnThunk(p))
 	cmd := exec.Command("objdump", "-d", "-w", "--no-show-raw-insn", "-j", ".text", path)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -54,7 +54,7 @@ func TestReturnPatcherMatchesObjdump(t *testing.T) {
 	}
 	sc := bufio.NewScanner(out)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	sites, _, err := audit.ReturnSites(f)
+	sites, _, err := kimage.ReturnSites(f)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +84,7 @@ func TestReturnPatcherMatchesObjdump(t *testing.T) {
 	if err := cmd.Wait(); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf(".return_sites: %d, patched in .text: %d, objdump jmp to __x86_return_thunk (%s) at listed sites: %d", audit.CountReturnSites(p), patched, thunk, jumps)
+	t.Logf(".return_sites: %d, patched in .text: %d, objdump jmp to __x86_return_thunk (%s) at listed sites: %d", kimage.CountReturnSites(p), patched, thunk, jumps)
 	if patched != jumps || patched == 0 {
 		t.Fatalf("patched %d return thunks, objdump shows %d listed jumps to __x86_return_thunk", patched, jumps)
 	}

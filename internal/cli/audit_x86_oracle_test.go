@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/kboost/kboost/boost"
-	"github.com/kboost/kboost/internal/audit"
 	"github.com/kboost/kboost/kimage"
 	"github.com/kboost/kboost/loader"
 	"github.com/kboost/kboost/vm"
@@ -87,7 +86,7 @@ func TestOracleAuditX86Boot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rp, err := audit.NewReturnPatcher(f)
+	rp, err := kimage.NewReturnPatcher(f)
 	if err != nil {
 		t.Fatal(err)
 	}

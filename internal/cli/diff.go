@@ -13,8 +13,8 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/kboost/kboost/audit"
 	"github.com/kboost/kboost/boost"
-	"github.com/kboost/kboost/internal/audit"
 	"github.com/kboost/kboost/internal/recordio"
 	"github.com/kboost/kboost/internal/shard"
 	"github.com/spf13/cobra"

@@ -179,17 +179,7 @@ so does kboost.`,
 			if err != nil {
 				return err
 			}
-			for _, a := range args {
-				g, e, ok := strings.Cut(a, "/")
-				if !ok {
-					g, e = loader.GroupPrefix, a
-				}
-				if err := t.Remove(g, e); err != nil {
-					return err
-				}
-				fmt.Fprintf(s.Out, "removed %s/%s\n", g, e)
-			}
-			return nil
+			return removeEvents(s.Out, args, loader.GroupPrefix, t.Remove)
 		},
 	}
 	sweep := &cobra.Command{
@@ -410,4 +400,20 @@ func printAgreement(w io.Writer, agree map[string]bool) {
 		return
 	}
 	fmt.Fprintln(w, "  agrees with the prediction")
+}
+
+// removeEvents removes each GROUP/EVENT argument (EVENT alone is in group
+// def) with remove and says so, stopping at the first error.
+func removeEvents(w io.Writer, args []string, def string, remove func(group, event string) error) error {
+	for _, a := range args {
+		g, e, ok := strings.Cut(a, "/")
+		if !ok {
+			g, e = def, a
+		}
+		if err := remove(g, e); err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "removed %s/%s\n", g, e)
+	}
+	return nil
 }

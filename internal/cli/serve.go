@@ -18,9 +18,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/kboost/kboost/audit"
 	"github.com/kboost/kboost/boost"
 	"github.com/kboost/kboost/decode"
-	"github.com/kboost/kboost/internal/audit"
 	"github.com/kboost/kboost/internal/demo"
 	"github.com/kboost/kboost/internal/render"
 	"github.com/kboost/kboost/kernelsim"
@@ -98,7 +98,7 @@ type explorer struct {
 	policy   *boost.Policy
 	policies []string
 	funcs    []kimage.Symbol
-	patch    *audit.Patcher
+	patch    *kimage.Patcher
 	mu       sync.Mutex
 	envs     map[string]*boost.Env
 	simMu    sync.Mutex // one simulation at a time: each starts a sandbox
@@ -147,7 +147,7 @@ func newExplorer(f *kimage.File, policy string) (*explorer, error) {
 	for _, r := range reqs {
 		ex.funcs = append(ex.funcs, r.Sym)
 	}
-	if p, err := audit.NewFtraceInitPatcher(f); err == nil {
+	if p, err := kimage.NewFtraceInitPatcher(f); err == nil {
 		ex.patch = p
 	}
 	return ex, nil

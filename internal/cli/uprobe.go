@@ -324,17 +324,7 @@ ref_ctr_offset).`,
 		Short: "Remove kboost uprobe events (GROUP/EVENT, or EVENT in group " + uprobe.UprobeGroup + ")",
 		Args:  cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			for _, a := range args {
-				g, e, ok := strings.Cut(a, "/")
-				if !ok {
-					g, e = uprobe.UprobeGroup, a
-				}
-				if err := uprobe.RemoveTracefs(g, e); err != nil {
-					return err
-				}
-				fmt.Fprintf(s.Out, "removed %s/%s\n", g, e)
-			}
-			return nil
+			return removeEvents(s.Out, args, uprobe.UprobeGroup, uprobe.RemoveTracefs)
 		},
 	}
 	sweep := &cobra.Command{

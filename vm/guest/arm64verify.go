@@ -1,22 +1,20 @@
 package guest
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/binary"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"math/rand"
 	"path"
 	"sort"
-	"strconv"
 	"strings"
 
+	"github.com/kboost/kboost/audit"
 	"github.com/kboost/kboost/boost"
 	"github.com/kboost/kboost/decode"
-	"github.com/kboost/kboost/internal/audit"
 	"github.com/kboost/kboost/kimage"
+	"github.com/kboost/kboost/loader"
 )
 
 // The "kboost-verify-arm64" step records, for every instruction boundary of the
@@ -188,7 +186,7 @@ func PredictFixedReport(rep *ARM64Report, arch *ProbeArch, policy string, cfg *k
 	if policy == "none" {
 		return
 	}
-	sites := LiveSites(ParseBlacklist([]byte(rep.Blacklist)), rep.TextStart, rep.TextEnd, rep.InitStart, rep.InitEnd, tables)
+	sites := LiveSites(loader.ParseBlacklist([]byte(rep.Blacklist)), rep.TextStart, rep.TextEnd, rep.InitStart, rep.InitEnd, tables)
 	pred, err := NewArchPredictor(arch, policy, cfg, sites)
 	if err != nil {
 		rep.Notes = append(rep.Notes, fmt.Sprintf("%s none: %v", predictionNote, err))
@@ -253,52 +251,10 @@ func CompareARM64(r *VerifyRecord) map[string]bool {
 	return m
 }
 
-// KallsymsEntry is one line of /proc/kallsyms.
-type KallsymsEntry struct {
-	Addr   uint64
-	Type   byte
-	Name   string
-	Module string // "" for the core kernel
-}
-
-// ErrKallsyms reports /proc/kallsyms text that cannot be parsed.
-var ErrKallsyms = errors.New("malformed /proc/kallsyms")
-
-// ParseKallsyms parses /proc/kallsyms ("address type name [module]" lines).
-func ParseKallsyms(b []byte) ([]KallsymsEntry, error) {
-	var out []KallsymsEntry
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	sc.Buffer(make([]byte, 0, 4096), 1<<20)
-	n := 0
-	for sc.Scan() {
-		n++
-		f := strings.Fields(sc.Text())
-		if len(f) == 0 {
-			continue
-		}
-		if len(f) < 3 || len(f[1]) != 1 {
-			return nil, fmt.Errorf("%w: line %d %q is not \"address type name\"", ErrKallsyms, n, sc.Text())
-		}
-		a, err := strconv.ParseUint(f[0], 16, 64)
-		if err != nil {
-			return nil, fmt.Errorf("%w: line %d: bad address %q", ErrKallsyms, n, f[0])
-		}
-		e := KallsymsEntry{Addr: a, Type: f[1][0], Name: f[2]}
-		if len(f) > 3 {
-			e.Module = strings.Trim(f[3], "[]")
-		}
-		out = append(out, e)
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrKallsyms, err)
-	}
-	return out, nil
-}
-
 // CoreFuncs returns the core kernel's text symbols with their sizes as the
 // kernel computes them (kallsyms_lookup_size_offset: up to the next higher
 // symbol address) and how many core symbols share each name.
-func CoreFuncs(entries []KallsymsEntry) (funcs []kimage.Symbol, count map[string]int) {
+func CoreFuncs(entries []kimage.Symbol) (funcs []kimage.Symbol, count map[string]int) {
 	var addrs []uint64
 	count = map[string]int{}
 	for _, e := range entries {
@@ -324,7 +280,7 @@ func CoreFuncs(entries []KallsymsEntry) (funcs []kimage.Symbol, count map[string
 }
 
 // SymbolAddr returns the address of the first core symbol named name.
-func SymbolAddr(entries []KallsymsEntry, name string) (uint64, bool) {
+func SymbolAddr(entries []kimage.Symbol, name string) (uint64, bool) {
 	for _, e := range entries {
 		if e.Module == "" && e.Name == name {
 			return e.Addr, true
@@ -384,35 +340,6 @@ func SelectCoreFuncs(funcs []kimage.Symbol, count map[string]int, a *ARM64Verify
 		return nil, fmt.Errorf("no function selected (funcs %v, pattern %q, sample %d)", a.Funcs, a.Pattern, a.Sample)
 	}
 	return out, nil
-}
-
-// BlacklistEntry is one line of /sys/kernel/debug/kprobes/blacklist.
-type BlacklistEntry struct {
-	Start, End uint64
-	Symbol     string
-}
-
-// ParseBlacklist parses kprobes/blacklist ("0xSTART-0xEND\tsymbol" lines);
-// malformed lines are skipped.
-func ParseBlacklist(b []byte) []BlacklistEntry {
-	var out []BlacklistEntry
-	for _, l := range strings.Split(string(b), "\n") {
-		f := strings.Fields(l)
-		if len(f) < 2 {
-			continue
-		}
-		lo, hi, ok := strings.Cut(f[0], "-")
-		if !ok {
-			continue
-		}
-		s, err1 := strconv.ParseUint(strings.TrimPrefix(lo, "0x"), 16, 64)
-		e, err2 := strconv.ParseUint(strings.TrimPrefix(hi, "0x"), 16, 64)
-		if err1 != nil || err2 != nil || e < s {
-			continue
-		}
-		out = append(out, BlacklistEntry{Start: s, End: e, Symbol: f[1]})
-	}
-	return out
 }
 
 // ProbeOffsets lists the offsets probed in a function of size bytes: every
@@ -584,7 +511,7 @@ type ArchPredictor struct {
 // blacklist (debugfs kprobes/blacklist), the core and init text ranges
 // (kallsyms). The other tables (ftrace locations, exception table, jump
 // labels, BUG sites) stay unknown.
-func LiveSites(bl []BlacklistEntry, textStart, textEnd, initStart, initEnd uint64, tables *ARM64Tables) *boost.StaticSites {
+func LiveSites(bl []loader.BlacklistRange, textStart, textEnd, initStart, initEnd uint64, tables *ARM64Tables) *boost.StaticSites {
 	s := &boost.StaticSites{BlacklistKnown: true, TextRanges: boost.NewSiteTable([]boost.Span{{Start: textStart, End: textEnd}})}
 	for _, b := range bl {
 		s.Blacklist = append(s.Blacklist, boost.BlacklistRange{Span: boost.Span{Start: b.Start, End: b.End}, Kind: boost.BlacklistOther, Symbol: b.Symbol})

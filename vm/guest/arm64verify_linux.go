@@ -29,7 +29,7 @@ func insnPages() []uint64 {
 	if err != nil {
 		return nil
 	}
-	ents, _ := ParseKallsyms(b)
+	ents, _ := kimage.ParseSymbolLines(b)
 	var out []uint64
 	for _, e := range ents {
 		if e.Name == loader.InsnPageSymbol && e.Module == loader.SlotPageModule {
@@ -94,7 +94,7 @@ func stepVerifyFixed(e *Env, raw json.RawMessage, arch *ProbeArch) error {
 	if err != nil {
 		return err
 	}
-	ents, err := ParseKallsyms(ksb)
+	ents, err := kimage.ParseSymbolLines(ksb)
 	if err != nil {
 		return err
 	}
@@ -127,7 +127,7 @@ func stepVerifyFixed(e *Env, raw json.RawMessage, arch *ProbeArch) error {
 	}
 	blb, _ := os.ReadFile("/sys/kernel/debug/kprobes/blacklist")
 	rep.Blacklist = string(blb)
-	bl := ParseBlacklist(blb)
+	bl := loader.ParseBlacklist(blb)
 
 	rep.TextStart, rep.TextEnd, rep.InitStart, rep.InitEnd = textStart, textEnd, initStart, initEnd
 	for _, n := range arch.Symbols {

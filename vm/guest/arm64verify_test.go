@@ -25,7 +25,7 @@ ffff800009001000 t mod_fn	[ext4]
 `
 
 func TestParseKallsymsAndCoreFuncs(t *testing.T) {
-	ents, err := ParseKallsyms([]byte(testKallsyms))
+	ents, err := kimage.ParseSymbolLines([]byte(testKallsyms))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,25 +91,6 @@ func TestParseKallsymsAndCoreFuncs(t *testing.T) {
 	args = &ARM64VerifyArgs{Funcs: []string{"nope"}}
 	if _, err := SelectCoreFuncs(funcs, count, args, 0, ^uint64(0), 0, 0); !errors.Is(err, kimage.ErrNoSymbol) {
 		t.Errorf("unknown name: %v, want ErrNoSymbol", err)
-	}
-}
-
-func TestParseKallsymsErrors(t *testing.T) {
-	for _, in := range []string{"zzzz T x\n", "ffff T\n", "ffff TT name\n"} {
-		if _, err := ParseKallsyms([]byte(in)); !errors.Is(err, ErrKallsyms) {
-			t.Errorf("ParseKallsyms(%q) = %v, want ErrKallsyms", in, err)
-		}
-	}
-}
-
-func TestParseBlacklist(t *testing.T) {
-	in := "0xffff800008001000-0xffff800008001040\tdo_bad\n" +
-		"0xffff800009000000-0xffff800009100000\t__entry_text\n" +
-		"garbage\n0x10-0x8\tbackwards\n"
-	got := ParseBlacklist([]byte(in))
-	if len(got) != 2 || got[0].Symbol != "do_bad" || got[0].Start != 0xffff800008001000 || got[0].End != 0xffff800008001040 ||
-		got[1].Symbol != "__entry_text" {
-		t.Errorf("ParseBlacklist = %+v", got)
 	}
 }
 
@@ -192,29 +173,23 @@ func TestCompareARM64(t *testing.T) {
 	}
 }
 
-func FuzzParseKallsyms(f *testing.F) {
+// FuzzCoreFuncs: kimage.ParseSymbolLines refuses any text with a typed
+// error or parses it, and what it parses gives functions of non-zero size.
+func FuzzCoreFuncs(f *testing.F) {
 	f.Add([]byte(testKallsyms))
 	f.Add([]byte("0 T\n"))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		ents, err := ParseKallsyms(b)
+		ents, err := kimage.ParseSymbolLines(b)
 		if err != nil {
+			if !errors.Is(err, kimage.ErrCorrupt) && !errors.Is(err, kimage.ErrPlaceholderMap) {
+				t.Fatalf("untyped error %v", err)
+			}
 			return
 		}
 		funcs, _ := CoreFuncs(ents)
 		for _, s := range funcs {
 			if s.Size == 0 {
 				t.Fatalf("zero-size function %+v", s)
-			}
-		}
-	})
-}
-
-func FuzzParseBlacklist(f *testing.F) {
-	f.Add([]byte("0x10-0x20\tfoo\n"))
-	f.Fuzz(func(t *testing.T, b []byte) {
-		for _, e := range ParseBlacklist(b) {
-			if e.End < e.Start {
-				t.Fatalf("backwards range %+v", e)
 			}
 		}
 	})

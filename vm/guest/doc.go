@@ -1,5 +1,9 @@
 // Package guest is the program that runs as /init inside a kboost test machine
-// (package vm boots it), and the wire format shared with the host.
+// (package vm boots it), and the verification the guest and the host share:
+// the wire format, the steps' arguments and records, the predictors (through
+// loader, boost and audit) and the comparisons. Package vm reaches those
+// packages only through this one. The guest does not link kboost's CLI: the
+// steps that run kboost commands run the kboost binary at KboostPath.
 //
 // # Life of the guest
 //
@@ -42,8 +46,13 @@
 //	              site's bytes, [uprobes] / [uprobes-trampoline] in its maps,
 //	              hits.
 //	probe-cli     probe-cli.json CLIReport for CLIArgs: kboost's probe commands
-//	              run in-process and the kernel's kprobes after each; registered
-//	              by package vm/guest/clistep (cmd/kboost-guest links it in).
+//	              (the kboost binary at KboostPath, which the host packs when
+//	              a step needs it: NeedsKboost) and the kernel's kprobes
+//	              after each; a probe watch is interrupted with SIGINT.
+//	ia32-refused  ia32-refused.json IA32Report for IA32Args: on a kernel
+//	              refusing 32-bit executables, a static i386 program's
+//	              execve, the kboost binary's i386 sim and fuzz with --exec
+//	              auto, and compiled test binaries' outputs and times.
 //
 // Register adds steps (a program embedding this library registers its own before
 // calling Main). Every run also stores steps.json ([]StepReport) and guest.json

@@ -27,7 +27,8 @@ type IA32Report struct {
 	Static386Errno string `json:"static386_errno"`
 	Static386Exit  int    `json:"static386_exit"`
 	// Sim and Fuzz are `kboost sim --arch i386 --exec auto --json 89 c8` and
-	// `kboost fuzz --arch i386 --exec auto -n N --json`, run in-process.
+	// `kboost fuzz --arch i386 --exec auto -n N --json`, run as the
+	// kboost binary at KboostPath.
 	Sim  CLIRun `json:"sim"`
 	Fuzz CLIRun `json:"fuzz"`
 	// Tests are the test binaries' runs, one per Args.Tests entry.

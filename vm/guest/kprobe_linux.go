@@ -16,14 +16,13 @@ import (
 )
 
 const (
-	kprobeGroup = "kboost"
-	kprobesList = "/sys/kernel/debug/kprobes/list"
+	kprobeGroup = loader.GroupPrefix
+	kprobesList = loader.KprobesList
 )
 
-var tracingDirs = []string{"/sys/kernel/tracing", "/sys/kernel/debug/tracing"}
-
+// tracingDir is the mounted tracefs with kprobe_events (loader's places).
 func tracingDir() (string, error) {
-	for _, d := range tracingDirs {
+	for _, d := range loader.TracefsDirs {
 		if _, err := os.Stat(filepath.Join(d, "kprobe_events")); err == nil {
 			return d, nil
 		}
@@ -67,7 +66,7 @@ func checkOne(dir, event, point string, wait time.Duration) ProbeCheck {
 		f.Close()
 	}
 	def := fmt.Sprintf("p:%s %s", pc.Event, point)
-	if err := appendLine(filepath.Join(dir, "kprobe_events"), def); err != nil {
+	if err := loader.AppendLine(filepath.Join(dir, "kprobe_events"), def); err != nil {
 		pc.setErr(err)
 		pc.ErrorLog = lastErrorLog(filepath.Join(dir, "error_log"))
 		return pc
@@ -93,7 +92,7 @@ func checkOne(dir, event, point string, wait time.Duration) ProbeCheck {
 	if pc.Enabled {
 		_ = os.WriteFile(enable, []byte("0\n"), 0)
 	}
-	if err := appendLine(filepath.Join(dir, "kprobe_events"), "-:"+pc.Event); err != nil {
+	if err := loader.AppendLine(filepath.Join(dir, "kprobe_events"), "-:"+pc.Event); err != nil {
 		pc.RemoveError = err.Error()
 	}
 	return pc
@@ -108,19 +107,6 @@ func (pc *ProbeCheck) setErr(err error) {
 		pc.Errno = -1
 		pc.ErrnoName = err.Error()
 	}
-}
-
-func appendLine(path, line string) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
-	if err != nil {
-		return err
-	}
-	_, werr := f.Write([]byte(line + "\n"))
-	cerr := f.Close()
-	if werr != nil {
-		return werr
-	}
-	return cerr
 }
 
 // lastErrorLog returns the message of the newest error_log entry without its

@@ -77,9 +77,8 @@ type Lifecycle struct {
 	CLI *CLIReport `json:"cli,omitempty"`
 }
 
-// CLIArgs are the "probe-cli" step's arguments. That step runs kboost's own
-// command tree (internal/cli, in-process) in the guest; it is registered by
-// package vm/guest/clistep, which cmd/kboost-guest links in.
+// CLIArgs are the "probe-cli" step's arguments. That step runs kboost's
+// commands in the guest: the kboost binary the host packs at KboostPath.
 type CLIArgs struct {
 	// Func is where `probe add` puts a symbol probe and an optimizable
 	// symbol+offset probe, and what `probe watch` watches (default vfs_read).

@@ -35,6 +35,15 @@ const (
 // ScenarioPath is where the host puts the scenario in the initramfs.
 const ScenarioPath = "/scenario.json"
 
+// KboostPath is where the host puts the kboost binary (cmd/kboost built for
+// the guest) when a step runs kboost's commands: the guest runs it as a
+// program, as a user would, rather than linking the CLI into /init.
+const KboostPath = "/bin/kboost"
+
+// NeedsKboost reports whether the step named runs the kboost binary at
+// KboostPath.
+func NeedsKboost(step string) bool { return step == "probe-cli" || step == "ia32-refused" }
+
 // Scenario is the host's request to the guest, stored as JSON at ScenarioPath.
 type Scenario struct {
 	// Nonce is echoed on the begin and end markers so that the host never confuses

@@ -7,8 +7,8 @@ import (
 	"path"
 	"sort"
 
+	"github.com/kboost/kboost/audit"
 	"github.com/kboost/kboost/boost"
-	"github.com/kboost/kboost/internal/audit"
 	"github.com/kboost/kboost/kimage"
 	"github.com/kboost/kboost/loader"
 )

@@ -389,7 +389,7 @@ func Shadowed(s *Spec) [][2]Line {
 }
 
 // Cmdline is how the generated files name their generator.
-const Cmdline = "go run ./internal/armspec/armgen"
+const Cmdline = "go run ./gen -format arm"
 
 // splitThreshold is the bucket size above which Generate splits a bucket on a
 // second field.

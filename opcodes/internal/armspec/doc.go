@@ -1,7 +1,7 @@
 // Package armspec parses kboost's ARM encoding spec files (opcodes/spec/arm64.spec,
-// and later A32/T32 files in the same format) and renders the Go tables generated
-// from them. It is shared by the generator command (./armgen) and by the test
-// that fails when a generated file is stale.
+// arm.spec, thumb.spec and their includes) and renders the Go tables generated
+// from them. It is shared by the generator command (opcodes/gen -format arm) and
+// by the tests that fail when a generated file is stale.
 //
 // # Format
 //

@@ -18,7 +18,7 @@ type Side struct {
 	File   *kimage.File
 	Policy *boost.Policy
 	Env    *boost.Env
-	Patch  *Patcher
+	Patch  *kimage.Patcher
 }
 
 // Outcome is what registering a probe at one point gives: the verdict (an

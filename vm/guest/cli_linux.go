@@ -1,6 +1,6 @@
 //go:build linux
 
-package clistep
+package guest
 
 import (
 	"bytes"
@@ -8,20 +8,17 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/signal"
+	"os/exec"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/kboost/kboost/boost"
-	"github.com/kboost/kboost/internal/cli"
 	"github.com/kboost/kboost/loader"
-	"github.com/kboost/kboost/vm/guest"
 )
 
 func init() {
-	guest.Register("probe-cli", step)
+	Register("probe-cli", stepCLI)
 }
 
 // syncBuffer is a bytes.Buffer safe for a command writing while the step reads.
@@ -43,17 +40,46 @@ func (s *syncBuffer) String() string {
 }
 
 // state records the kernel's kprobes after a command.
-func state(r *guest.CLIRun) {
+func state(r *CLIRun) {
 	if t, err := loader.OpenTracefs(); err == nil {
 		r.Events, _ = t.Events()
 	}
 	r.List, _ = loader.ReadKprobesList()
 }
 
-func run(args ...string) guest.CLIRun {
+// kboostBin is the program the CLI steps run (a test points it elsewhere).
+var kboostBin = KboostPath
+
+// kboostCommand is the kboost binary of the initramfs (KboostPath) run with
+// args, its output going to out and errb.
+func kboostCommand(args []string, out, errb *syncBuffer) *exec.Cmd {
+	cmd := exec.Command(kboostBin, args...)
+	cmd.Stdout, cmd.Stderr = out, errb
+	return cmd
+}
+
+// exitCode is the command's exit status (-1 when it did not run or was
+// killed by a signal: err then says which).
+func exitCode(err error) (int, error) {
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		return 0, nil
+	case errors.As(err, &ee) && ee.ExitCode() >= 0:
+		return ee.ExitCode(), nil
+	}
+	return -1, err
+}
+
+// runCLI runs the kboost binary with args and records its exit status,
+// output and the kernel's kprobes after it.
+func runCLI(args ...string) CLIRun {
 	var out, errb syncBuffer
-	r := guest.CLIRun{Args: args}
-	r.Exit = cli.Main(args, strings.NewReader(""), &out, &errb)
+	r := CLIRun{Args: args}
+	var err error
+	if r.Exit, err = exitCode(kboostCommand(args, &out, &errb).Run()); err != nil {
+		errb.Write([]byte(err.Error() + "\n"))
+	}
 	r.Stdout, r.Stderr = out.String(), errb.String()
 	state(&r)
 	return r
@@ -85,8 +111,8 @@ func pick(lv *loader.Live, fn string) (uint64, error) {
 	return fa.Entries[best].Off, nil
 }
 
-func step(e *guest.Env, raw json.RawMessage) error {
-	var args guest.CLIArgs
+func stepCLI(e *Env, raw json.RawMessage) error {
+	var args CLIArgs
 	if len(raw) > 0 {
 		if err := json.Unmarshal(raw, &args); err != nil {
 			return fmt.Errorf("probe-cli arguments: %w", err)
@@ -98,7 +124,7 @@ func step(e *guest.Env, raw json.RawMessage) error {
 	if args.AddrFunc == "" {
 		args.AddrFunc = "ksys_read"
 	}
-	var rep guest.CLIReport
+	var rep CLIReport
 	lv, err := loader.OpenLive("", args.Config)
 	if err != nil {
 		return err
@@ -125,21 +151,21 @@ func step(e *guest.Env, raw json.RawMessage) error {
 		common = append(common, "--config", args.Config)
 	}
 
-	rep.Runs = append(rep.Runs, run("probe", "sweep"))
-	rep.Runs = append(rep.Runs, run(append([]string{"probe", "add", args.Func + "+1"}, common...)...))
-	rep.Runs = append(rep.Runs, run(append([]string{"probe", "add", "0x1234"}, common...)...))
-	add := run(append(append([]string{"probe", "add", "--json"}, common...), rep.Points...)...)
+	rep.Runs = append(rep.Runs, runCLI("probe", "sweep"))
+	rep.Runs = append(rep.Runs, runCLI(append([]string{"probe", "add", args.Func + "+1"}, common...)...))
+	rep.Runs = append(rep.Runs, runCLI(append([]string{"probe", "add", "0x1234"}, common...)...))
+	add := runCLI(append(append([]string{"probe", "add", "--json"}, common...), rep.Points...)...)
 	rep.Runs = append(rep.Runs, add)
-	rep.Runs = append(rep.Runs, run("probe", "list", "--json"))
+	rep.Runs = append(rep.Runs, runCLI("probe", "list", "--json"))
 	first := ""
 	if len(add.Events) > 0 {
 		first = add.Events[0].Group + "/" + add.Events[0].Event
 	}
-	rep.Runs = append(rep.Runs, run("probe", "rm", first))
-	rep.Runs = append(rep.Runs, run("probe", "sweep"))
+	rep.Runs = append(rep.Runs, runCLI("probe", "rm", first))
+	rep.Runs = append(rep.Runs, runCLI("probe", "sweep"))
 	// The text output of add, for the optimizable point, then a sweep.
-	rep.Runs = append(rep.Runs, run(append([]string{"probe", "add"}, append(common, rep.Points[1])...)...))
-	rep.Runs = append(rep.Runs, run("probe", "sweep"))
+	rep.Runs = append(rep.Runs, runCLI(append([]string{"probe", "add"}, append(common, rep.Points[1])...)...))
+	rep.Runs = append(rep.Runs, runCLI("probe", "sweep"))
 	w, err := watch(append(append([]string{"probe", "watch", "--interval", "200ms"}, common...), args.Func))
 	if err != nil {
 		rep.Notes = append(rep.Notes, err.Error())
@@ -149,28 +175,35 @@ func step(e *guest.Env, raw json.RawMessage) error {
 }
 
 // watch runs a probe watch command until it is watching, makes the probed
-// function run, interrupts it with SIGINT (to this process: the command's
-// own handler takes it) and waits for it to end.
-func watch(args []string) (guest.CLIRun, error) {
-	r := guest.CLIRun{Args: args}
-	// A SIGINT arriving with no handler would end process 1 (and the machine).
-	guard := make(chan os.Signal, 1)
-	signal.Notify(guard, os.Interrupt)
-	defer signal.Stop(guard)
+// function run, interrupts it with SIGINT (the command's own handler takes
+// it) and waits for it to end.
+func watch(args []string) (CLIRun, error) {
+	r := CLIRun{Args: args}
 	var out, errb syncBuffer
-	done := make(chan int, 1)
-	go func() { done <- cli.Main(args, strings.NewReader(""), &out, &errb) }()
+	cmd := kboostCommand(args, &out, &errb)
+	if err := cmd.Start(); err != nil {
+		return r, err
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	finish := func(err error) error {
+		var xerr error
+		r.Exit, xerr = exitCode(err)
+		r.Stdout, r.Stderr = out.String(), errb.String()
+		return xerr
+	}
 	deadline := time.Now().Add(3 * time.Minute)
 	for !strings.Contains(out.String(), "Ctrl-C stops") {
 		select {
-		case code := <-done:
-			r.Exit, r.Stdout, r.Stderr = code, out.String(), errb.String()
+		case err := <-done:
+			_ = finish(err)
 			state(&r)
 			return r, errors.New("probe watch ended before it was watching")
 		case <-time.After(50 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			r.Stdout, r.Stderr = out.String(), errb.String()
+			_ = cmd.Process.Kill()
+			_ = finish(<-done)
 			return r, errors.New("probe watch not watching after 3 minutes")
 		}
 	}
@@ -179,16 +212,21 @@ func watch(args []string) (guest.CLIRun, error) {
 		_, _ = os.ReadFile("/proc/version")
 	}
 	time.Sleep(600 * time.Millisecond) // a few ticks
-	if err := syscall.Kill(os.Getpid(), syscall.SIGINT); err != nil {
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		_ = cmd.Process.Kill()
+		_ = finish(<-done)
 		return r, err
 	}
 	select {
-	case r.Exit = <-done:
+	case err := <-done:
+		if err := finish(err); err != nil {
+			return r, err
+		}
 	case <-time.After(time.Minute):
-		r.Stdout, r.Stderr = out.String(), errb.String()
+		_ = cmd.Process.Kill()
+		_ = finish(<-done)
 		return r, errors.New("probe watch still running a minute after SIGINT")
 	}
-	r.Stdout, r.Stderr = out.String(), errb.String()
 	state(&r)
 	return r, nil
 }

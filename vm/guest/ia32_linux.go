@@ -1,6 +1,6 @@
 //go:build linux
 
-package clistep
+package guest
 
 import (
 	"bytes"
@@ -12,20 +12,17 @@ import (
 	"strconv"
 	"syscall"
 	"time"
-
-	"github.com/kboost/kboost/vm/guest"
-	"golang.org/x/sys/unix"
 )
 
 func init() {
-	guest.Register("ia32-refused", ia32Step)
+	Register("ia32-refused", ia32Step)
 }
 
 // ia32Step runs, on a kernel that may refuse 32-bit executables, a static
 // i386 program, kboost's i386 sim and fuzz with --exec auto, and the
 // compiled test binaries.
-func ia32Step(e *guest.Env, raw json.RawMessage) error {
-	var args guest.IA32Args
+func ia32Step(e *Env, raw json.RawMessage) error {
+	var args IA32Args
 	if err := json.Unmarshal(raw, &args); err != nil {
 		return fmt.Errorf("ia32-refused arguments: %w", err)
 	}
@@ -34,7 +31,7 @@ func ia32Step(e *guest.Env, raw json.RawMessage) error {
 	if os.Getenv("PATH") == "" {
 		os.Setenv("PATH", "/usr/bin:/bin")
 	}
-	var rep guest.IA32Report
+	var rep IA32Report
 	pid, err := syscall.ForkExec(args.Static386, []string{args.Static386}, &syscall.ProcAttr{Env: []string{}})
 	if err != nil {
 		rep.Static386Errno = errnoName(err)
@@ -46,9 +43,9 @@ func ia32Step(e *guest.Env, raw json.RawMessage) error {
 		rep.Static386Exit = ws.ExitStatus()
 	}
 	e.Logf("static i386 executable: errno %q, exit %d", rep.Static386Errno, rep.Static386Exit)
-	rep.Sim = run("sim", "--arch", "i386", "--exec", "auto", "--json", "89", "c8")
+	rep.Sim = runCLI("sim", "--arch", "i386", "--exec", "auto", "--json", "89", "c8")
 	e.Logf("sim: exit %d", rep.Sim.Exit)
-	rep.Fuzz = run("fuzz", "--arch", "i386", "--exec", "auto", "-n", strconv.Itoa(args.FuzzN), "--json")
+	rep.Fuzz = runCLI("fuzz", "--arch", "i386", "--exec", "auto", "-n", strconv.Itoa(args.FuzzN), "--json")
 	e.Logf("fuzz: exit %d", rep.Fuzz.Exit)
 	for _, tb := range args.Tests {
 		t, err := runTest(tb)
@@ -61,24 +58,15 @@ func ia32Step(e *guest.Env, raw json.RawMessage) error {
 	return e.PutJSON("ia32-refused.json", &rep)
 }
 
-// errnoName is the errno's name (ENOEXEC), else the error's text.
-func errnoName(err error) string {
-	var en syscall.Errno
-	if errors.As(err, &en) {
-		return unix.ErrnoName(en)
-	}
-	return err.Error()
-}
-
 // runTest runs one compiled test binary verbosely in its directory.
-func runTest(tb guest.IA32Test) (guest.ProgramRun, error) {
+func runTest(tb IA32Test) (ProgramRun, error) {
 	a := []string{"-test.run", tb.Run, "-test.v", "-test.count=1"}
 	cmd := exec.Command(tb.Binary, a...)
 	cmd.Dir = tb.Dir
 	cmd.Env = append(append(os.Environ(), "KBOOST_ORACLE=1", "KBOOST_ROOT=1", "TMPDIR=/tmp", "HOME=/tmp"), tb.Env...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
-	r := guest.ProgramRun{Args: append([]string{tb.Binary}, a...)}
+	r := ProgramRun{Args: append([]string{tb.Binary}, a...)}
 	start := time.Now()
 	if err := cmd.Run(); err != nil {
 		var ee *exec.ExitError

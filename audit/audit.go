@@ -10,7 +10,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 
 	"github.com/kboost/kboost/boost"
 	"github.com/kboost/kboost/internal/memhint"
@@ -166,7 +165,7 @@ func Env(f *kimage.File, pol *boost.Policy, cfg *kimage.KConfig) (env *boost.Env
 		locs, ok := mcountLocs(f)
 		mc <- mcount{locs, ok}
 	}()
-	tabs, err := kernelTables(f)
+	tabs, err := kimage.KernelTablesCached(f)
 	if err != nil {
 		notes = append(notes, "kernel tables: "+err.Error())
 	}
@@ -407,256 +406,6 @@ func mcountLocs(f *kimage.File) ([]uint64, bool) {
 	return locs, true
 }
 
-// ReturnSites lists the return-thunk sites of a kernel (.return_sites: s32
-// offsets relative to each entry, written by objtool), sorted. ok is false when
-// the file has no such section.
-func ReturnSites(f *kimage.File) (sites []uint64, ok bool, err error) {
-	sec, found := f.Section(".return_sites")
-	if !found {
-		return nil, false, nil
-	}
-	data, err := sec.Data()
-	if err != nil {
-		return nil, false, err
-	}
-	sites = make([]uint64, 0, len(data)/4)
-	memhint.Prefault(sites)
-	for i := 0; i+4 <= len(data); i += 4 {
-		rel := int64(int32(binary.LittleEndian.Uint32(data[i:])))
-		sites = append(sites, sec.Addr+uint64(i)+uint64(rel))
-	}
-	if !slices.IsSorted(sites) {
-		slices.Sort(sites)
-	}
-	return sites, true, nil
-}
-
-// Patcher rewrites a function's bytes the way the kernel patches its own text at
-// boot, before kprobes ever decode it. Only return thunks are modelled:
-// apply_returns() turns each `jmp __x86_return_thunk` listed in .return_sites
-// into `ret` followed by int3 padding when the CPU needs no return thunk
-// (X86_FEATURE_RETHUNK off: no retbleed/SRSO mitigation).
-//
-// On arm64 (NewFtraceInitPatcher) it models ftrace_init_nop() instead: the
-// first of the two patchable-entry NOPs of every function with an ftrace
-// record becomes `mov x9, x30` at boot.
-type Patcher struct {
-	returns []uint64 // sorted return-thunk sites
-	thunk   uint64   // address of __x86_return_thunk
-
-	words    []uint64 // sorted addresses of 4-byte words to rewrite (arm64)
-	from, to uint32   // the word expected there and its replacement
-	// lits are the sorted addresses of the 8-byte ftrace_ops literals
-	// ftrace_init_nop sets to litVal (&ftrace_nop_ops) over two NOPs
-	// (arm64 DYNAMIC_FTRACE_WITH_CALL_OPS).
-	lits   []uint64
-	litVal uint64
-	alt    *a64Alt // arm64 CPU alternatives (SetCPUCaps)
-
-	x86    *kimage.X86Boot // x86 boot-time patching (NewX86BootPatcher)
-	x86cpu kimage.X86CPU
-}
-
-// NewX86BootPatcher builds the x86-64 boot patcher of f for the machine cpu:
-// kimage.X86Boot (ftrace records, paravirt sites, alternatives, UP LOCK
-// prefixes), then the return thunks patched to ret (a machine whose CPU needs
-// no return thunk). It returns a note saying what it applies.
-func NewX86BootPatcher(f *kimage.File, cpu kimage.X86CPU) (*Patcher, string, error) {
-	b, err := kimage.ReadX86Boot(f)
-	if err != nil {
-		return nil, "", err
-	}
-	p := &Patcher{x86: b, x86cpu: cpu}
-	note := fmt.Sprintf("boot patching as on %s: %d ftrace records", cpu, len(b.Fentry))
-	if b.From != "" {
-		note += ", " + b.From
-	}
-	if b.Partial != "" {
-		note += " (" + b.Partial + ")"
-	}
-	if cpu.CPUs == 1 {
-		note += fmt.Sprintf(", %d LOCK prefixes patched to UP", len(b.SMPLocks))
-	}
-	if rp, err := NewReturnPatcher(f); err == nil {
-		p.returns, p.thunk = rp.returns, rp.thunk
-		note += fmt.Sprintf(", %d return thunks patched to ret", len(rp.returns))
-	} else if !errors.Is(err, ErrNoReturnSites) {
-		return nil, "", err
-	}
-	return p, note + "; static calls keep their file targets (kprobes refuse them either way)", nil
-}
-
-// a64MovX9LR is `mov x9, x30` (ORR X9, XZR, X30), what ftrace_init_nop writes.
-const (
-	a64NOP     = 0xD503201F
-	a64MovX9LR = 0xAA1E03E9
-)
-
-// lastTables caches the tables of the last file read, so that Env and
-// NewFtraceInitPatcher read them once (keyed by the file and the symbols and
-// configuration the tables depend on).
-var lastTables struct {
-	sync.Mutex
-	f    *kimage.File
-	syms *kimage.SymTab
-	cfg  *kimage.KConfig
-	tabs *kimage.Tables
-	err  error
-}
-
-func kernelTables(f *kimage.File) (*kimage.Tables, error) {
-	lastTables.Lock()
-	defer lastTables.Unlock()
-	if lastTables.f != f || lastTables.syms != f.Symbols || lastTables.cfg != f.Config {
-		lastTables.tabs, lastTables.err = kimage.KernelTables(f)
-		lastTables.f, lastTables.syms, lastTables.cfg = f, f.Symbols, f.Config
-	}
-	return lastTables.tabs, lastTables.err
-}
-
-// NewFtraceInitPatcher builds the arm64 boot patcher of f from its ftrace
-// table (kimage.Tables.Ftrace: the records, each 4 bytes after the NOP that
-// ftrace_init_nop rewrites), or explains why it cannot.
-func NewFtraceInitPatcher(f *kimage.File) (*Patcher, error) {
-	tabs, err := kernelTables(f)
-	if err != nil {
-		return nil, err
-	}
-	if tabs.Ftrace.Name == "" || !tabs.FtraceEntryNOP {
-		return nil, fmt.Errorf("%s: %s kernels do not rewrite their ftrace entry NOPs at boot (no arm64 ftrace table)", f.Path, f.Arch.Name)
-	}
-	if !tabs.Ftrace.Known() {
-		return nil, fmt.Errorf("%s: %s", f.Path, tabs.Ftrace.String())
-	}
-	recs := tabs.Ftrace.Addrs.Addrs()
-	words := make([]uint64, 0, len(recs))
-	for _, r := range recs {
-		if r >= 4 {
-			words = append(words, r-4)
-		}
-	}
-	p := &Patcher{words: words, from: a64NOP, to: a64MovX9LR}
-	if tabs.FtraceOpsLiteral {
-		ops, ok := f.Symbols.ByName("ftrace_nop_ops")
-		if !ok {
-			return nil, fmt.Errorf("%s: symbol ftrace_nop_ops not found (the ftrace_ops literal before each traced function holds its address; give kallsyms with --symbols)", f.Path)
-		}
-		p.litVal = ops.Addr
-		p.lits = make([]uint64, 0, len(recs))
-		for _, r := range recs {
-			if r >= 12 {
-				p.lits = append(p.lits, (r-12)&^7)
-			}
-		}
-		slices.Sort(p.lits)
-	}
-	return p, nil
-}
-
-// FtraceOpsLiteral is the value an arm64 Patcher writes into the ftrace_ops
-// literal before each traced function (&ftrace_nop_ops), 0 when the kernel
-// has no such literals.
-func FtraceOpsLiteral(p *Patcher) uint64 { return p.litVal }
-
-// CountPatchedWords is the number of words an arm64 Patcher rewrites.
-func CountPatchedWords(p *Patcher) int { return len(p.words) }
-
-// ErrNoReturnSites: the kernel has no return thunks to patch (no .return_sites:
-// not a CONFIG_RETHUNK / MITIGATION_RETHUNK kernel).
-var ErrNoReturnSites = errors.New("not a kernel with return thunks, nothing to patch")
-
-// NewReturnPatcher builds a Patcher for f, or explains why it cannot.
-func NewReturnPatcher(f *kimage.File) (*Patcher, error) {
-	sites, ok, err := ReturnSites(f)
-	if err != nil {
-		return nil, err
-	}
-	if !ok {
-		return nil, fmt.Errorf("%s has no .return_sites section: %w", f.Path, ErrNoReturnSites)
-	}
-	t, ok := f.Symbols.ByName("__x86_return_thunk")
-	if !ok {
-		return nil, fmt.Errorf("%s: symbol __x86_return_thunk not found (give --symbols)", f.Path)
-	}
-	return &Patcher{returns: sites, thunk: t.Addr}, nil
-}
-
-// CountReturnSites is the number of return-thunk sites p knows.
-func CountReturnSites(p *Patcher) int { return len(p.returns) }
-
-// ReturnThunk is the address of __x86_return_thunk.
-func ReturnThunk(p *Patcher) uint64 { return p.thunk }
-
-// Patch rewrites b (the bytes at addr) in place and returns how many sites it
-// patched.
-func (p *Patcher) Patch(addr uint64, b []byte) int {
-	if p.words != nil || p.alt != nil {
-		return p.patchWords(addr, b) + countApplied(p.applyAlternatives(addr, b))
-	}
-	n := 0
-	if p.x86 != nil {
-		n = p.x86.Apply(addr, b, &p.x86cpu)
-	}
-	i := sort.Search(len(p.returns), func(i int) bool { return p.returns[i] >= addr })
-	for ; i < len(p.returns) && p.returns[i] < addr+uint64(len(b)); i++ {
-		off := p.returns[i] - addr
-		if off+5 > uint64(len(b)) || b[off] != 0xe9 {
-			continue
-		}
-		dest := p.returns[i] + 5 + uint64(int64(int32(binary.LittleEndian.Uint32(b[off+1:]))))
-		if dest != p.thunk {
-			continue // a static-call fixup or another thunk: left alone, as the kernel does
-		}
-		b[off] = 0xc3
-		for k := off + 1; k < off+5; k++ {
-			b[k] = 0xcc
-		}
-		n++
-	}
-	return n
-}
-
-// patchWords rewrites the words of p.words inside b (the bytes at addr) that
-// hold p.from.
-func (p *Patcher) patchWords(addr uint64, b []byte) int {
-	n := p.patchLiterals(addr, b)
-	i := sort.Search(len(p.words), func(i int) bool { return p.words[i] >= addr })
-	for ; i < len(p.words) && p.words[i]+4 <= addr+uint64(len(b)); i++ {
-		off := p.words[i] - addr
-		if binary.LittleEndian.Uint32(b[off:]) != p.from {
-			continue
-		}
-		binary.LittleEndian.PutUint32(b[off:], p.to)
-		n++
-	}
-	return n
-}
-
-// patchLiterals writes p.litVal over each ftrace_ops literal of p.lits that
-// overlaps b (the bytes at addr) and still holds its two NOPs; a literal that
-// b holds only one word of gets that word.
-func (p *Patcher) patchLiterals(addr uint64, b []byte) int {
-	n := 0
-	end := addr + uint64(len(b))
-	i := sort.Search(len(p.lits), func(i int) bool { return p.lits[i]+8 > addr })
-	for ; i < len(p.lits) && p.lits[i] < end; i++ {
-		var v [8]byte
-		binary.LittleEndian.PutUint64(v[:], p.litVal)
-		for k := uint64(0); k < 8; k += 4 {
-			at := p.lits[i] + k
-			if at < addr || at+4 > end {
-				continue
-			}
-			off := at - addr
-			if binary.LittleEndian.Uint32(b[off:]) == a64NOP {
-				copy(b[off:off+4], v[k:k+4])
-			}
-		}
-		n++
-	}
-	return n
-}
-
 // Result is the audit of one request.
 type Result struct {
 	Req   Request
@@ -676,7 +425,7 @@ type Handler func(res *Result) ([]byte, error)
 // 64); a caller that prints every boundary passes a smaller one, since a
 // chunk's output waits in memory until the chunks before it are written.
 // write must not keep the slice it is given after it returns: it is reused.
-func Run(f *kimage.File, pol *boost.Policy, env *boost.Env, reqs []Request, patch *Patcher, maxChunk int, newHandler func() Handler, write func([]byte) error) error {
+func Run(f *kimage.File, pol *boost.Policy, env *boost.Env, reqs []Request, patch *kimage.Patcher, maxChunk int, newHandler func() Handler, write func([]byte) error) error {
 	workers := runtime.GOMAXPROCS(0)
 	// Requests go to the workers in chunks of consecutive functions: a kernel
 	// has ~50k of them, and a channel hand-off per function would cost more
@@ -762,7 +511,29 @@ func Run(f *kimage.File, pol *boost.Policy, env *boost.Env, reqs []Request, patc
 	return first
 }
 
-func auditOne(f *kimage.File, au *boost.Auditor, r Request, patch *Patcher) (*boost.FuncAudit, error) {
+// File audits every function of f (Select with no selector) under pol in
+// the environment Env builds from the file, one at a time in address order,
+// and hands each result to each, stopping at the first error each returns.
+// It returns Env's notes. Run is the parallel form, with selection and boot
+// patching (kimage.Patcher) left to the caller.
+func File(f *kimage.File, pol *boost.Policy, each func(*Result) error) (notes []string, err error) {
+	reqs, err := Select(f, nil)
+	if err != nil {
+		return nil, err
+	}
+	env, notes := Env(f, pol, nil)
+	au := pol.NewAuditor(env)
+	for _, r := range reqs {
+		res := Result{Req: r}
+		res.Audit, res.Err = auditOne(f, au, r, nil)
+		if err := each(&res); err != nil {
+			return notes, err
+		}
+	}
+	return notes, nil
+}
+
+func auditOne(f *kimage.File, au *boost.Auditor, r Request, patch *kimage.Patcher) (*boost.FuncAudit, error) {
 	size := r.Sym.Size
 	if size == 0 {
 		return nil, fmt.Errorf("%s: size unknown (give a symbol table with sizes)", r.Sym.Name)
@@ -774,16 +545,11 @@ func auditOne(f *kimage.File, au *boost.Auditor, r Request, patch *Patcher) (*bo
 	var alts []kimage.A64AltSite
 	if patch != nil {
 		b = append([]byte(nil), b...)
-		if patch.alt != nil {
-			patch.patchWords(r.Sym.Addr, b)
-			alts = patch.applyAlternatives(r.Sym.Addr, b)
-		} else {
-			patch.Patch(r.Sym.Addr, b)
-		}
+		alts = patch.PatchSites(r.Sym.Addr, b)
 	}
 	a, err := au.Audit(boost.Func{Name: r.Sym.Name, Addr: r.Sym.Addr, Size: size, Bytes: b})
 	if err == nil && len(alts) > 0 {
-		patch.markAlternatives(a, alts)
+		markAlternatives(patch.Alternatives(), a, alts)
 	}
 	return a, err
 }

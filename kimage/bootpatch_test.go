@@ -1,4 +1,4 @@
-package audit
+package kimage
 
 import (
 	"encoding/binary"
