@@ -11,7 +11,7 @@ import (
 
 // ARM32 registers in Regs.GPR: r0..r12, sp (13), lr (14); the PC is Regs.PC.
 const (
-	a32RegSP = 13
+	A32RegSP = 13
 	a32RegLR = 14
 )
 
@@ -30,9 +30,8 @@ var ARM32 = &Arch{
 		Scratch: 0x1080_0000,
 		Stack:   0x1081_0000,
 	},
-	emu: emuARM32,
-	arm: isaA32,
-	sp:  a32RegSP,
+	ISA: isaA32,
+	SP:  A32RegSP,
 }
 
 // Thumb runs Thumb-2 (T16/T32) code under qemu-arm through its gdb stub
@@ -41,19 +40,18 @@ var Thumb = &Arch{
 	Name: "thumb", Mode: decode.ModeT32,
 	RegNames: ARM32.RegNames, RegMask: 0xFFFF_FFFF, FlagsMask: A32FlagsMask,
 	Layout: ARM32.Layout,
-	emu:    emuThumb,
-	arm:    isaT32,
-	sp:     a32RegSP,
+	ISA:    isaT32,
+	SP:     A32RegSP,
 }
 
 // armISA is what differs between the two 32-bit ARM instruction sets in
 // the probe model (A32Probe, CheckHitsA32) and the fuzzer (A32Fuzzer): one
 // value per instruction set, isaA32 and isaT32.
-type armISA struct {
+type ISA struct {
 	name       string
-	thumb      bool // code runs in Thumb state
-	mode       decode.Mode
-	dec        *decode.Arch
+	Thumb      bool // code runs in Thumb state
+	Mode       decode.Mode
+	Dec        *decode.Arch
 	rulePrefix string // of the policy's rule ids: "arm." or "thumb."
 	// insnLen, insnBytes and brkBytes: an instruction value's length, its
 	// bytes in memory and the breakpoint an armed probe leaves over it.
@@ -67,43 +65,43 @@ type armISA struct {
 	// written back.
 	hit func(p *A32Probe, path Path, slot []byte, t *Trial) (*Case, *a32Hit, error)
 	// verifySlot checks the policy's slot image for w.
-	verifySlot func(w uint32, img []byte) []string
+	VerifySlot func(w uint32, img []byte) []string
 	// value reads an instruction value from memory bytes: the value, its
 	// length, false when b is too short.
-	value func(b []byte) (uint32, int, bool)
+	Value func(b []byte) (uint32, int, bool)
 	// codeStore reports a store addressed from the PC: it writes the
 	// sandbox's code image (kernel text is read-only).
-	codeStore func(w uint32) bool
+	CodeStore func(w uint32) bool
 	// unpredictable names why the architecture calls an encoding
 	// UNPREDICTABLE ("" when it does not, or is not modelled).
-	unpredictable func(w uint32) string
+	Unpredictable func(w uint32) string
 	// hex renders a value as kboost prints it (memory order); group is
 	// the encoding group findings are keyed by.
-	hex, group func(w uint32) string
+	Hex, Group func(w uint32) string
 }
 
-var isaA32 = &armISA{
-	name: "arm", mode: decode.ModeA32, dec: decode.ARM, rulePrefix: "arm.",
+var isaA32 = &ISA{
+	name: "arm", Mode: decode.ModeA32, Dec: decode.ARM, rulePrefix: "arm.",
 	insnLen:   func(uint32) int { return 4 },
-	insnBytes: func(w uint32) []byte { return a64Bytes(w) },
-	brkBytes:  func(w uint32) []byte { return a64Bytes(a32Breakpoint(w)) },
+	insnBytes: func(w uint32) []byte { return A64Bytes(w) },
+	brkBytes:  func(w uint32) []byte { return A64Bytes(a32Breakpoint(w)) },
 	jump: func(at, to uint64) []byte {
-		return a64Bytes(A32LdrPC, uint32(to))
+		return A64Bytes(A32LdrPC, uint32(to))
 	},
 	hit:        a32KernelHit,
-	verifySlot: func(_ uint32, img []byte) []string { return VerifySlotA32(img) },
-	value: func(b []byte) (uint32, int, bool) {
+	VerifySlot: func(_ uint32, img []byte) []string { return VerifySlotA32(img) },
+	Value: func(b []byte) (uint32, int, bool) {
 		if len(b) < 4 {
 			return 0, 0, false
 		}
 		return binary.LittleEndian.Uint32(b), 4, true
 	},
-	unpredictable: A32Unpredictable,
-	codeStore: func(w uint32) bool {
+	Unpredictable: A32Unpredictable,
+	CodeStore: func(w uint32) bool {
 		return w>>16&15 == 15 && (w&0x0C100000 == 0x04000000 || w&0x0E100090 == 0x00000090 && w&0x60 != 0)
 	},
-	hex:   a64Hex,
-	group: func(w uint32) string { return fmt.Sprintf("%03x", w>>20&0xff) },
+	Hex:   A64Hex,
+	Group: func(w uint32) string { return fmt.Sprintf("%03x", w>>20&0xff) },
 }
 
 // RandomTrialA32 fills t for an A32 case: r0..r12 and lr point into the
@@ -120,7 +118,7 @@ func (a *Arch) RandomTrialA32(rng *rand.Rand, t *Trial) {
 			r.GPR[i] = a.Layout.Scratch + 256 + uint64(rng.IntN(ScratchSize-512))&^7
 		}
 	}
-	r.GPR[a32RegSP] = a.Layout.InitialSP()
+	r.GPR[A32RegSP] = a.Layout.InitialSP()
 	r.Flags = uint64(rng.Uint32()) & A32FlagsMask
 	t.Regs = r
 	if len(t.Scratch) != ScratchSize {
@@ -172,7 +170,7 @@ func (p *A32Probe) Addr() uint64 {
 func (p *A32Probe) SlotAddr() uint64 { return p.Arch.Layout.Slot + uint64(p.SlotOffset) }
 
 // Len is the instruction's length in bytes.
-func (p *A32Probe) Len() int { return p.Arch.arm.insnLen(p.Word) }
+func (p *A32Probe) Len() int { return p.Arch.ISA.insnLen(p.Word) }
 
 // code is the code image with insn at the probe: the Thumb prefix, then insn.
 func (p *A32Probe) code(insn []byte) []byte {
@@ -192,7 +190,7 @@ func (p *A32Probe) code(insn []byte) []byte {
 
 // hitCode is the code image while the probe is armed (the breakpoint over
 // the instruction).
-func (p *A32Probe) hitCode() []byte { return p.code(p.Arch.arm.brkBytes(p.Word)) }
+func (p *A32Probe) hitCode() []byte { return p.code(p.Arch.ISA.brkBytes(p.Word)) }
 
 // slotMap maps a PC in c's slot to the probed instruction's coordinates
 // (slot+i -> addr+i).
@@ -210,10 +208,10 @@ func (p *A32Probe) slotMap(c *Case) func(uint64) uint64 {
 // jump back to addr+len: what running it out of line without the kernel's
 // emulation would do (PC reads see the slot's address).
 func (p *A32Probe) NaiveSlot() []byte {
-	if !p.Arch.arm.thumb {
+	if !p.Arch.ISA.Thumb {
 		return A32NaiveSlot(p.Word, p.Addr())
 	}
-	b := t32Bytes(p.Word)
+	b := T32Bytes(p.Word)
 	return append(b, T32JumpTo(p.SlotAddr()+uint64(len(b)), (p.Addr()+uint64(len(b)))|1)...)
 }
 
@@ -277,7 +275,7 @@ func a32CondHolds(cond uint32, f uint64) bool {
 // A32NaiveSlot is the instruction copied verbatim to the slot followed by a
 // jump back to addr+4: what running it out of line without the kernel's
 // emulation would do (PC reads see the slot's address).
-func A32NaiveSlot(word uint32, addr uint64) []byte { return a64Bytes(word, A32LdrPC, uint32(addr+4)) }
+func A32NaiveSlot(word uint32, addr uint64) []byte { return A64Bytes(word, A32LdrPC, uint32(addr+4)) }
 
 // a32Field is the register number at bit position pos of w.
 func a32Field(w uint32, pos int8) int { return int(w>>uint(pos)) & 15 }
@@ -300,7 +298,7 @@ type a32Hit struct {
 // newHit is a hit that leaves the registers of t and continues after the
 // instruction in the ISA's state.
 func (p *A32Probe) newHit(t *Trial) *a32Hit {
-	h := &a32Hit{regs: t.Regs, thumb: p.Arch.arm.thumb}
+	h := &a32Hit{regs: t.Regs, thumb: p.Arch.ISA.Thumb}
 	h.regs.PC = p.Addr() + uint64(p.Len())
 	return h
 }
@@ -311,7 +309,7 @@ func (p *A32Probe) newHit(t *Trial) *a32Hit {
 func (p *A32Probe) slotCase(slot []byte, t *Trial) *Case {
 	c := &Case{Code: p.hitCode(), CodeOffset: p.CodeOffset, Slot: slot, SlotOffset: p.SlotOffset, EntrySlot: true, Regs: t.Regs, Scratch: t.Scratch, Stack: t.Stack}
 	c.Regs.GPR[a32RegLR] = c.ReturnAddr(p.Arch.Layout)
-	if p.Arch.arm.thumb {
+	if p.Arch.ISA.Thumb {
 		c.Regs.GPR[a32RegLR] |= 1
 	}
 	return c
@@ -448,7 +446,7 @@ func (a *Arch) SimulateA32(w uint32, action string, addr uint64, t *Trial) (Regs
 		// the probed context's CPSR: user mode (0x10) here, flags from the trial
 		r.GPR[a32Field(w, 12)] = (t.Regs.Flags&A32FlagsMask | 0x10) & 0xF8FF03DF
 	case "mov_ip_sp":
-		r.GPR[12] = r.GPR[a32RegSP]
+		r.GPR[12] = r.GPR[A32RegSP]
 	default:
 		return r, false, &EmulateError{Inst: fmt.Sprintf("%08x", w), Why: fmt.Sprintf("no model of the kernel's simulation for action %q", action)}
 	}
@@ -476,12 +474,12 @@ func a32Breakpoint(w uint32) uint32 {
 // BreakpointBytes is what an armed probe leaves over the instruction, in
 // memory order: the A32 breakpoint word, or the Thumb 16- or 32-bit
 // breakpoint (0xde18, 0xf7f0 0xa018).
-func (p *A32Probe) BreakpointBytes() []byte { return p.Arch.arm.brkBytes(p.Word) }
+func (p *A32Probe) BreakpointBytes() []byte { return p.Arch.ISA.brkBytes(p.Word) }
 
 // RefCase is the instruction run in place from trial t (after the Thumb
 // prefix, when there is one).
 func (p *A32Probe) RefCase(t *Trial) Case {
-	return Case{Code: p.code(p.Arch.arm.insnBytes(p.Word)), CodeOffset: p.CodeOffset, Regs: t.Regs, Scratch: t.Scratch, Stack: t.Stack}
+	return Case{Code: p.code(p.Arch.ISA.insnBytes(p.Word)), CodeOffset: p.CodeOffset, Regs: t.Regs, Scratch: t.Scratch, Stack: t.Stack}
 }
 
 // CheckHitA32 runs p (A32 or Thumb) in place and through the kernel's hit
@@ -558,7 +556,7 @@ func CheckHitsA32(b Backend, hs []A32Hit) ([][]HitCheck, []error, error) {
 				its = append(its, it)
 				continue
 			}
-			c, kh, err := p.Arch.arm.hit(p, h.Path, h.Slot, tr)
+			c, kh, err := p.Arch.ISA.hit(p, h.Path, h.Slot, tr)
 			if err != nil {
 				errs[j] = err
 				its, cs = nil, nil
@@ -625,7 +623,7 @@ func CheckHitsA32(b Backend, hs []A32Hit) ([][]HitCheck, []error, error) {
 		} else {
 			r.Scratch, r.Stack = padPage(it.tr.Scratch), padPage(it.tr.Stack)
 		}
-		if h.regs.PC == p.Addr()+uint64(p.Len()) && h.thumb == p.Arch.arm.thumb {
+		if h.regs.PC == p.Addr()+uint64(p.Len()) && h.thumb == p.Arch.ISA.Thumb {
 			hc.HitR = r
 			continue
 		}
@@ -634,10 +632,10 @@ func CheckHitsA32(b Backend, hs []A32Hit) ([][]HitCheck, []error, error) {
 		if h.thumb {
 			to |= 1
 		}
-		c := Case{Code: p.hitCode(), CodeOffset: p.CodeOffset, Slot: p.Arch.arm.jump(p.SlotAddr(), to), SlotOffset: p.SlotOffset, EntrySlot: true,
+		c := Case{Code: p.hitCode(), CodeOffset: p.CodeOffset, Slot: p.Arch.ISA.jump(p.SlotAddr(), to), SlotOffset: p.SlotOffset, EntrySlot: true,
 			Regs: h.regs, Scratch: r.Scratch, Stack: r.Stack}
 		hc.Hit = c
-		if sp := h.regs.GPR[a32RegSP]; sp < l.Stack+16 || sp > l.Stack+StackSize {
+		if sp := h.regs.GPR[A32RegSP]; sp < l.Stack+16 || sp > l.Stack+StackSize {
 			// the sandbox needs sp in its stack page to run a case: the
 			// continuation cannot run (counted inconclusive)
 			hc.HitR = Result{Outcome: Crashed, Regs: h.regs}
@@ -685,16 +683,16 @@ func (p *A32Probe) CompareHit(c *Case, ref, cand *Result) Diff {
 
 // VerifySlot checks the policy's slot image for p's instruction: the
 // (renamed) instruction then mov pc, lr (A32) or bx lr (Thumb).
-func (p *A32Probe) VerifySlot(img []byte) []string { return p.Arch.arm.verifySlot(p.Word, img) }
+func (p *A32Probe) VerifySlot(img []byte) []string { return p.Arch.ISA.VerifySlot(p.Word, img) }
 
 // ARM32Value reads a 32-bit ARM instruction value from memory bytes for
 // a (ARM32: a word; Thumb: see T32Value): the value, its length, false
 // when b is too short or a is not a 32-bit ARM Arch.
 func (a *Arch) ARM32Value(b []byte) (uint32, int, bool) {
-	if a.arm == nil {
+	if a.ISA == nil {
 		return 0, 0, false
 	}
-	return a.arm.value(b)
+	return a.ISA.Value(b)
 }
 
 // A32Unpredictable names why the architecture calls the A32 word w
@@ -717,4 +715,30 @@ func A32Unpredictable(w uint32) string {
 		}
 	}
 	return ""
+}
+
+// VerifySlotA32 checks an A32 emulation slot image: one instruction word
+// and mov pc, lr.
+func VerifySlotA32(img []byte) []string {
+	if len(img) != 8 {
+		return []string{fmt.Sprintf("slot is %d bytes, want 8 (insn + mov pc, lr)", len(img))}
+	}
+	if t := binary.LittleEndian.Uint32(img[4:]); t != A32MovPCLR {
+		return []string{fmt.Sprintf("slot tail %#08x is not mov pc, lr", t)}
+	}
+	return nil
+}
+
+// Where says where a Thumb probe sits, as `kboost sim --arch thumb` flags:
+// --it COND when it ends a one-instruction IT block, and an --addr with
+// its alignment ("" for A32).
+func (p *A32Probe) Where() string {
+	if !p.Arch.ISA.Thumb {
+		return ""
+	}
+	s := fmt.Sprintf("--addr %#x", 0xc0100000+p.Addr()%4)
+	if p.IT != 0 {
+		s = fmt.Sprintf("--it %s %s", strings.ToLower(decode.Cond(p.IT>>4&15).String()), s)
+	}
+	return s
 }

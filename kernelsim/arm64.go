@@ -11,7 +11,7 @@ import (
 
 // ARM64 registers in Regs.GPR: x0..x30, then sp at index 31.
 const (
-	a64RegSP = 31
+	A64RegSP = 31
 	a64RegLR = 30
 )
 
@@ -37,8 +37,7 @@ var ARM64 = &Arch{
 		Scratch: 0x4080_0000,
 		Stack:   0x4081_0000,
 	},
-	emu: emuARM64,
-	sp:  a64RegSP,
+	SP: A64RegSP,
 }
 
 // RandomTrialA64 fills t for an A64 case: x0..x30 point into the scratch
@@ -55,7 +54,7 @@ func (a *Arch) RandomTrialA64(rng *rand.Rand, t *Trial) {
 			r.GPR[i] = a.Layout.Scratch + 256 + uint64(rng.IntN(ScratchSize-512))&^15
 		}
 	}
-	r.GPR[a64RegSP] = a.Layout.InitialSP()
+	r.GPR[A64RegSP] = a.Layout.InitialSP()
 	r.Flags = uint64(rng.Uint32()) & (FlagN | FlagZ | FlagC | FlagV)
 	t.Regs = r
 	if len(t.Scratch) != ScratchSize {
@@ -88,7 +87,7 @@ type A64Probe struct {
 func (p *A64Probe) Addr() uint64     { return p.Arch.Layout.Orig + uint64(p.CodeOffset) }
 func (p *A64Probe) SlotAddr() uint64 { return p.Arch.Layout.Slot + uint64(p.SlotOffset) }
 
-func a64Bytes(w ...uint32) []byte {
+func A64Bytes(w ...uint32) []byte {
 	b := make([]byte, 4*len(w))
 	for i, x := range w {
 		binary.LittleEndian.PutUint32(b[4*i:], x)
@@ -106,13 +105,13 @@ func a64Bytes(w ...uint32) []byte {
 func BuildSlotA64(word uint32, addr, slot uint64, path Path) ([]byte, error) {
 	switch path {
 	case PathSingleStep:
-		return a64Bytes(word, A64BRKSS), nil
+		return A64Bytes(word, A64BRKSS), nil
 	case PathBoost:
 		b, ok := A64B(slot+4, addr+4)
 		if !ok {
 			return nil, &SlotRangeError{Addr: addr, SlotAddr: slot, NewDisp: int64(addr + 4 - (slot + 4))}
 		}
-		return a64Bytes(word, b), nil
+		return A64Bytes(word, b), nil
 	}
 	return nil, ErrNoSlot
 }
@@ -144,7 +143,7 @@ func VerifySlotA64(word uint32, addr, slot uint64, img []byte) []string {
 
 // RefCase is the word run in place from trial t.
 func (p *A64Probe) RefCase(t *Trial) Case {
-	return Case{Code: a64Bytes(p.Word), CodeOffset: p.CodeOffset, Regs: t.Regs, Scratch: t.Scratch, Stack: t.Stack}
+	return Case{Code: A64Bytes(p.Word), CodeOffset: p.CodeOffset, Regs: t.Regs, Scratch: t.Scratch, Stack: t.Stack}
 }
 
 // HitCase is the simulated kprobe hit on path from trial t: the kprobe BRK
@@ -181,7 +180,7 @@ func (p *A64Probe) HitCase(path Path, slot []byte, t *Trial) (Case, error) {
 			// there through a register the simulation does not define
 			return c, &EmulateError{Inst: fmt.Sprintf("%08x", p.Word), Why: fmt.Sprintf("simulated PC %#x out of reach of a B from the slot", regs.PC)}
 		}
-		c.Slot = a64Bytes(b)
+		c.Slot = A64Bytes(b)
 	default:
 		return c, ErrNoSlot
 	}
@@ -250,9 +249,13 @@ func appendVecDiff(f []string, x, y []byte) []string {
 // b (in one batch) and compares them. Both runs have the hit's slot page
 // mapped with the same contents.
 func CheckHitA64(b Backend, p *A64Probe, path Path, slot []byte, trials []Trial) ([]HitCheck, error) {
-	return checkHits(b, p, path, slot, trials)
+	return CheckModel(b, p, path, slot, trials)
 }
 
-func (p *A64Probe) compareHit(_ Path, c *Case, ref, cand *Result) Diff {
+func (p *A64Probe) ComparePath(_ Path, c *Case, ref, cand *Result) Diff {
 	return p.CompareHit(c, ref, cand)
+}
+
+func A64Hex(w uint32) string {
+	return fmt.Sprintf("%02x%02x%02x%02x", byte(w), byte(w>>8), byte(w>>16), byte(w>>24))
 }

@@ -163,7 +163,7 @@ const (
 
 // siKernel is si_code SI_KERNEL: the signal came from a fault the kernel could
 // not attribute to an address (#GP, #SS, int N...).
-const siKernel = 0x80
+const SIKernel = 0x80
 
 // Fault describes the signal a case raised.
 type Fault struct {
@@ -188,7 +188,7 @@ func (f Fault) String() string {
 // Emulators (qemu-user) report no trap number (-1); their SI_KERNEL SIGSEGV
 // is taken as #GP.
 func (f Fault) NotVerifiableInUserMode() bool {
-	return (f.Signal == SIGSEGV && f.Code == siKernel && (f.Trap == 13 || f.Trap < 0)) || f.Signal == SIGSYS
+	return (f.Signal == SIGSEGV && f.Code == SIKernel && (f.Trap == 13 || f.Trap < 0)) || f.Signal == SIGSYS
 }
 
 func signalName(s int) string {
@@ -250,10 +250,9 @@ type Arch struct {
 	RegMask   uint64   // value mask of a register
 	FlagsMask uint64   // flags compared: CF PF AF ZF SF TF DF OF NT AC ID
 	Layout    Layout
-	target    *target    // how the hardware sandbox runs this mode
-	emu       *emuTarget // how the gdb-stub emulator backend runs it (NewGDB)
-	arm       *armISA    // 32-bit ARM: the probe model's per-ISA values
-	sp        int        // the stack pointer's Regs.GPR index
+	target    *target // how the hardware sandbox runs this mode
+	ISA       *ISA    // 32-bit ARM: the probe model's per-ISA values
+	SP        int     // the stack pointer's Regs.GPR index
 }
 
 // x86 flag bits.
@@ -288,7 +287,7 @@ var X86_64 = &Arch{
 		Stack:   0x5555_1010_0000,
 	},
 	target: target64,
-	sp:     rSP,
+	SP:     rSP,
 }
 
 // I386 runs 32-bit code in a compat-mode process.
@@ -304,7 +303,7 @@ var I386 = &Arch{
 		Stack:   0x2810_0000,
 	},
 	target: target32,
-	sp:     rSP,
+	SP:     rSP,
 }
 
 // Arches lists the instruction sets kernelsim runs.
@@ -548,3 +547,10 @@ func (l Layout) Check(a *Arch) error {
 	}
 	return nil
 }
+
+// Fuzz offsets of the probed instruction and its slot in their pages: the
+// middle of the code page, so short branches either way land on int3 filler.
+const (
+	FuzzCodeOffset = 0x800
+	FuzzSlotOffset = 0x400
+)

@@ -37,7 +37,7 @@ func TestCompare(t *testing.T) {
 		}
 	}
 	// privileged instruction on both sides
-	gp := Result{Outcome: Faulted, Fault: Fault{Signal: SIGSEGV, Code: siKernel, Trap: 13}}
+	gp := Result{Outcome: Faulted, Fault: Fault{Signal: SIGSEGV, Code: SIKernel, Trap: 13}}
 	if d := a.Compare(&gp, &gp, nil); d.Verdict != NotVerifiable {
 		t.Errorf("#GP/#GP: %v", d)
 	}

@@ -9,7 +9,6 @@ import (
 
 	"github.com/kboost/kboost/internal/procstat"
 
-	"github.com/kboost/kboost/boost"
 	"golang.org/x/sys/unix"
 )
 
@@ -64,45 +63,6 @@ func MeasureChecks(a *Arch, d time.Duration, seed uint64) (CheckRate, error) {
 		r.PerCPU = float64(r.Checks) / r.CPU.Seconds()
 	}
 	return r, nil
-}
-
-// MeasureFuzz runs the differential fuzzer of `kboost fuzz` for about d on
-// its own case mix (FuzzSource with samples, e.g. SampleKernelInsts: the
-// structured and mutated instructions with their natural share of invalid,
-// faulting and privileged ones) under the linux-6.1 policy, three trials per
-// case, and reports the differential checks per wall-clock second and per
-// CPU-second of tracer and sandbox together. The length oracle, the
-// reproduction and minimization runs of findings and the missed-boost
-// confirmations all count against the rate, as in the command.
-func MeasureFuzz(a *Arch, d time.Duration, seed uint64, samples [][]byte) (CheckRate, FuzzStats, error) {
-	pol, err := boost.Lookup("linux-6.1")
-	if err != nil {
-		return CheckRate{}, FuzzStats{}, err
-	}
-	s, err := New(a)
-	if err != nil {
-		return CheckRate{}, FuzzStats{}, err
-	}
-	defer s.Close()
-	src := NewFuzzSource(a.Mode, seed, samples)
-	fz := NewFuzzer(FuzzConfig{Backend: s, Policy: pol, Seed: seed, Source: src})
-	var r CheckRate
-	cpu0 := s.CPUTime()
-	start := time.Now()
-	for time.Since(start) < d {
-		if err := fz.Block(64); err != nil {
-			return r, fz.Stats, err
-		}
-	}
-	st := fz.Finish()
-	r.Checks = st.Checks // Diverged stays 0: the FuzzStats say what diverged and why
-	r.Elapsed = time.Since(start)
-	r.CPU = s.CPUTime() - cpu0
-	r.PerSecond = float64(r.Checks) / r.Elapsed.Seconds()
-	if r.CPU > 0 {
-		r.PerCPU = float64(r.Checks) / r.CPU.Seconds()
-	}
-	return r, st, nil
 }
 
 // checker runs batches of random differential checks.

@@ -1,6 +1,12 @@
-// Package kernelsim runs x86 code for real and reports the final
-// architectural state, so kboost can check a kprobes verdict ("this
-// instruction behaves the same from an out-of-line slot") against the machine.
+// Package kernelsim runs instructions for real — x86 on the CPU, ARM64, A32
+// and Thumb under qemu-user — and reports the final architectural state, so
+// kboost can check a kprobes verdict ("this instruction behaves the same from
+// an out-of-line slot") against the machine. It holds the models and the
+// interfaces; backends live in packages of their own, as delve's pkg/proc
+// does it: the ptrace sandbox for x86 is here for now ([Sandbox]), the
+// emulator backend for the ARM instruction sets is kernelsim/gdbserial
+// (registered through [RegisterBackend] when imported), and the
+// differential fuzz engine is kernelsim/fuzz.
 //
 // # Contract
 //
@@ -73,16 +79,6 @@
 // that sleeps in a real system call under an emulator (which has no seccomp
 // filter).
 //
-// On this project's 2-core PVM guests a case that completes costs about 1 us
-// in the sandbox and one that faults 6-15 us (exception and signal delivery;
-// the #DB of the length oracle's single steps is the dearest). The fuzz mix,
-// where about half of all executions fault, runs at about 24,000
-// differential checks per CPU-second of tracer and sandbox together
-// (BenchmarkFuzzChecks, MeasureFuzz; FuzzStats.ChecksPerCPUSecond for a
-// `kboost fuzz` run). The tracer and the sandbox take turns, so that is one
-// core's rate; the wall-clock rate (ChecksPerSecond) equals it on an idle
-// machine and is lower when other work shares the cores.
-//
 // Options.Exec chooses what executes the cases. i386 cases run in a 32-bit
 // compat-mode process where the kernel allows it ([NativeExec] probes that
 // once per process by running a minimal static executable); where it does
@@ -101,7 +97,7 @@
 // flag; a fetch fault at the boundary with the PC still at the start means
 // the CPU wants more bytes.
 //
-// # Slot model, hit simulation and the differential fuzzer
+// # Slot model and hit simulation
 //
 // [BuildSlot] and [NewSlotModel] write what a kernel writes to a kprobe slot
 // (the copy with its RIP-relative displacement rebased, refused with a
@@ -112,44 +108,24 @@
 // [Path]: the boosted slot, the single-step slot (with [Probe.FixHit] moving
 // IP back to addr+len), or Linux 6.1's emulation ([Arch.Emulate6_1], the
 // kernel's quirks included) resumed through a jump to the emulated IP.
-// [CheckHit] runs it against the in-place run on a Backend; [Lazy2006]
-// replays the 2006 booster's lazy -1/0/1 states hit by hit. [Fuzzer] is the
-// engine of `kboost fuzz`: decoder vs CPU length, policy verdict vs
-// differential execution over random states, deduplicated [Finding] values
-// with minimized reproducers. A divergence counts only when it reproduces,
-// the in-place run is deterministic, and the memory operand lies in pages the
-// sandbox controls.
+// [CheckHit] runs it against the in-place run on a Backend ([CheckModel] for
+// any [HitModel]); [Lazy2006] replays the 2006 booster's lazy -1/0/1 states
+// hit by hit. [BuildSlotA64], [A64Probe] and [Arch.SimulateA64] model
+// Linux's [insn, BRK #6] slot, the boost-arm64 [insn, B addr+4] slot and
+// 6.1's simulation. [A32Probe] models the kernel's hit for linux-6.1-arm and
+// linux-6.1-thumb as per-ISA values ([ISA]: instruction bytes, breakpoint,
+// jumps, the hit and the slot check): the condition check (the IT block's
+// for Thumb), the policy's slot called with the emulate_* / t16_ /
+// t32_emulate_* handler's register set-up and written back the same way,
+// the simulations, and LDM/STM through kprobe_decode_ldmstm's windows or
+// simulation (ldmstm.go); [CheckHitsA32] runs them against the in-place run.
 //
-// # ARM64 under QEMU
-//
-// [GDB] is the emulator backend for ARM64: a generated A64 runner under
-// qemu-aarch64-static, started and checked through QEMU's gdb stub (gdbrsp.go);
-// by default it then detaches and takes batches through futexes in a shared
-// memfd, the runner catching faults itself, as the x86 runner does under
-// ptrace; NewGDBMode(GDBAttached) keeps every batch and fault on the stub
-// (same results, about 8x slower). [BuildSlotA64], [A64Probe] and
-// [Arch.SimulateA64] model Linux's [insn, BRK #6] slot, the boost-arm64
-// [insn, B addr+4] slot and 6.1's simulation; [A64Fuzzer] is
-// `kboost fuzz --arch arm64`.
-//
-// # 32-bit ARM and Thumb under QEMU
-//
-// [ARM32] and [Thumb] run under qemu-arm-static with one runner design
-// (gdbrunner_a32.go; Thumb differs only in its fillers, its Thumb return
-// stub and entries in Thumb state, gdbrunner_t32.go). [A32Probe] models
-// the kernel's hit for linux-6.1-arm and linux-6.1-thumb as per-ISA values
-// (isaA32, isaT32: instruction bytes, breakpoint, jumps, the hit and the
-// slot check): the condition check (the IT block's for Thumb), the policy's
-// slot called with the emulate_* / t16_ / t32_emulate_* handler's register
-// set-up and written back the same way, the simulations (memory accesses
-// done in the sandbox from a small slot, so they see the armed code page),
-// and LDM/STM through kprobe_decode_ldmstm's windows or simulation
-// (ldmstm.go). [CheckHitsA32] runs them against the in-place run and
-// continues a hit that leaves the PC or the instruction set elsewhere;
-// [A32Fuzzer] is `kboost fuzz --arch arm` and `--arch thumb`. The fuzz
-// engines share fuzzCore (configuration, counts, rates, deduplicated
-// findings).
+// [Simulate] is `kboost sim` as one call for every arch (per-arch data keyed
+// on the *decode.Arch in x86_sim.go, a64_sim.go, a32_sim.go): decision, slot
+// and its check, the states run on the arch's backend ([OpenBackend]), and
+// the conclusion, in a [SimReport] whose JSON is the command's. Bad input is
+// an [InputError]; a refuted hit is a report, not an error.
 //
 // Everything that starts processes is behind the linux && amd64 build tag;
-// elsewhere the constructors return an error wrapping [decode.ErrNotSupported].
+// elsewhere the constructors return an error wrapping decode.ErrNotSupported.
 package kernelsim

@@ -7,7 +7,7 @@ import "github.com/kboost/kboost/decode"
 // addressing, no segment override). ok is false when there is none or it
 // cannot be computed here (register form, VEX/EVEX/XOP, 16-bit addressing,
 // an FS/GS override).
-func (a *Arch) memOperand(in *decode.Inst, regs *Regs) (ea uint64, ok bool) {
+func (a *Arch) MemOperand(in *decode.Inst, regs *Regs) (ea uint64, ok bool) {
 	if !in.HasModRM || in.Mod() == 3 || in.Enc != decode.EncLegacy || in.AddrSize == 16 ||
 		in.Prefixes&(decode.PfxFS|decode.PfxGS) != 0 {
 		return 0, false
@@ -40,7 +40,7 @@ func (a *Arch) memOperand(in *decode.Inst, regs *Regs) (ea uint64, ok bool) {
 // controlled reports whether [ea, ea+64) lies in pages the sandbox sets per
 // case (code, slot, scratch, stack) — else the operand reads memory that
 // differs from run to run (the runner's own, or an emulator's) or faults.
-func (a *Arch) controlled(ea uint64) bool {
+func (a *Arch) Controlled(ea uint64) bool {
 	l := a.Layout
 	for _, p := range []uint64{l.Orig, l.Slot, l.Scratch, l.Stack} {
 		if ea >= p && ea+64 <= p+PageSize {

@@ -16,21 +16,21 @@ func TestMemOperand(t *testing.T) {
 		t.Fatal(err)
 	}
 	// -1(%ebx,%edi,8) wraps in 32 bits: 0xf + 0x28000b00*8 - 1
-	ea, ok := I386.memOperand(&in, &r)
+	ea, ok := I386.MemOperand(&in, &r)
 	if want := uint64(0xf+0x2800_0b00*8-1) & 0xffff_ffff; !ok || ea != want {
 		t.Fatalf("ea %#x %v, want %#x", ea, ok, want)
 	}
-	if I386.controlled(ea) {
+	if I386.Controlled(ea) {
 		t.Errorf("%#x taken as a sandbox page", ea)
 	}
 	// RIP-relative and REX.B
 	in, _ = decode.Decode([]byte{0x48, 0x8B, 0x05, 0x10, 0, 0, 0}, decode.Mode64, 0x1000)
-	if ea, ok := X86_64.memOperand(&in, &r); !ok || ea != 0x1017 {
+	if ea, ok := X86_64.MemOperand(&in, &r); !ok || ea != 0x1017 {
 		t.Errorf("rip-relative ea %#x", ea)
 	}
 	r.GPR[9] = X86_64.Layout.Scratch + 8
 	in, _ = decode.Decode([]byte{0x49, 0x8B, 0x41, 0x08}, decode.Mode64, 0x1000) // mov 8(%r9),%rax
-	if ea, ok := X86_64.memOperand(&in, &r); !ok || ea != X86_64.Layout.Scratch+16 || !X86_64.controlled(ea) {
+	if ea, ok := X86_64.MemOperand(&in, &r); !ok || ea != X86_64.Layout.Scratch+16 || !X86_64.Controlled(ea) {
 		t.Errorf("r9 ea %#x", ea)
 	}
 }

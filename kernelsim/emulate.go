@@ -25,7 +25,7 @@ type machine struct {
 	bad   string // set when the stack pointer leaves the page
 }
 
-func (a *Arch) ptrSize() uint64 {
+func (a *Arch) PtrSize() uint64 {
 	if a.RegMask == 0xffff_ffff {
 		return 4
 	}
@@ -33,7 +33,7 @@ func (a *Arch) ptrSize() uint64 {
 }
 
 func (m *machine) push(v uint64) {
-	n := m.a.ptrSize()
+	n := m.a.PtrSize()
 	sp := (m.regs.GPR[rSP] - n) & m.a.RegMask
 	m.regs.GPR[rSP] = sp
 	off := sp - m.a.Layout.Stack
@@ -49,7 +49,7 @@ func (m *machine) push(v uint64) {
 }
 
 func (m *machine) pop() uint64 {
-	n := m.a.ptrSize()
+	n := m.a.PtrSize()
 	sp := m.regs.GPR[rSP]
 	m.regs.GPR[rSP] = (sp + n) & m.a.RegMask
 	off := sp - m.a.Layout.Stack

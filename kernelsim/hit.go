@@ -33,12 +33,12 @@ func (a *Arch) RandomTrial(rng *rand.Rand, t *Trial) {
 	// or the emulator's pages (x86-64: 47-bit values, the runner is beyond
 	// reach of case registers).
 	wmask := uint64(0x7fff_ffff_ffff)
-	if a.ptrSize() == 4 {
+	if a.PtrSize() == 4 {
 		wmask = 0x00ff_ffff_00ff_ffff
 	}
 	for j := 0; j < ScratchSize; j += 8 {
 		v := rng.Uint64()
-		if a.ptrSize() == 4 {
+		if a.PtrSize() == 4 {
 			v &= wmask
 		}
 		binary.LittleEndian.PutUint64(t.Scratch[j:], v)
@@ -125,7 +125,7 @@ func (p *Probe) HitCase(path Path, slot []byte, t *Trial) (Case, error) {
 // absJmp encodes a jump from at to any address: jmp *0(%rip) + the 64-bit
 // target on x86-64, jmp rel32 (wrapping) on i386.
 func (a *Arch) absJmp(at, to uint64) []byte {
-	if a.ptrSize() == 4 {
+	if a.PtrSize() == 4 {
 		b := []byte{0xE9, 0, 0, 0, 0}
 		binary.LittleEndian.PutUint32(b[1:], uint32(to-(at+5)))
 		return b
@@ -179,7 +179,7 @@ func (p *Probe) CompareHit(path Path, c *Case, ref, cand *Result) Diff {
 	r2, c2 := *ref, *cand
 	r2.Stack, c2.Stack = nil, nil
 	for _, r := range []*Result{&r2, &c2} {
-		if r.Outcome == Faulted && r.Fault.Signal == SIGSEGV && r.Fault.Code == siKernel {
+		if r.Outcome == Faulted && r.Fault.Signal == SIGSEGV && r.Fault.Code == SIKernel {
 			r.Fault.Code = -1 // a #GP compared as a fault, not as "not verifiable"
 		}
 	}
@@ -208,31 +208,31 @@ type HitCheck struct {
 // (in one batch) and compares them. Both runs have the hit's slot page
 // mapped with the same contents; only the in-place run does not enter it.
 func CheckHit(b Backend, p *Probe, path Path, slot []byte, trials []Trial) ([]HitCheck, error) {
-	return checkHits(b, p, path, slot, trials)
+	return CheckModel(b, p, path, slot, trials)
 }
 
-func (p *Probe) compareHit(path Path, c *Case, ref, cand *Result) Diff {
+func (p *Probe) ComparePath(path Path, c *Case, ref, cand *Result) Diff {
 	return p.CompareHit(path, c, ref, cand)
 }
 
 // hitModel is a probe model that CheckHit and CheckHitA64 drive: the
 // in-place case, the hit's case, the handler's write-back and the
 // comparison.
-type hitModel interface {
+type HitModel interface {
 	RefCase(t *Trial) Case
 	HitCase(path Path, slot []byte, t *Trial) (Case, error)
 	FixHit(path Path, r *Result)
-	compareHit(path Path, c *Case, ref, cand *Result) Diff
+	ComparePath(path Path, c *Case, ref, cand *Result) Diff
 }
 
 // checkHits runs m in place and through the hit on path for every trial on b
 // (in one batch) and compares them. Both runs have the hit's slot page
 // mapped with the same contents; only the hit enters it.
-func checkHits(b Backend, m hitModel, path Path, slot []byte, trials []Trial) ([]HitCheck, error) {
+func CheckModel(b Backend, m HitModel, path Path, slot []byte, trials []Trial) ([]HitCheck, error) {
 	out := make([]HitCheck, len(trials))
 	cases := make([]Case, 0, 2*len(trials))
 	for i := range trials {
-		if err := out[i].prepare(m, path, slot, &trials[i]); err != nil {
+		if err := out[i].Prepare(m, path, slot, &trials[i]); err != nil {
 			return nil, err
 		}
 		cases = append(cases, out[i].Ref, out[i].Hit)
@@ -242,13 +242,13 @@ func checkHits(b Backend, m hitModel, path Path, slot []byte, trials []Trial) ([
 		return nil, err
 	}
 	for i := range out {
-		out[i].finish(m, path, &res[2*i], &res[2*i+1])
+		out[i].Finish(m, path, &res[2*i], &res[2*i+1])
 	}
 	return out, nil
 }
 
 // prepare sets up the in-place and hit cases of one check from t.
-func (hc *HitCheck) prepare(m hitModel, path Path, slot []byte, t *Trial) error {
+func (hc *HitCheck) Prepare(m HitModel, path Path, slot []byte, t *Trial) error {
 	hc.Trial = *t
 	hc.Ref = m.RefCase(t)
 	h, err := m.HitCase(path, slot, t)
@@ -262,10 +262,10 @@ func (hc *HitCheck) prepare(m hitModel, path Path, slot []byte, t *Trial) error 
 }
 
 // finish compares the results of the check's two cases.
-func (hc *HitCheck) finish(m hitModel, path Path, ref, hit *Result) {
+func (hc *HitCheck) Finish(m HitModel, path Path, ref, hit *Result) {
 	hc.RefR, hc.HitR = *ref, *hit
 	m.FixHit(path, &hc.HitR)
-	hc.Diff = m.compareHit(path, &hc.Hit, &hc.RefR, &hc.HitR)
+	hc.Diff = m.ComparePath(path, &hc.Hit, &hc.RefR, &hc.HitR)
 }
 
 // Summarize folds the verdicts of several trials into one: Diverged if any

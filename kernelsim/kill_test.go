@@ -4,6 +4,7 @@ package kernelsim
 
 import (
 	"fmt"
+	"github.com/kboost/kboost/kernelsim/internal/killtest"
 	"math/rand/v2"
 	"os"
 	"testing"
@@ -61,6 +62,6 @@ func TestNoStraySandbox(t *testing.T) {
 	for _, a := range testArches(t) {
 		n += len(execOptions(t, a))
 	}
-	killHelperRounds(t, 3, "TestHelperFuzzLoop", "KBOOST_SANDBOX_HELPER", "kboost-stray-test", n, "sandbox",
+	killtest.Rounds(t, 3, "TestHelperFuzzLoop", "KBOOST_SANDBOX_HELPER", "kboost-stray-test", n, "sandbox",
 		func(round int) time.Duration { return time.Duration(50+100*round) * time.Millisecond })
 }

@@ -56,14 +56,14 @@ func ldmstmHit(p *A32Probe, path Path, slot []byte, t *Trial, h *a32Hit) (*Case,
 	win := ldmstmWindow(w)
 	pc := p.Addr() + 4
 	if (win >= 0) != (path == PathSingleStep) {
-		return nil, &EmulateError{Inst: p.Arch.arm.hex(w), Why: fmt.Sprintf("the kernel's LDM/STM handler does not take the %v path (window %d)", path, win)}
+		return nil, &EmulateError{Inst: p.Arch.ISA.Hex(w), Why: fmt.Sprintf("the kernel's LDM/STM handler does not take the %v path (window %d)", path, win)}
 	}
 	if win >= 0 {
 		if slot == nil {
 			return nil, ErrNoSlot
 		}
-		if want := p.Arch.arm.insnBytes(ldmstmSlotInsn(w, win)); string(slot[:len(want)]) != string(want) {
-			return nil, &EmulateError{Inst: p.Arch.arm.hex(w), Why: fmt.Sprintf("the policy's slot % x does not start with the renumbered instruction % x", slot, want)}
+		if want := p.Arch.ISA.insnBytes(ldmstmSlotInsn(w, win)); string(slot[:len(want)]) != string(want) {
+			return nil, &EmulateError{Inst: p.Arch.ISA.Hex(w), Why: fmt.Sprintf("the policy's slot % x does not start with the renumbered instruction % x", slot, want)}
 		}
 		c := p.slotCase(slot, t)
 		for i := 0; i <= 12; i++ {
@@ -121,7 +121,7 @@ func ldmstmHit(p *A32Probe, path Path, slot []byte, t *Trial, h *a32Hit) (*Case,
 	}
 	for i := uint64(0); i < n; i++ {
 		if _, ok := word(a + 4*i); !ok {
-			return nil, &EmulateError{Inst: p.Arch.arm.hex(w), Why: fmt.Sprintf("the transfer at %#x is outside the trial's scratch and stack pages or unaligned (the kernel would access its own memory)", a)}
+			return nil, &EmulateError{Inst: p.Arch.ISA.Hex(w), Why: fmt.Sprintf("the transfer at %#x is outside the trial's scratch and stack pages or unaligned (the kernel would access its own memory)", a)}
 		}
 	}
 	var newPC uint64

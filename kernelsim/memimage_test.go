@@ -95,7 +95,7 @@ func TestMemoryImages(t *testing.T) {
 					}
 					scratch := bytes.Clone(imgs[p.img][0])
 					stack := bytes.Clone(imgs[p.img][1])
-					ps := int(a.ptrSize())
+					ps := int(a.PtrSize())
 					word := func(b []byte, off int, v uint64) {
 						for j := range ps {
 							b[off+j] = byte(v >> (8 * j))

@@ -38,29 +38,29 @@ import (
 //   - LDM/STM (T32) go through kprobe_decode_ldmstm, as on ARM
 //     (ldmstm.go).
 
-var isaT32 = &armISA{
-	name: "thumb", thumb: true, mode: decode.ModeT32, dec: decode.Thumb, rulePrefix: "thumb.",
+var isaT32 = &ISA{
+	name: "thumb", Thumb: true, Mode: decode.ModeT32, Dec: decode.Thumb, rulePrefix: "thumb.",
 	insnLen: func(w uint32) int {
 		if w>>16 == 0 {
 			return 2
 		}
 		return 4
 	},
-	insnBytes: t32Bytes,
+	insnBytes: T32Bytes,
 	brkBytes: func(w uint32) []byte {
 		if w>>16 == 0 {
-			return t32Halves(T16BreakpointInsn)
+			return T32Halves(T16BreakpointInsn)
 		}
-		return t32Bytes(T32BreakpointInsn)
+		return T32Bytes(T32BreakpointInsn)
 	},
 	jump:          T32JumpTo,
-	unpredictable: T32Unpredictable,
-	codeStore:     func(uint32) bool { return false }, // STR with Rn = PC: rejected
+	Unpredictable: T32Unpredictable,
+	CodeStore:     func(uint32) bool { return false }, // STR with Rn = PC: rejected
 	hit:           t32KernelHit,
-	verifySlot:    VerifySlotT32,
-	value:         T32Value,
-	hex:           t32Hex,
-	group: func(w uint32) string {
+	VerifySlot:    VerifySlotT32,
+	Value:         T32Value,
+	Hex:           T32Hex,
+	Group: func(w uint32) string {
 		if w>>16 == 0 {
 			return fmt.Sprintf("%02x", w>>8)
 		}
@@ -68,7 +68,7 @@ var isaT32 = &armISA{
 	},
 }
 
-func t32Hex(w uint32) string { return hex.EncodeToString(t32Bytes(w)) }
+func T32Hex(w uint32) string { return hex.EncodeToString(T32Bytes(w)) }
 
 // The kernel's Thumb kprobe breakpoints (KPROBE_THUMB16/32_BREAKPOINT_INSTRUCTION).
 const (
@@ -177,7 +177,7 @@ func t32BxWritePC(h *a32Hit, v uint64) {
 // access (ld: "ldr.w r0, [r1]" and friends, first halfword op) at addr,
 // r0 = val for a store, then bx lr.
 func t32Access(p *A32Probe, t *Trial, op uint16, addr, val uint64) *Case {
-	c := p.slotCase(t32Halves(op, 0x0000, T32BxLR), t)
+	c := p.slotCase(T32Halves(op, 0x0000, T32BxLR), t)
 	t32Junk(c, 2)
 	c.Regs.GPR[0], c.Regs.GPR[1] = val&0xFFFF_FFFF, addr&0xFFFF_FFFF
 	return c
@@ -359,18 +359,18 @@ var t32Handlers = map[string]t32Handler{
 	"t16:push": {fn: func(p *A32Probe, slot []byte, t *Trial, h *a32Hit) (*Case, error) {
 		c := p.slotCase(slot, t)
 		t32Junk(c, 8)
-		c.Regs.GPR[9], c.Regs.GPR[8] = t.Regs.GPR[a32RegSP], t.Regs.GPR[a32RegLR]
-		h.wb = func(h *a32Hit, r *Result) { h.regs.GPR[a32RegSP] = r.Regs.GPR[9] }
+		c.Regs.GPR[9], c.Regs.GPR[8] = t.Regs.GPR[A32RegSP], t.Regs.GPR[a32RegLR]
+		h.wb = func(h *a32Hit, r *Result) { h.regs.GPR[A32RegSP] = r.Regs.GPR[9] }
 		return c, nil
 	}},
 	"t16:pop": {fn: func(p *A32Probe, slot []byte, t *Trial, h *a32Hit) (*Case, error) {
 		c := p.slotCase(slot, t)
 		t32Junk(c, 8)
-		c.Regs.GPR[9] = t.Regs.GPR[a32RegSP]
+		c.Regs.GPR[9] = t.Regs.GPR[A32RegSP]
 		pc := p.Word&0x100 != 0
 		h.wb = func(h *a32Hit, r *Result) {
 			copy(h.regs.GPR[:8], r.Regs.GPR[:8])
-			h.regs.GPR[a32RegSP] = r.Regs.GPR[9]
+			h.regs.GPR[A32RegSP] = r.Regs.GPR[9]
 			if pc {
 				t32BxWritePC(h, r.Regs.GPR[8])
 			}
@@ -384,7 +384,7 @@ var t32Handlers = map[string]t32Handler{
 		if p.Word&0x80 != 0 {
 			imm = -imm
 		}
-		h.regs.GPR[a32RegSP] = (h.regs.GPR[a32RegSP] + imm) & 0xFFFF_FFFF
+		h.regs.GPR[A32RegSP] = (h.regs.GPR[A32RegSP] + imm) & 0xFFFF_FFFF
 		return nil, nil
 	}},
 	"t16:cbz_cbnz": {sim: true, fn: func(p *A32Probe, slot []byte, t *Trial, h *a32Hit) (*Case, error) {
@@ -402,7 +402,7 @@ var t32Handlers = map[string]t32Handler{
 	}},
 	"t16:ldr_str_sp": {sim: true, fn: func(p *A32Probe, slot []byte, t *Trial, h *a32Hit) (*Case, error) {
 		rt := p.Word >> 8 & 7
-		a := t.Regs.GPR[a32RegSP] + uint64(p.Word&0xFF)*4
+		a := t.Regs.GPR[A32RegSP] + uint64(p.Word&0xFF)*4
 		if p.Word&0x800 != 0 {
 			h.wb = func(h *a32Hit, r *Result) { t32Set(h, rt, r.Regs.GPR[0]) }
 			return t32Access(p, t, t32LdrR0R1, a, 0), nil
@@ -413,7 +413,7 @@ var t32Handlers = map[string]t32Handler{
 	"t16:adr_add_sp": {sim: true, fn: func(p *A32Probe, slot []byte, t *Trial, h *a32Hit) (*Case, error) {
 		base := (p.Addr() + 4) &^ 3
 		if p.Word&0x800 != 0 {
-			base = t.Regs.GPR[a32RegSP]
+			base = t.Regs.GPR[A32RegSP]
 		}
 		t32Set(h, p.Word>>8&7, base+uint64(p.Word&0xFF)*4)
 		return nil, nil
@@ -521,7 +521,7 @@ func t32KernelHit(p *A32Probe, path Path, slot []byte, t *Trial) (*Case, *a32Hit
 	case "t32:b_cond":
 		cond = w >> 22 & 15
 	case "t16:it":
-		return nil, nil, &EmulateError{Inst: t32Hex(w), Why: "IT (t16_singlestep_it) sets ITSTATE, and the sandbox cannot resume code with ITSTATE set"}
+		return nil, nil, &EmulateError{Inst: T32Hex(w), Why: "IT (t16_singlestep_it) sets ITSTATE, and the sandbox cannot resume code with ITSTATE set"}
 	}
 	if cond < 14 && !a32CondHolds(cond, t.Regs.Flags) {
 		h.skip = true
@@ -536,13 +536,13 @@ func t32KernelHit(p *A32Probe, path Path, slot []byte, t *Trial) (*Case, *a32Hit
 	}
 	hd, ok := t32Handlers[width+p.Action]
 	if !ok {
-		return nil, nil, &EmulateError{Inst: t32Hex(w), Why: fmt.Sprintf("no model of the kernel's handler for Thumb action %q", width+p.Action)}
+		return nil, nil, &EmulateError{Inst: T32Hex(w), Why: fmt.Sprintf("no model of the kernel's handler for Thumb action %q", width+p.Action)}
 	}
 	switch {
 	case path != PathEmulate && path != PathSingleStep:
 		return nil, nil, ErrNoSlot
 	case hd.sim != (path == PathEmulate):
-		return nil, nil, &EmulateError{Inst: t32Hex(w), Why: fmt.Sprintf("the kernel's handler for %q does not take the %v path", width+p.Action, path)}
+		return nil, nil, &EmulateError{Inst: T32Hex(w), Why: fmt.Sprintf("the kernel's handler for %q does not take the %v path", width+p.Action, path)}
 	case !hd.sim && slot == nil:
 		return nil, nil, ErrNoSlot
 	}

@@ -23,10 +23,10 @@ func FuzzT32Value(f *testing.F) {
 		if n != 2 && n != 4 || n > len(b) {
 			t.Fatalf("% x: length %d", b, n)
 		}
-		if got := t32Bytes(v); string(got) != string(b[:n]) {
+		if got := T32Bytes(v); string(got) != string(b[:n]) {
 			t.Fatalf("% x: value %#x reads back as % x", b, v, got)
 		}
-		if j := t32SysCallAt(b); j >= len(b) || j < -1 || j >= 0 && binary.LittleEndian.Uint16(b[j:])&0xFF00 != 0xDF00 {
+		if j := T32SysCallAt(b); j >= len(b) || j < -1 || j >= 0 && binary.LittleEndian.Uint16(b[j:])&0xFF00 != 0xDF00 {
 			t.Fatalf("% x: system call at %d", b, j)
 		}
 	})
@@ -47,7 +47,7 @@ func TestT32JumpTo(t *testing.T) {
 		if lit+4 != uint64(len(b)) || binary.LittleEndian.Uint32(b[lit:]) != 0x12345679 || (at+lit)%4 != 0 {
 			t.Errorf("at %#x: % x: literal at +%d", at, b, lit)
 		}
-		if t32SysCallAt(append(b[:len(b):len(b)], 0x00, 0xDF)) != -1 {
+		if T32SysCallAt(append(b[:len(b):len(b)], 0x00, 0xDF)) != -1 {
 			t.Errorf("at %#x: the scan went past the jump", at)
 		}
 	}

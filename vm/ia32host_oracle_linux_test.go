@@ -58,9 +58,11 @@ var ia32Suites = []ia32Suite{
 		// execOptions(I386): the hardware length oracle, SIGKILL of fuzzing sandboxes
 		"TestHWLengthQuick", "TestNoStraySandbox",
 		// the i386 sandbox --exec auto chooses
-		"TestHitBranches", "TestHitStraightLine", "TestLazy2006", "TestFuzzOracle", "TestMeasureChecks",
+		"TestHitBranches", "TestHitStraightLine", "TestLazy2006", "TestMeasureChecks",
 		// x86-64 only, but int 0x80 is a #GP where the kernel has no IA32 emulation
 		"TestSyscallTrapped"}, qemuLine: "i386: qemu-i386-static only", guestEnv: []string{"KBOOST_TEST_ARCHES=i386"}},
+	{pkg: "kernelsim/fuzz", tests: []string{"TestFuzzOracle", "TestMeasure"},
+		qemuLine: "i386 --exec auto: qemu", guestEnv: []string{"KBOOST_TEST_ARCHES=i386"}},
 	{pkg: "internal/cli", tests: []string{"TestI386ExecFlag", "TestI386JSONSchemas", "TestSimCommand",
 		"TestFuzzFindingExit/i386", "TestOneInputRule/i386", "TestFuzzShardsMerge/i386", "TestFuzzKillResume/i386",
 		"TestReferenceFindingsReplay/linux-6.1-i386.jsonl"}, qemuLine: "i386 path: qemu"},

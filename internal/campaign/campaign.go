@@ -8,7 +8,7 @@ import (
 	"slices"
 	"sort"
 
-	"github.com/kboost/kboost/kernelsim"
+	"github.com/kboost/kboost/kernelsim/fuzz"
 )
 
 // Version is the findings-file format's version. 2: findings in kboost's JSON vocabulary (spaced bytes, reasons and
@@ -44,14 +44,14 @@ type Header struct {
 // Checkpoint records a campaign's progress: every block of its shard
 // below NextBlock has run, and Counts are their counts.
 type Checkpoint struct {
-	Record    string              `json:"record"` // "checkpoint"
-	NextBlock uint64              `json:"next_block"`
-	Counts    kernelsim.FuzzStats `json:"counts"`
+	Record    string     `json:"record"` // "checkpoint"
+	NextBlock uint64     `json:"next_block"`
+	Counts    fuzz.Stats `json:"counts"`
 }
 
 // Summary is the `kboost fuzz --json` summary (and a merge of them).
 type Summary struct {
-	kernelsim.FuzzStats
+	fuzz.Stats
 	Arch        string   `json:"arch"`
 	Policy      string   `json:"policy"`
 	Seed        uint64   `json:"seed"`
@@ -117,10 +117,10 @@ func (w *Writer) put(v any) error {
 }
 
 // Finding appends a finding.
-func (w *Writer) Finding(fd *kernelsim.Finding) error { return w.put(fd) }
+func (w *Writer) Finding(fd *fuzz.Finding) error { return w.put(fd) }
 
 // Checkpoint appends a checkpoint.
-func (w *Writer) Checkpoint(next uint64, st *kernelsim.FuzzStats) error {
+func (w *Writer) Checkpoint(next uint64, st *fuzz.Stats) error {
 	return w.put(Checkpoint{Record: RecCheckpoint, NextBlock: next, Counts: *st})
 }
 
@@ -135,7 +135,7 @@ type State struct {
 	// its first block).
 	Last *Checkpoint
 	// Findings are the findings before Last.
-	Findings []kernelsim.Finding
+	Findings []fuzz.Finding
 	// End is the offset just past Last (or the header).
 	End int64
 	// Dropped counts the lines after Last: findings of blocks that had not
@@ -163,7 +163,7 @@ func Load(path string) (*State, error) {
 
 func parse(path string, data []byte) (*State, error) {
 	s := &State{Path: path}
-	var pending []kernelsim.Finding
+	var pending []fuzz.Finding
 	off, line := 0, 0
 	for off < len(data) {
 		nl := bytes.IndexByte(data[off:], '\n')
@@ -202,7 +202,7 @@ func parse(path string, data []byte) (*State, error) {
 			s.Last, s.End = &cp, int64(off)
 			s.Findings, pending = append(s.Findings, pending...), pending[:0]
 		case rec.Record == "":
-			var fd kernelsim.Finding
+			var fd fuzz.Finding
 			if err := json.Unmarshal(b, &fd); err != nil {
 				return nil, fmt.Errorf("%s:%d: %v", path, line, err)
 			}
@@ -221,8 +221,8 @@ func parse(path string, data []byte) (*State, error) {
 // Merged is the combination of several shards' findings files.
 type Merged struct {
 	Header   Header
-	Counts   kernelsim.FuzzStats
-	Findings []kernelsim.Finding
+	Counts   fuzz.Stats
+	Findings []fuzz.Finding
 	// NextBlock: every block below it has run in every shard.
 	NextBlock uint64
 }
@@ -240,7 +240,7 @@ func Merge(states []*State) (*Merged, error) {
 	m.Header.Shard, m.Header.Merged = "", nil
 	seen := map[string]string{}
 	type at struct {
-		fd  kernelsim.Finding
+		fd  fuzz.Finding
 		ord int
 	}
 	byID := map[string]at{}
@@ -322,7 +322,7 @@ func (m *Merged) Write(w interface{ Write([]byte) (int, error) }) error {
 // Summary returns the merged campaign's summary.
 func (m *Merged) Summary() Summary {
 	h := &m.Header
-	return Summary{FuzzStats: m.Counts, Arch: h.Arch, Policy: h.Policy, Seed: h.Seed, Trials: h.Trials, Samples: h.Samples, Merged: h.Merged}
+	return Summary{Stats: m.Counts, Arch: h.Arch, Policy: h.Policy, Seed: h.Seed, Trials: h.Trials, Samples: h.Samples, Merged: h.Merged}
 }
 
 // MergeSummaries sums `kboost fuzz --json` summaries of one campaign's
@@ -333,7 +333,7 @@ func MergeSummaries(paths []string, ss []Summary) (Summary, error) {
 		return Summary{}, fmt.Errorf("nothing to merge")
 	}
 	out := ss[0]
-	out.FuzzStats = kernelsim.FuzzStats{}
+	out.Stats = fuzz.Stats{}
 	out.Shard, out.Merged, out.Interrupted = "", nil, false
 	seen := map[string]string{}
 	for i := range ss {
@@ -355,7 +355,7 @@ func MergeSummaries(paths []string, ss []Summary) (Summary, error) {
 			seen[sh] = paths[i]
 			out.Merged = append(out.Merged, sh)
 		}
-		out.FuzzStats.Add(&s.FuzzStats)
+		out.Stats.Add(&s.Stats)
 		out.Interrupted = out.Interrupted || s.Interrupted
 	}
 	sort.Slice(out.Merged, func(i, j int) bool { return shardLess(out.Merged[i], out.Merged[j]) })

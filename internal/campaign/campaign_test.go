@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/kboost/kboost/internal/schemacheck"
-	"github.com/kboost/kboost/kernelsim"
+	"github.com/kboost/kboost/kernelsim/fuzz"
 )
 
 const hdr = `{"record":"campaign","version":2,"arch":"x86-64","policy":"linux-6.1","seed":1,"trials":3,"cases_total":640,"block_size":64,"shard":"%s","samples_from":"s"}` + "\n"
@@ -53,11 +53,11 @@ func TestLoadTornTail(t *testing.T) {
 // orders by block and sums the counts.
 func TestMerge(t *testing.T) {
 	a := &State{Path: "a", Header: Header{Arch: "x86-64", Shard: "0/2", BlockSize: 64},
-		Last:     &Checkpoint{NextBlock: 10, Counts: kernelsim.FuzzStats{Cases: 320, Verdicts: map[string]int{"boost": 2}}},
-		Findings: []kernelsim.Finding{{ID: "x", Key: "x", Block: 4, Bytes: "late"}, {ID: "y", Key: "y", Block: 6}}}
+		Last:     &Checkpoint{NextBlock: 10, Counts: fuzz.Stats{Cases: 320, Verdicts: map[string]int{"boost": 2}}},
+		Findings: []fuzz.Finding{{ID: "x", Key: "x", Block: 4, Bytes: "late"}, {ID: "y", Key: "y", Block: 6}}}
 	b := &State{Path: "b", Header: Header{Arch: "x86-64", Shard: "1/2", BlockSize: 64},
-		Last:     &Checkpoint{NextBlock: 11, Counts: kernelsim.FuzzStats{Cases: 320, Verdicts: map[string]int{"boost": 1, "reject": 4}}},
-		Findings: []kernelsim.Finding{{ID: "x", Key: "x", Block: 1, Bytes: "early"}, {ID: "z", Key: "z", Block: 5}}}
+		Last:     &Checkpoint{NextBlock: 11, Counts: fuzz.Stats{Cases: 320, Verdicts: map[string]int{"boost": 1, "reject": 4}}},
+		Findings: []fuzz.Finding{{ID: "x", Key: "x", Block: 1, Bytes: "early"}, {ID: "z", Key: "z", Block: 5}}}
 	m, err := Merge([]*State{a, b})
 	if err != nil {
 		t.Fatal(err)
@@ -85,9 +85,9 @@ func TestMerge(t *testing.T) {
 func TestSchema(t *testing.T) {
 	var buf bytes.Buffer
 	m := &Merged{Header: Header{Arch: "x86-64", Policy: "linux-6.1", Seed: 1, Trials: 3, Shard: "0/1", Samples: "s", CaseTimeout: "0s", Merged: []string{"0/2", "1/2"}},
-		Findings: []kernelsim.Finding{{Kind: "unsafe-boost", Note: "n", Key: "k", ID: "i", Block: 1, Bytes: "90", Asm: "nop", Arch: "x86-64", Policy: "linux-6.1",
+		Findings: []fuzz.Finding{{Kind: "unsafe-boost", Note: "n", Key: "k", ID: "i", Block: 1, Bytes: "90", Asm: "nop", Arch: "x86-64", Policy: "linux-6.1",
 			Verdict: "boost", Path: "boost", Reasons: []string{"prepare_singlestep.boost"}, Details: []string{"t"}, Diverged: []string{"rax"}, Trials: 3, DivergedTrials: 1, DecoderLen: 1, CPULen: 2, CPU: "c",
-			Reproducer: &kernelsim.Reproducer{Bytes: "90"}}}}
+			Reproducer: &fuzz.Reproducer{Bytes: "90"}}}}
 	if err := m.Write(&buf); err != nil {
 		t.Fatal(err)
 	}

@@ -127,3 +127,11 @@ func registerFlag(c *cobra.Command, f *pflag.Flag) {
 		return out, cobra.ShellCompDirectiveNoFileComp
 	})
 }
+
+// addExecFlag adds --exec (sim and fuzz): what executes the cases.
+func addExecFlag(cmd *cobra.Command, v *string) {
+	cmd.Flags().StringVar(v, "exec", "auto", "what executes the cases: auto (the CPU where this kernel runs the mode's code, else its qemu-user emulator), cpu or qemu")
+	cmd.RegisterFlagCompletionFunc("exec", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+		return kernelsim.ExecModeNames(), cobra.ShellCompDirectiveNoFileComp
+	})
+}

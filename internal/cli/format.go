@@ -448,7 +448,7 @@ func hitSteps(arch, path, addr, slot, resume string) []string {
 	return s
 }
 
-func simPicture(rep *simReport) *render.SimPage {
+func simPicture(rep *kernelsim.SimReport) *render.SimPage {
 	p := &render.SimPage{Path: rep.Path, Forced: rep.Forced, Sandbox: rep.Sandbox, Lazy: rep.Lazy, Conclusion: rep.Conclusion}
 	mode, _ := decode.ParseMode(rep.Arch)
 	code, _ := jsonv.ParseHex(rep.Bytes)
@@ -495,14 +495,14 @@ func simPicture(rep *simReport) *render.SimPage {
 		if t.InPlace.Fault != "" || t.Sim.Fault != "" {
 			add("fault", "", t.InPlace.Fault, "", t.Sim.Fault)
 		}
-		add("pc", hexAddr(t.refIn.PC), t.InPlace.PC, hexAddr(t.hitIn.PC), t.Sim.PC)
-		for i, n := range t.regNames {
-			add(n, hexAddr(t.refIn.GPR[i]), t.InPlace.Regs[n], hexAddr(t.hitIn.GPR[i]), t.Sim.Regs[n])
+		add("pc", hexAddr(t.RefEntry.PC), t.InPlace.PC, hexAddr(t.HitEntry.PC), t.Sim.PC)
+		for i, n := range t.RegNames {
+			add(n, hexAddr(t.RefEntry.GPR[i]), t.InPlace.Regs[n], hexAddr(t.HitEntry.GPR[i]), t.Sim.Regs[n])
 		}
-		add("flags", hexAddr(t.refIn.Flags), t.InPlace.Flags, hexAddr(t.hitIn.Flags), t.Sim.Flags)
+		add("flags", hexAddr(t.RefEntry.Flags), t.InPlace.Flags, hexAddr(t.HitEntry.Flags), t.Sim.Flags)
 		for _, f := range t.Diverged {
 			if strings.HasPrefix(f, "stack") || strings.HasPrefix(f, "scratch") || strings.HasPrefix(f, "fault") {
-				tr.Extra = append(tr.Extra, f+" differs"+memWords(f, &t.ref, &t.hit))
+				tr.Extra = append(tr.Extra, f+" differs"+memWords(f, &t.RefResult, &t.HitResult))
 			}
 		}
 		p.Trials = append(p.Trials, tr)
@@ -510,18 +510,7 @@ func simPicture(rep *simReport) *render.SimPage {
 	return p
 }
 
-// entryRegs is the register state a case starts with, its PC the case's
-// entry (Case.Regs.PC is not used by the backends).
-func entryRegs(a *kernelsim.Arch, c *kernelsim.Case) kernelsim.Regs {
-	r := c.Regs
-	r.PC = c.CodeAddr(a.Layout)
-	if c.EntrySlot {
-		r.PC = c.SlotAddr(a.Layout)
-	}
-	return r
-}
-
-func writeSimPicture(out io.Writer, rep *simReport, format string) error {
+func writeSimPicture(out io.Writer, rep *kernelsim.SimReport, format string) error {
 	p := simPicture(rep)
 	return writePicture(out, format, func(w io.Writer) error { return render.InstSVG(w, &p.ExplainPage) },
 		func(w io.Writer) error { return render.SimHTML(w, p) })

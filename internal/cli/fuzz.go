@@ -14,6 +14,7 @@ import (
 	"github.com/kboost/kboost/decode"
 	"github.com/kboost/kboost/internal/campaign"
 	"github.com/kboost/kboost/kernelsim"
+	"github.com/kboost/kboost/kernelsim/fuzz"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 )
@@ -101,8 +102,6 @@ problems; handlers kboost does not model count as inconclusive.`,
 			if err != nil {
 				return usagef("--arch: %v", err)
 			}
-			mode := arch.Mode
-			ac := armCmds[arch]
 			pol, err := pickPolicy(policyName, arch)
 			if err != nil {
 				return err
@@ -110,7 +109,7 @@ problems; handlers kboost does not model count as inconclusive.`,
 			if n <= 0 && dur <= 0 {
 				return usagef("give -n N (cases, e.g. -n 100000) or --duration D (e.g. --duration 5m)")
 			}
-			a, err := kernelsim.ArchFor(mode)
+			a, err := kernelsim.ArchFor(arch.Mode)
 			if err != nil {
 				return err
 			}
@@ -125,39 +124,21 @@ problems; handlers kboost does not model count as inconclusive.`,
 				fw   *campaign.Writer
 				werr error
 			)
-			onFinding := func(fd *kernelsim.Finding) {
+			onFinding := func(fd *fuzz.Finding) {
 				if fw != nil && werr == nil {
 					werr = fw.Finding(fd)
 				}
 			}
-			var (
-				sb   fuzzBackend
-				fz   fuzzEngine
-				from string
-			)
-			if ac != nil {
-				if sb, fz, from, err = ac.fuzz(pol, trials, seed, opts, onFinding); err != nil {
-					return err
-				}
-			} else {
-				x, err := kernelsim.NewWithOptions(a, opts)
-				if err != nil {
-					return err
-				}
-				x.CaseTimeout = caseTimeout
-				sb = x
-				var samples [][]byte
-				samples, from = kernelsim.SampleKernelInsts(mode, 200000, seed)
-				gen := kernelsim.NewFuzzSource(mode, seed, samples)
-				fz = kernelsim.NewFuzzer(kernelsim.FuzzConfig{
-					Backend: sb, Policy: pol, Trials: trials, Seed: seed, Source: gen, OnFinding: onFinding,
-				})
+			sb, fz, from, err := fuzz.Start(arch, &fuzz.StartOptions{Policy: pol, Trials: trials, Seed: seed, Backend: opts,
+				CaseTimeout: caseTimeout, OnFinding: onFinding})
+			if err != nil {
+				return err
 			}
 			defer sb.Close()
 			run := &fuzzRun{fz: fz, sb: sb, n: n, dur: dur, shard: sh, every: every, quiet: quiet, errw: s.Err}
 			if out != "" {
 				h := campaign.Header{Arch: a.Name, Policy: pol.Name, Seed: seed, Trials: trials, Cases: n,
-					BlockSize: kernelsim.BlockSize, Shard: sh.String(), Samples: from, CaseTimeout: caseTimeout.String()}
+					BlockSize: fuzz.BlockSize, Shard: sh.String(), Samples: from, CaseTimeout: caseTimeout.String()}
 				if resume != nil {
 					if from != resume.Header.Samples {
 						return fmt.Errorf("--resume %s: the campaign mutated %s, this run would mutate %s: the case stream would differ", out, resume.Header.Samples, from)
@@ -190,7 +171,7 @@ problems; handlers kboost does not model count as inconclusive.`,
 				return werr
 			}
 			st := fz.Finish()
-			sum := fuzzSummary{FuzzStats: st, Arch: a.Name, Policy: pol.Name, Seed: seed, Samples: from, Interrupted: ctx.Err() != nil,
+			sum := fuzzSummary{Stats: st, Arch: a.Name, Policy: pol.Name, Seed: seed, Samples: from, Interrupted: ctx.Err() != nil,
 				Emulator: sb.Emulator(), Trials: max(trials, 1)}
 			if sh.N > 1 {
 				sum.Shard = sh.String()

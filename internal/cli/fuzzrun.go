@@ -9,7 +9,7 @@ import (
 
 	"github.com/kboost/kboost/internal/campaign"
 	"github.com/kboost/kboost/internal/shard"
-	"github.com/kboost/kboost/kernelsim"
+	"github.com/kboost/kboost/kernelsim/fuzz"
 	"github.com/spf13/cobra"
 )
 
@@ -34,8 +34,8 @@ func loadResume(cmd *cobra.Command, path string) (*campaign.State, error) {
 	switch {
 	case len(h.Merged) > 0:
 		return nil, usagef("--resume %s: a merged file (shards %v) cannot be resumed; resume each shard's own file", path, h.Merged)
-	case h.BlockSize != kernelsim.BlockSize:
-		return nil, fmt.Errorf("--resume %s: blocks of %d cases, this kboost runs blocks of %d", path, h.BlockSize, kernelsim.BlockSize)
+	case h.BlockSize != fuzz.BlockSize:
+		return nil, fmt.Errorf("--resume %s: blocks of %d cases, this kboost runs blocks of %d", path, h.BlockSize, fuzz.BlockSize)
 	}
 	for _, fv := range campaignFlags(h) {
 		fl := cmd.Flags().Lookup(fv[0])
@@ -56,8 +56,8 @@ func loadResume(cmd *cobra.Command, path string) (*campaign.State, error) {
 
 // fuzzRun is one run of a campaign's blocks.
 type fuzzRun struct {
-	fz       fuzzEngine
-	sb       fuzzBackend
+	fz       fuzz.Engine
+	sb       fuzz.Backend
 	n        int           // the campaign's cases (0: until dur)
 	dur      time.Duration // 0: until n
 	shard    shard.Shard
@@ -85,7 +85,7 @@ func (r *fuzzRun) run(ctx context.Context) error {
 			return ""
 		}
 	}
-	const bs = kernelsim.BlockSize
+	const bs = fuzz.BlockSize
 	b := r.shard.First(r.next)
 	dirty := false // blocks run since the last checkpoint
 	done := func() error {

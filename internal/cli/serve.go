@@ -3,7 +3,6 @@ package cli
 import (
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -505,24 +504,9 @@ func (ex *explorer) simPage(w http.ResponseWriter, r *http.Request) {
 
 // simulate runs `kboost sim` on the instruction: at its address when the slot
 // can reach it, on the CPU (x86) or under qemu-user (ARM).
-func (ex *explorer) simulate(pol *boost.Policy, code []byte, at uint64) (*simReport, error) {
-	mode := ex.arch.Mode
-	env := kernelsim.SimEnv(pol)
-	sa := &simArgs{code: code, arch: ex.arch, mode: mode, pol: pol, env: env, addr: at, trials: 2, show: 2, seed: 1, set: map[string]uint64{}}
-	sa.slot = ex.slotAddr()
-	if ac := armCmds[ex.arch]; ac != nil {
-		sa.addr = ex.arch.TextAddr
-		return ac.sim(sa)
-	}
-	if ex.arch.PtrSize == 4 || at < 0xffffffff80000000 {
-		sa.addr = ex.arch.TextAddr // user-space code: model it at a kernel text address
-	}
-	rep, err := simulate(sa)
-	var ue *UsageError
-	if errors.As(err, &ue) {
-		return nil, errors.New(ue.Msg)
-	}
-	return rep, err
+func (ex *explorer) simulate(pol *boost.Policy, code []byte, at uint64) (*kernelsim.SimReport, error) {
+	return kernelsim.Simulate(context.Background(), ex.arch, code, pol, &kernelsim.SimOptions{
+		Addr: kernelsim.SimAddr(ex.arch, at), SlotAddr: ex.slotAddr(), Trials: 2, Show: 2, Seed: 1})
 }
 
 // slotAddr is where slots are modelled: the module area, as `kboost sim`

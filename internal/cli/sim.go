@@ -6,10 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"os"
 	"os/signal"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -17,8 +15,8 @@ import (
 	"time"
 
 	"github.com/kboost/kboost/decode"
-	"github.com/kboost/kboost/internal/jsonv"
 	"github.com/kboost/kboost/kernelsim"
+	_ "github.com/kboost/kboost/kernelsim/gdbserial" // registers the ARM backends kernelsim.Simulate runs on
 	"github.com/spf13/cobra"
 )
 
@@ -84,11 +82,9 @@ far (exit status 130). A REFUTED verdict exits with status 1.`,
 			if err != nil {
 				return usagef("--arch: %v", err)
 			}
-			mode := arch.Mode
 			if err := checkFormat(format, jsonOut, "text", "svg", "html"); err != nil {
 				return err
 			}
-			ac := armCmds[arch]
 			if itCond != "" && !arch.ITBlocks {
 				return usagef("--it is for --arch thumb")
 			}
@@ -123,11 +119,6 @@ far (exit status 130). A REFUTED verdict exits with status 1.`,
 			default:
 				return usagef("--path %q: want boost, single-step or emulate", force)
 			}
-			env := kernelsim.SimEnv(pol)
-			if preempt.set && preempt.v {
-				env = pol.DefaultEnv()
-				env.Config.Preemption = true
-			}
 			set := map[string]uint64{}
 			for _, kv := range sets {
 				k, v, ok := strings.Cut(kv, "=")
@@ -141,22 +132,17 @@ far (exit status 130). A REFUTED verdict exits with status 1.`,
 			if err != nil {
 				return usagef("--exec: %v", err)
 			}
-			simf := simulate
-			if ac != nil {
-				simf = ac.sim
-			}
 			if _, derr := arch.DecodeOne(code, addr); inputErr(arch, derr) != nil {
 				return inputErr(arch, derr)
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			sa := &simArgs{ctx: ctx, code: code, arch: arch, mode: mode, pol: pol, env: env, addr: addr, slot: slot, force: fp, trials: trials, show: show, seed: seed, set: set, it: itCond,
-				prog: newSimProgress(s.Err, trials), opts: kernelsim.Options{Exec: ex}}
-			rep, err := simf(sa)
+			rep, err := kernelsim.Simulate(ctx, arch, code, pol, &kernelsim.SimOptions{Addr: addr, SlotAddr: slot, Preemption: preempt.set && preempt.v,
+				Path: fp, Trials: trials, Show: show, Seed: seed, Set: set, IT: itCond, Backend: kernelsim.Options{Exec: ex},
+				Progress: newSimProgress(s.Err, trials)})
 			if err != nil {
-				return err
+				return simErr(err)
 			}
-			rep.ConfigFlags = env.Config.Flags()
 			if format != "text" {
 				return writeSimPicture(s.Out, rep, format)
 			}
@@ -198,224 +184,19 @@ far (exit status 130). A REFUTED verdict exits with status 1.`,
 	return cmd
 }
 
-type simSlotLine struct {
-	Off   int    `json:"off"`
-	Bytes string `json:"bytes"`
-	Asm   string `json:"asm"`
-	Note  string `json:"note,omitempty"`
-}
-
-type simState struct {
-	Outcome string            `json:"outcome"`
-	PC      string            `json:"pc"`
-	Fault   string            `json:"fault,omitempty"`
-	Regs    map[string]string `json:"regs"`
-	Flags   string            `json:"flags"`
-}
-
-type simTrial struct {
-	Hit      int      `json:"hit,omitempty"` // 2006 lazy booster: hit number
-	State    int      `json:"state"`         // 1..--trials: which state
-	HitPath  string   `json:"hit_path"`
-	Verdict  string   `json:"verdict"`
-	Diverged []string `json:"diverged,omitempty"`
-	InPlace  simState `json:"in_place"`
-	Sim      simState `json:"simulated_hit"`
-	regNames []string
-	ref, hit kernelsim.Result
-	// the registers each run starts with, PC its entry (the HTML page's
-	// "before" columns)
-	refIn, hitIn kernelsim.Regs
-}
-
-type simReport struct {
-	Arch        string        `json:"arch"`
-	Policy      string        `json:"policy"`
-	Config      string        `json:"-"`      // for the text and the pictures
-	ConfigFlags []string      `json:"config"` // as explain's
-	Bytes       string        `json:"bytes"`
-	Asm         string        `json:"asm"`
-	Addr        string        `json:"addr"`
-	SlotAddr    string        `json:"slot_addr"`
-	Verdict     string        `json:"verdict"`
-	Errno       string        `json:"errno,omitempty"`
-	Reasons     []string      `json:"reasons"`
-	Details     []string      `json:"details"`
-	Path        string        `json:"path"`
-	Forced      bool          `json:"forced,omitempty"`
-	Slot        []simSlotLine `json:"slot_lines,omitempty"` // the slot disassembled
-	SlotHex     string        `json:"slot,omitempty"`       // the slot image, as explain's
-	JumpBack    string        `json:"jump_back,omitempty"`
-	MaxInsnSize int           `json:"max_insn_size"`
-	Problems    []string      `json:"layout_problems,omitempty"`
-	RangeError  string        `json:"slot_refused,omitempty"`
-	Sandbox     string        `json:"sandbox"`
-	Trials      []simTrial    `json:"shown_states"` // the states shown in full (--show)
-	States      *simStates    `json:"states,omitempty"`
-	Lazy        []string      `json:"lazy_boost,omitempty"`
-	Conclusion  string        `json:"conclusion"`
+// simErr is a simulation error as the CLI reports it: bad input is a
+// usage error (exit 2).
+func simErr(err error) error {
+	var ie *kernelsim.InputError
+	if errors.As(err, &ie) {
+		return &UsageError{ie.Msg}
+	}
+	return err
 }
 
 func hexAddr(v uint64) string { return fmt.Sprintf("%#x", v) }
 
-func simulate(s *simArgs) (*simReport, error) {
-	code, mode, pol, env, addr, slotAddr, force, set := s.code, s.mode, s.pol, s.env, s.addr, s.slot, s.force, s.set
-	a, err := kernelsim.ArchFor(mode)
-	if err != nil {
-		return nil, err
-	}
-	rep := &simReport{Arch: a.Name, Policy: pol.Name, Addr: hexAddr(addr), SlotAddr: hexAddr(slotAddr), MaxInsnSize: pol.MaxInsnSize,
-		Config: "CONFIG_PREEMPTION off"}
-	if env.Config.Preemption {
-		rep.Config = "CONFIG_PREEMPTION on: never boosted"
-	}
-	// the model at the user's addresses
-	m, err := kernelsim.NewSlotModel(kernelsim.Site{Code: code, Mode: mode, Addr: addr, SlotAddr: slotAddr, Policy: pol, Env: env})
-	var re *kernelsim.SlotRangeError
-	switch {
-	case errors.As(err, &re):
-		rep.RangeError = re.Error()
-	case err != nil:
-		return nil, err
-	}
-	in := m.Inst
-	rep.Bytes = jsonv.Hex(in.Bytes())
-	rep.Asm = decode.Format(&in, nil)
-	rep.Verdict = m.Decision.Verdict.String()
-	rep.Errno = m.Decision.Errno.String()
-	rep.Reasons, rep.Details = m.Decision.ReasonIDs(), reasonTexts(&m.Decision)
-	path := m.Path
-	if force != kernelsim.PathNone {
-		path, rep.Forced = force, true
-	}
-	rep.Path = path.String()
-	slot := m.Slot
-	if path != m.Path || pol.Name == "linux-2.6.17-i386" {
-		slot = nil
-		if path == kernelsim.PathBoost || path == kernelsim.PathSingleStep {
-			s, err := kernelsim.BuildSlot(&in, slotAddr, path)
-			if errors.As(err, &re) {
-				rep.RangeError = re.Error()
-			} else if err == nil {
-				slot = s
-				mm := *m
-				mm.Slot, mm.Path, mm.Problems = s, path, nil
-				m.Problems = mm.Verify()
-			}
-		}
-	}
-	rep.Problems = m.Problems
-	if slot != nil {
-		rep.SlotHex = jsonv.Hex(slot)
-		for off := 0; off < len(slot); {
-			var si decode.Inst
-			err := decode.DecodeInto(&si, slot[off:], mode, slotAddr+uint64(off))
-			l := max(si.Len, 1)
-			line := simSlotLine{Off: off, Bytes: jsonv.Hex(slot[off : off+l]), Asm: "(bad)"}
-			if err == nil {
-				line.Asm = decode.Format(&si, nil)
-			}
-			switch {
-			case off == 0 && in.RIPRel:
-				line.Note = fmt.Sprintf("RIP-relative displacement rebased %#x -> %#x: same target %#x", in.Disp, si.Disp, in.End()+uint64(in.Disp))
-			case off == in.Len && si.Branch == decode.BranchJmp:
-				line.Note = fmt.Sprintf("jmp back to addr+len = %#x", si.Target)
-				rep.JumpBack = hexAddr(si.Target)
-			case off == in.Len && slot[off] == 0xCC:
-				line.Note = "int3: second trap; the handler moves IP back to addr+len"
-			}
-			rep.Slot = append(rep.Slot, line)
-			off += l
-		}
-	}
-	// execution in the sandbox
-	sb, err := kernelsim.NewWithOptions(a, s.opts)
-	if err != nil {
-		return nil, err
-	}
-	defer sb.Close()
-	// a few cases only: let a long loop run until the watchdog (200 ms of
-	// CPU), not the fuzzer's short case limit
-	sb.CaseTimeout = time.Second
-	codeOff := int(addr%kernelsim.PageSize) &^ 0
-	codeOff = min(codeOff, kernelsim.PageSize-kernelsim.ImageSize)
-	slotOff := min(int(slotAddr%kernelsim.PageSize), kernelsim.PageSize-kernelsim.ImageSize)
-	p, err := kernelsim.NewProbe(a, code, codeOff, slotOff)
-	if err != nil {
-		return nil, err
-	}
-	rep.Sandbox = fmt.Sprintf("code at %#x, slot at %#x", p.Addr(), p.SlotAddr())
-	if sb.Emulator() != "" {
-		rep.Sandbox += ", executed by " + sb.Emulator()
-	} else {
-		rep.Sandbox += ", executed on the CPU"
-	}
-	fill := func(rng *rand.Rand, t *kernelsim.Trial) error {
-		a.RandomTrial(rng, t)
-		for k, v := range set {
-			if k == "flags" {
-				t.Regs.Flags = v
-				continue
-			}
-			r := slices.Index(a.RegNames, k)
-			if r < 0 {
-				return usagef("--set %s: no register %q on %s (registers: %s, flags)", k, k, a.Name, strings.Join(a.RegNames, " "))
-			}
-			if k == a.RegNames[4] {
-				return usagef("--set %s: the stack pointer is fixed by the sandbox", k)
-			}
-			t.Regs.GPR[r] = v
-		}
-		return nil
-	}
-	run := newSimRun(s, rep, a, fill)
-	switch {
-	case pol.Name == "linux-2.6.17-i386" && !rep.Forced:
-		lz := kernelsim.NewLazyReplay(p)
-		s.prog.setTotal(3 * s.trials)
-		for hit := 1; hit <= 3 && !run.st.Interrupted; hit++ {
-			h, err := lz.Begin()
-			if err != nil {
-				return nil, err
-			}
-			err = run.run(hit, h.Path.String(), func(ts []kernelsim.Trial) ([]kernelsim.HitCheck, error) { return lz.Run(sb, ts) })
-			if err != nil {
-				return nil, err
-			}
-			h = lz.End()
-			rep.Lazy = append(rep.Lazy, fmt.Sprintf("hit %d: %v, boostable %v -> %v, jmp back at slot+%d", hit, h.Path, h.Before, h.After, h.JmpAt))
-		}
-	case path == kernelsim.PathNone:
-		rep.Conclusion = fmt.Sprintf("refused (%s): no hit to simulate; try --path boost", m.Decision.Errno)
-		return rep, nil
-	case rep.RangeError != "":
-		rep.Conclusion = "refused: the RIP-relative operand is out of reach of the slot"
-		return rep, nil
-	default:
-		err := run.runOne(path, cpuWords, func(ts []kernelsim.Trial) ([]kernelsim.HitCheck, error) {
-			return kernelsim.CheckHit(sb, p, path, nil, ts)
-		})
-		if err != nil {
-			return nil, err
-		}
-		return rep, nil
-	}
-	run.conclude(path, cpuWords)
-	return rep, nil
-}
-
-func stateOf(a *kernelsim.Arch, r *kernelsim.Result) simState {
-	st := simState{Outcome: r.Outcome.String(), PC: hexAddr(r.Regs.PC), Regs: map[string]string{}, Flags: hexAddr(r.Regs.Flags)}
-	if r.Outcome == kernelsim.Faulted {
-		st.Fault = r.Fault.String()
-	}
-	for i, n := range a.RegNames {
-		st.Regs[n] = hexAddr(r.Regs.GPR[i])
-	}
-	return st
-}
-
-func printSim(w io.Writer, r *simReport, color bool) {
+func printSim(w io.Writer, r *kernelsim.SimReport, color bool) {
 	hl := func(s string) string {
 		if color {
 			return "\033[1;31m" + s + "\033[0m"
@@ -484,13 +265,13 @@ func printSim(w io.Writer, r *simReport, color bool) {
 			fmt.Fprintf(w, "          fault in place: %s\n          fault in hit:   %s\n", t.InPlace.Fault, t.Sim.Fault)
 		}
 		row("pc", t.InPlace.PC, t.Sim.PC, diff["pc"])
-		for _, n := range t.regNames {
+		for _, n := range t.RegNames {
 			row(n, t.InPlace.Regs[n], t.Sim.Regs[n], diff[n])
 		}
 		row("flags", t.InPlace.Flags, t.Sim.Flags, diff["flags"])
 		for _, f := range t.Diverged {
 			if strings.HasPrefix(f, "stack") || strings.HasPrefix(f, "scratch") || strings.HasPrefix(f, "fault") {
-				fmt.Fprintf(w, "* %s\n", hl(f+" differs"+memWords(f, &t.ref, &t.hit)))
+				fmt.Fprintf(w, "* %s\n", hl(f+" differs"+memWords(f, &t.RefResult, &t.HitResult)))
 			}
 		}
 	}
@@ -501,7 +282,7 @@ func printSim(w io.Writer, r *simReport, color bool) {
 }
 
 // printSimStates counts the states of a run longer than what was shown.
-func printSimStates(w io.Writer, st *simStates, shown int) {
+func printSimStates(w io.Writer, st *kernelsim.SimStates, shown int) {
 	fmt.Fprintf(w, "\nstates   %d checked, %d shown above (--show N shows more): %d matched, %d diverged, %d not verifiable, %d inconclusive\n",
 		st.Total, shown, st.Equivalent, st.Diverged, st.NotVerifiable, st.Inconclusive)
 	if len(st.DivergedFields) == 0 {
@@ -539,14 +320,14 @@ func newSimProgress(w io.Writer, total int) *simProgress {
 	return &simProgress{w: w, tty: isTerminal(w), total: total, start: time.Now()}
 }
 
-// setTotal sets the number of states of the whole run (lazy boosts: every hit).
-func (p *simProgress) setTotal(n int) {
+// SetTotal sets the number of states of the whole run (lazy boosts: every hit).
+func (p *simProgress) SetTotal(n int) {
 	if p != nil {
 		p.total = n
 	}
 }
 
-func (p *simProgress) update(done, diverged int) {
+func (p *simProgress) Update(done, diverged int) {
 	if p == nil {
 		return
 	}
@@ -563,7 +344,7 @@ func (p *simProgress) update(done, diverged int) {
 	p.last = time.Now()
 }
 
-func (p *simProgress) finish() {
+func (p *simProgress) Finish() {
 	if p != nil && p.wroteOnTerm {
 		fmt.Fprint(p.w, "\r\033[K")
 		p.wroteOnTerm = false

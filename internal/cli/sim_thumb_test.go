@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/kboost/kboost/internal/campaign"
-	"github.com/kboost/kboost/kernelsim"
+	"github.com/kboost/kboost/kernelsim/fuzz"
 )
 
 // TestSimThumbBadInput checks the Thumb-specific usage errors (no
@@ -96,7 +96,7 @@ func TestOracleFuzzThumb(t *testing.T) {
 		t.Fatalf("fuzz: exit %d: %s", code, stderr)
 	}
 	var sum struct {
-		kernelsim.FuzzStats
+		fuzz.Stats
 		Arch, Policy string
 	}
 	if err := json.Unmarshal([]byte(out), &sum); err != nil {
