@@ -469,7 +469,7 @@ func (t *Tracer) syscallStop(th *thread) {
 		var regs *ptregs.Regs
 		if t.cfg.FramePointer {
 			if regs, err = ptregs.Get(th.tid); err == nil {
-				c.FP = regs.FP()
+				c.FP, c.Regs = regs.FP(), regs.Dwarf()
 			}
 		}
 		th.call = c

@@ -24,12 +24,18 @@ type Layout struct {
 	Name                   string
 	Len, Word              int
 	PC, SP, FP, OrigNr, Rv int // word indexes
+	// Dwarf gives the word index of each DWARF register column, in the
+	// psABI's numbering (x86-64: rax rdx rcx rbx rsi rdi rbp rsp r8-r15
+	// rip; i386: eax ecx edx ebx esp ebp esi edi eip): CFI unwinding.
+	Dwarf []int
 }
 
 // The two layouts (arch/x86/include/asm/user_{64,32}.h).
 var (
-	X86_64 = &Layout{Name: "x86-64", Len: Len64, Word: 8, PC: 16, SP: 19, FP: 4, OrigNr: 15, Rv: 10}
-	I386   = &Layout{Name: "i386", Len: Len32, Word: 4, PC: 12, SP: 15, FP: 5, OrigNr: 11, Rv: 6}
+	X86_64 = &Layout{Name: "x86-64", Len: Len64, Word: 8, PC: 16, SP: 19, FP: 4, OrigNr: 15, Rv: 10,
+		Dwarf: []int{10, 12, 11, 5, 13, 14, 4, 19, 9, 8, 7, 6, 3, 2, 1, 0, 16}}
+	I386 = &Layout{Name: "i386", Len: Len32, Word: 4, PC: 12, SP: 15, FP: 5, OrigNr: 11, Rv: 6,
+		Dwarf: []int{6, 1, 2, 0, 15, 5, 3, 4, 12}}
 )
 
 // Regs is one tracee's register set as the kernel gave it.
@@ -86,6 +92,15 @@ func (r *Regs) SetWord(i int, v uint64) {
 		return
 	}
 	binary.LittleEndian.PutUint64(r.raw[i*8:], v)
+}
+
+// Dwarf returns the registers by DWARF column (Layout.Dwarf).
+func (r *Regs) Dwarf() []uint64 {
+	out := make([]uint64, len(r.L.Dwarf))
+	for col, i := range r.L.Dwarf {
+		out[col] = r.Word(i)
+	}
+	return out
 }
 
 // PC, SP and FP are the instruction, stack and frame pointers.
