@@ -23,5 +23,11 @@
 // `kboost fuzz --arch i386 --exec auto` run in-process, and compiled test
 // binaries' outputs and times (see vm.IA32Refused).
 //
+// It also registers "monitor-trial" (guest.MonitorArgs, result
+// monitor-trial.json, a guest.MonitorReport): a static program run natively
+// and under kboost's reference monitor (package monitor, built for the
+// guest's architecture) with a policy denying one openat, and the processes
+// left afterwards (see vm.MonitorTrial).
+//
 // Linux only; elsewhere the package is empty.
 package clistep
