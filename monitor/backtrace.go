@@ -11,6 +11,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/kboost/kboost/internal/cfi"
 	"github.com/kboost/kboost/kimage"
 	"github.com/kboost/kboost/sysent"
 	"github.com/kboost/kboost/tracer"
@@ -43,8 +44,12 @@ type fileKey struct {
 }
 
 type fileSyms struct {
+	path  string
 	syms  *kimage.SymTab
 	loads []elf.ProgHeader
+	// cfi is read at the first unwind through the file (cfiRead).
+	cfi     *cfi.Table
+	cfiRead bool
 }
 
 type mapping struct {
@@ -136,10 +141,7 @@ func (b *backtracer) readMaps(pid int) []mapping {
 		start, _ := strconv.ParseUint(lo, 16, 64)
 		end, _ := strconv.ParseUint(hi, 16, 64)
 		off, _ := strconv.ParseUint(fl[2], 16, 64)
-		m := mapping{start: start, end: end, off: off, path: fl[5]}
-		if !b.noSyms {
-			m.file = b.file(fl[5])
-		}
+		m := mapping{start: start, end: end, off: off, path: fl[5], file: b.file(fl[5])}
 		out = append(out, m)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].start < out[j].start })
@@ -159,7 +161,7 @@ func (b *backtracer) file(path string) *fileSyms {
 	if fs, ok := b.files[key]; ok {
 		return fs
 	}
-	fs := &fileSyms{}
+	fs := &fileSyms{path: path}
 	if ef, err := elf.Open(path); err == nil {
 		for _, p := range ef.Progs {
 			if p.Type == elf.PT_LOAD {
@@ -167,6 +169,10 @@ func (b *backtracer) file(path string) *fileSyms {
 			}
 		}
 		ef.Close()
+	}
+	if b.noSyms {
+		b.files[key] = fs
+		return fs
 	}
 	if kf, err := kimage.Open(path); err == nil {
 		fs.syms = kf.Symbols
@@ -181,31 +187,109 @@ func (s *space) holds(addr uint64) bool {
 	return i < len(s.maps) && s.maps[i].start <= addr
 }
 
-// symbolize names addr through the mapping holding it (binary search).
-func (b *backtracer) symbolize(s *space, addr uint64) Frame {
-	fr := Frame{Addr: "0x" + strconv.FormatUint(addr, 16)}
+// at returns the mapping holding addr (binary search).
+func (s *space) at(addr uint64) (mapping, bool) {
 	i := sort.Search(len(s.maps), func(i int) bool { return s.maps[i].end > addr })
 	if i == len(s.maps) || s.maps[i].start > addr {
-		return fr
+		return mapping{}, false
 	}
-	m := s.maps[i]
-	fr.File = m.path
-	if m.file == nil || m.file.syms == nil {
-		return fr
+	return s.maps[i], true
+}
+
+// vaddr turns addr, inside m, into the address the file's headers use.
+func (m mapping) vaddr(addr uint64) (uint64, bool) {
+	if m.file == nil {
+		return 0, false
 	}
 	foff := addr - m.start + m.off
 	for _, p := range m.file.loads {
 		if foff >= p.Off && foff < p.Off+p.Filesz {
-			if sym, off, ok := m.file.syms.Lookup(foff - p.Off + p.Vaddr); ok {
-				fr.Sym, fr.Off = sym.Name, off
-			}
-			break
+			return foff - p.Off + p.Vaddr, true
+		}
+	}
+	return 0, false
+}
+
+// symbolize names addr through the mapping holding it.
+func (b *backtracer) symbolize(s *space, addr uint64) Frame {
+	fr := Frame{Addr: "0x" + strconv.FormatUint(addr, 16)}
+	m, ok := s.at(addr)
+	if !ok {
+		return fr
+	}
+	fr.File = m.path
+	if m.file == nil || m.file.syms == nil {
+		return fr
+	}
+	if va, ok := m.vaddr(addr); ok {
+		if sym, off, ok := m.file.syms.Lookup(va); ok {
+			fr.Sym, fr.Off = sym.Name, off
 		}
 	}
 	return fr
 }
 
-// walk follows the frame-pointer chain from the call's registers.
+// table returns the call frame information of the file mapped at addr and
+// addr in its address space (nil: none).
+func (b *backtracer) table(s *space, addr uint64) (*cfi.Table, uint64) {
+	m, ok := s.at(addr)
+	if !ok || m.file == nil {
+		return nil, 0
+	}
+	f := m.file
+	if !f.cfiRead {
+		f.cfiRead = true
+		if ef, err := elf.Open(f.path); err == nil {
+			f.cfi, _ = cfi.FromELF(ef) // none or unreadable: frame pointers only
+			ef.Close()
+		}
+	}
+	if f.cfi == nil {
+		return nil, 0
+	}
+	va, ok := m.vaddr(addr)
+	if !ok {
+		return nil, 0
+	}
+	return f.cfi, va
+}
+
+// stack reads a stopped thread's memory a chunk at a time (frames are
+// close together: one process_vm_readv serves most walks); a chunk ends
+// where a read reaches an unmapped page.
+type stack struct {
+	tid   int
+	word  uint64
+	buf   *[4096]byte
+	chunk []byte
+	base  uint64
+}
+
+func (st *stack) read(addr uint64) (uint64, bool) {
+	if st.chunk == nil || addr < st.base || addr+st.word > st.base+uint64(len(st.chunk)) || addr+st.word < addr {
+		n, err := tracer.ReadMem(st.tid, addr, st.buf[:])
+		if err != nil || uint64(n) < st.word { // to the end of addr's page only
+			lim := max(4096-addr%4096, st.word)
+			if n, err = tracer.ReadMem(st.tid, addr, st.buf[:lim]); err != nil || uint64(n) < st.word {
+				return 0, false
+			}
+		}
+		st.chunk, st.base = st.buf[:n], addr
+	}
+	b := st.chunk[addr-st.base:]
+	if st.word == 4 {
+		return uint64(binary.LittleEndian.Uint32(b)), true
+	}
+	return binary.LittleEndian.Uint64(b), true
+}
+
+// walk unwinds the calling thread's stack from the call's registers. Each
+// frame is unwound by the call frame information (.eh_frame) of the file
+// its pc is in, and by the frame pointer where no FDE covers the pc: a
+// frame-pointer walk alone cannot tell a function that keeps no frame
+// pointer (a C library's system call wrappers, code built with
+// -fomit-frame-pointer), whose caller it then skips or whose garbage rbp it
+// follows.
 func (b *backtracer) walk(c *tracer.Call, tab *sysent.Table) []Frame {
 	s := b.space(c.Pid)
 	if !s.holds(c.IP) { // mapped by a call kboost did not stop at (an attach, a missed event)
@@ -214,38 +298,59 @@ func (b *backtracer) walk(c *tracer.Call, tab *sysent.Table) []Frame {
 	}
 	frames := []Frame{b.symbolize(s, c.IP)}
 	word := uint64(tab.Arch.PtrSize)
-	// The stack is read a chunk at a time (frames are close together: one
-	// process_vm_readv serves most walks); the chunk ends where a read
-	// reaches an unmapped page.
-	var chunk []byte
-	var base uint64
+	st := &stack{tid: c.Tid, word: word, buf: &b.stack}
+	a := cfi.For(tab.Arch)
+	if a == nil || len(c.Regs) < a.Regs {
+		a = nil
+	}
+	var regs cfi.Regs
+	if a != nil {
+		for col, v := range c.Regs {
+			regs.Set(col, v)
+		}
+	}
+	pc, exact := c.IP, true // frame 0's pc is where the call returns to, inside its function
 	fp := c.FP
-	for len(frames) < b.max && fp != 0 {
-		if fp < base || fp+2*word > base+uint64(len(chunk)) {
-			n, err := tracer.ReadMem(c.Tid, fp, b.stack[:])
-			if err != nil || uint64(n) < 2*word { // to the end of fp's page only
-				lim := max(4096-fp%4096, 2*word)
-				if n, err = tracer.ReadMem(c.Tid, fp, b.stack[:lim]); err != nil || uint64(n) < 2*word {
-					break
+	for len(frames) < b.max {
+		if a != nil {
+			if t, va := b.table(s, pc); t != nil {
+				if !exact {
+					va-- // inside the call instruction: a call may be its function's last
 				}
+				sp, _ := regs.Get(a.SP)
+				regs.Set(a.PC, pc)
+				ret, signal, end, err := t.Step(a, va, &regs, st.read)
+				if err == nil {
+					nsp, _ := regs.Get(a.SP)
+					if end || ret == 0 || !s.holds(ret) || (nsp <= sp && !signal) {
+						break
+					}
+					frames = append(frames, b.symbolize(s, ret))
+					pc, exact = ret, signal
+					continue
+				}
+				// no FDE for pc (or one kboost cannot evaluate): the frame pointer
 			}
-			chunk, base = b.stack[:n], fp
+			fp, _ = regs.Get(a.FP)
 		}
-		buf := chunk[fp-base:]
-		var next, ret uint64
-		if word == 4 {
-			next, ret = uint64(binary.LittleEndian.Uint32(buf)), uint64(binary.LittleEndian.Uint32(buf[4:]))
-		} else {
-			next, ret = binary.LittleEndian.Uint64(buf), binary.LittleEndian.Uint64(buf[8:])
+		if fp == 0 {
+			break
 		}
-		if ret == 0 || !s.holds(ret) { // not a return address: code without frame pointers
+		next, ok1 := st.read(fp)
+		ret, ok2 := st.read(fp + word)
+		if !ok1 || !ok2 || ret == 0 || !s.holds(ret) { // not a return address: code without frame pointers
 			break
 		}
 		frames = append(frames, b.symbolize(s, ret))
 		if next <= fp { // the chain must grow toward the stack's base
 			break
 		}
-		fp = next
+		if a != nil { // what the frame saved elsewhere is not known
+			regs = cfi.Regs{}
+			regs.Set(a.FP, next)
+			regs.Set(a.SP, fp+2*word)
+		}
+		fp, pc, exact = next, ret, false
 	}
 	return frames
 }

@@ -5,11 +5,13 @@
 //
 // Only the selected calls stop (a seccomp filter when the monitor starts
 // the tree); ExecMaps narrows the mapping calls to those with PROT_EXEC in
-// the filter itself. Backtraces follow frame pointers over the executable
+// the filter itself. Backtraces unwind each frame by the call frame
+// information (.eh_frame, package internal/cfi) of the file its pc is in,
+// and by the frame pointer where none covers it, over the executable
 // mappings of the process, re-read only after a call that can map code
 // (the monitor stops at those even when they are not selected, and does
-// not record them); symbols come from each file's ELF symbol table, read
-// once per (device, inode, mtime).
+// not record them); symbols and call frame information come from each
+// file's ELF sections, read once per (device, inode, mtime).
 //
 // Records go to their own writer (a file, as JSON lines or text), never to
 // the tracee's stdout or stderr. Arguments are decoded at the call's entry

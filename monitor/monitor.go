@@ -96,7 +96,7 @@ func filterFor(names []string) (map[uint32]map[uint64]bool, error) {
 		return nil, nil
 	}
 	f := map[uint32]map[uint64]bool{}
-	for _, tab := range []*sysent.Table{sysent.TableX86_64, sysent.TableI386} {
+	for _, tab := range tracees {
 		f[tab.Audit] = map[uint64]bool{}
 	}
 	for _, n := range names {
@@ -104,7 +104,7 @@ func filterFor(names []string) (map[uint32]map[uint64]bool, error) {
 			return nil, nil
 		}
 		found := false
-		for _, tab := range []*sysent.Table{sysent.TableX86_64, sysent.TableI386} {
+		for _, tab := range tracees {
 			if e, ok := tab.ByName(n); ok {
 				f[tab.Audit][uint64(e.Nr)] = true
 				found = true
@@ -117,7 +117,7 @@ func filterFor(names []string) (map[uint32]map[uint64]bool, error) {
 	// execve always stops (and is recorded only when selected): the tracer
 	// starts reporting at the tracee's own execve, and a new image must be
 	// re-read.
-	for _, tab := range []*sysent.Table{sysent.TableX86_64, sysent.TableI386} {
+	for _, tab := range tracees {
 		for _, n := range []string{"execve", "execveat"} {
 			if e, ok := tab.ByName(n); ok {
 				f[tab.Audit][uint64(e.Nr)] = true
@@ -152,7 +152,7 @@ func New(opt Options) (*Monitor, error) {
 		return nil, err
 	}
 	when := map[uint32]map[uint64]tracer.ArgTest{}
-	for _, tab := range []*sysent.Table{sysent.TableX86_64, sysent.TableI386} {
+	for _, tab := range tracees {
 		when[tab.Audit] = map[uint64]tracer.ArgTest{}
 		for _, n := range protCalls {
 			if e, ok := tab.ByName(n); ok && !all[n] {
@@ -208,7 +208,7 @@ func tableFor(audit uint32) *sysent.Table {
 	if t := sysent.ForAudit(audit); t != nil {
 		return t
 	}
-	return sysent.TableX86_64
+	return tracees[0]
 }
 
 // Enter implements tracer.Handler.

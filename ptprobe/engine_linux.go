@@ -5,8 +5,10 @@ package ptprobe
 import (
 	"bufio"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -451,6 +453,9 @@ func (e *Engine) emulate(p *proc, tid int, regs *ptregs.Regs, s *Site) error {
 // the points. Every other thread of the process is stopped.
 func (e *Engine) install(pid int, tids []int) {
 	mem, err := os.OpenFile("/proc/"+strconv.Itoa(pid)+"/mem", os.O_RDWR, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		return // killed before its event was served: nothing to probe, its exit follows
+	}
 	if err != nil {
 		e.fail("pid %d: %v", pid, err)
 		return
@@ -885,6 +890,9 @@ func (e *Engine) restore(p *proc) {
 // records carry its parent's pid.
 func (e *Engine) forked(parent *proc, pid, tid int, shared bool) {
 	mem, err := os.OpenFile("/proc/"+strconv.Itoa(pid)+"/mem", os.O_RDWR, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		return // killed (the stress test's SIGKILLed fork child) before its event was served
+	}
 	if err != nil {
 		e.fail("pid %d: %v", pid, err)
 		return

@@ -825,7 +825,7 @@ func TestStress(t *testing.T) {
 			select {
 			case <-done:
 			case <-time.After(2 * time.Minute):
-				t.Fatalf("%v run %d: the traced stress run hung", mode, r)
+				t.Fatalf("%v run %d: the traced stress run hung:\n%s", mode, r, hangDump())
 			}
 			ok := got == want && sum.Status == 0 && sum.Processes >= 5
 			per := map[string]uint64{}

@@ -1,4 +1,4 @@
-//go:build linux && amd64
+//go:build linux && (amd64 || 386 || arm64 || arm)
 
 package tracer
 
@@ -97,11 +97,7 @@ func lookPath(name string, env []string) (string, error) {
 }
 
 func installFilter(prog []byte) error {
-	fprog := struct {
-		Len    uint16
-		_      [6]byte
-		Filter uintptr
-	}{Len: uint16(len(prog) / 8), Filter: uintptr(unsafe.Pointer(&prog[0]))}
+	fprog := unix.SockFprog{Len: uint16(len(prog) / 8), Filter: (*unix.SockFilter)(unsafe.Pointer(&prog[0]))}
 	seccomp := func() syscall.Errno {
 		_, _, e := unix.RawSyscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, 0, uintptr(unsafe.Pointer(&fprog)))
 		return e

@@ -24,6 +24,7 @@
 //     PTRACE_CONT, so such a trace has no system call stops.
 //   - Every ptrace request is made from one locked OS thread (the tracer).
 //
-// Linux on amd64 only (x86-64 and i386 tracees); elsewhere Run returns an
-// error wrapping decode.ErrNotSupported.
+// Linux on amd64 (x86-64 and i386 tracees), 386, arm64 (arm64 and compat
+// ARM tracees) and arm; elsewhere New returns an error wrapping
+// decode.ErrNotSupported.
 package tracer

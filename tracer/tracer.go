@@ -31,8 +31,8 @@ type Config struct {
 	// filter tests it, so the other invocations never stop.
 	When       map[uint32]map[uint64]ArgTest
 	UseSeccomp bool
-	// FramePointer fills Call.FP at each monitored call's entry (one more
-	// ptrace request per call: backtraces need it).
+	// FramePointer fills Call.FP and Call.Regs at each monitored call's
+	// entry (one more ptrace request per call: backtraces need it).
 	FramePointer bool
 	// NoSyscalls resumes tracees with PTRACE_CONT once the traced command
 	// runs: no system call stops at all (a breakpoint engine needs none).
@@ -69,6 +69,9 @@ type Call struct {
 	Args     [6]uint64
 	IP, SP   uint64
 	FP       uint64 // frame pointer at entry (Config.FramePointer)
+	// Regs are the general registers at entry by DWARF column of the
+	// calling mode (Config.FramePointer): a CFI unwinder's first frame.
+	Regs     []uint64
 	Ret      int64
 	IsError  bool
 	NoReturn bool    // the thread left the call without an exit stop (exit, exec by another thread, killed)

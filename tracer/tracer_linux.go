@@ -1,4 +1,4 @@
-//go:build linux && amd64
+//go:build linux && (amd64 || 386 || arm64 || arm)
 
 package tracer
 
@@ -18,6 +18,7 @@ import (
 	"github.com/kboost/kboost/internal/procstat"
 
 	"github.com/kboost/kboost/internal/ptregs"
+	"github.com/kboost/kboost/sysent"
 	"golang.org/x/sys/unix"
 )
 
@@ -27,9 +28,18 @@ const (
 	infoExit             = 2
 	infoSeccomp          = 3
 	eventStop            = 128 // PTRACE_EVENT_STOP
-	auditX86_64          = 0xc000003e
-	nrExecveX86_64       = 59
 )
+
+// isExecve says whether nr is execve in the calling mode audit (the
+// kernel's own tables, package sysent).
+func isExecve(audit uint32, nr uint64) bool {
+	t := sysent.ForAudit(audit)
+	if t == nil {
+		return false
+	}
+	e, ok := t.ByName("execve")
+	return ok && uint64(e.Nr) == nr
+}
 
 // thread is one traced task.
 type thread struct {
@@ -454,7 +464,7 @@ func (t *Tracer) syscallStop(th *thread) {
 	switch si.Op {
 	case infoEntry, infoSeccomp:
 		nr := si.U[0]
-		if !t.armed && th.tid == t.root && si.Arch == auditX86_64 && nr == nrExecveX86_64 {
+		if !t.armed && th.tid == t.root && isExecve(si.Arch, nr) {
 			th.hidden = false // kboost's helper execs the tracee: report from here
 			t.armed = true
 			t.count(th)
@@ -469,7 +479,7 @@ func (t *Tracer) syscallStop(th *thread) {
 		var regs *ptregs.Regs
 		if t.cfg.FramePointer {
 			if regs, err = ptregs.Get(th.tid); err == nil {
-				c.FP = regs.FP()
+				c.FP, c.Regs = regs.FP(), regs.Dwarf()
 			}
 		}
 		th.call = c
@@ -479,9 +489,8 @@ func (t *Tracer) syscallStop(th *thread) {
 			}
 			if regs != nil && err == nil {
 				c.Denied = errno
-				regs.SetWord(regs.L.OrigNr, ^uint64(0)) // skip the call
 				regs.SetWord(regs.L.Rv, uint64(-int64(errno)))
-				regs.Set(th.tid)
+				regs.Skip(th.tid)
 			}
 		}
 		t.resume(th, 0)

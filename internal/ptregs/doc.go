@@ -1,6 +1,7 @@
 // Package ptregs reads and writes a stopped tracee's general registers
 // through PTRACE_GETREGSET/SETREGSET(NT_PRSTATUS), in the layout the kernel
-// answers with for that tracee (x86-64 or i386), for an x86-64 tracer.
+// answers with for that tracee: x86-64 or i386 for an x86 tracer, arm64 or
+// ARM for an arm64 one, ARM for an ARM one (per-arch files; Linux only).
 //
 // PTRACE_GETREGS is not used: which layout it fills for a 32-bit tracee
 // depends on how the kernel judges the tracer's mode, and some hypervisor

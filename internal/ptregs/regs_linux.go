@@ -1,4 +1,4 @@
-//go:build linux && amd64
+//go:build linux && (amd64 || 386 || arm64 || arm)
 
 package ptregs
 
@@ -10,32 +10,12 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Sizes of the NT_PRSTATUS register set: struct user_regs_struct of x86-64
-// (27 longs) and of i386 (17 ints).
-const (
-	Len64 = 27 * 8
-	Len32 = 17 * 4
-)
-
 const ntPRSTATUS = 1
-
-// Layout says where the registers kboost uses sit in one register set.
-type Layout struct {
-	Name                   string
-	Len, Word              int
-	PC, SP, FP, OrigNr, Rv int // word indexes
-}
-
-// The two layouts (arch/x86/include/asm/user_{64,32}.h).
-var (
-	X86_64 = &Layout{Name: "x86-64", Len: Len64, Word: 8, PC: 16, SP: 19, FP: 4, OrigNr: 15, Rv: 10}
-	I386   = &Layout{Name: "i386", Len: Len32, Word: 4, PC: 12, SP: 15, FP: 5, OrigNr: 11, Rv: 6}
-)
 
 // Regs is one tracee's register set as the kernel gave it.
 type Regs struct {
 	L   *Layout
-	raw [Len64]byte
+	raw [maxLen]byte
 }
 
 // Get reads tid's registers.
@@ -48,15 +28,13 @@ func Get(tid int) (*Regs, error) {
 	if errno != 0 {
 		return nil, fmt.Errorf("PTRACE_GETREGSET(NT_PRSTATUS): %w", errno)
 	}
-	switch iov.Len {
-	case Len64:
-		r.L = X86_64
-	case Len32:
-		r.L = I386
-	default:
-		return nil, fmt.Errorf("PTRACE_GETREGSET(NT_PRSTATUS): %d bytes, neither the x86-64 nor the i386 register set", iov.Len)
+	for _, l := range hostLayouts {
+		if uint64(l.Len) == uint64(iov.Len) {
+			r.L = l
+			return r, nil
+		}
 	}
-	return r, nil
+	return nil, fmt.Errorf("PTRACE_GETREGSET(NT_PRSTATUS): %d bytes, no register set this tracer knows", iov.Len)
 }
 
 // Set writes r back to tid.
@@ -69,6 +47,16 @@ func (r *Regs) Set(tid int) error {
 		return fmt.Errorf("PTRACE_SETREGSET(NT_PRSTATUS): %w", errno)
 	}
 	return nil
+}
+
+// Skip makes the system call tid is stopped at the entry of not run (it
+// then returns what SetWord(L.Rv) leaves at its exit); r is written back.
+func (r *Regs) Skip(tid int) error {
+	if r.L.skip != nil {
+		return r.L.skip(tid)
+	}
+	r.SetWord(r.L.OrigNr, ^uint64(0))
+	return r.Set(tid)
 }
 
 // Word returns register word i (zero-extended).
@@ -86,6 +74,15 @@ func (r *Regs) SetWord(i int, v uint64) {
 		return
 	}
 	binary.LittleEndian.PutUint64(r.raw[i*8:], v)
+}
+
+// Dwarf returns the registers by DWARF column (Layout.Dwarf).
+func (r *Regs) Dwarf() []uint64 {
+	out := make([]uint64, len(r.L.Dwarf))
+	for col, i := range r.L.Dwarf {
+		out[col] = r.Word(i)
+	}
+	return out
 }
 
 // PC, SP and FP are the instruction, stack and frame pointers.

@@ -1,0 +1,122 @@
+//go:build linux && amd64
+
+package monitor
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// TestBacktraceCFI: the backtrace of a system call made at the bottom of a
+// chain of functions built without frame pointers (testdata/deep.c, gcc -O2
+// -fomit-frame-pointer, the C library's getppid wrapper on top) is, frame
+// for frame, the one gdb prints for the same stop (catch syscall, both
+// runs without address randomization), and its frames below leaf are the
+// return addresses the program recorded itself.
+func TestBacktraceCFI(t *testing.T) {
+	needTracing(t)
+	gcc, err := exec.LookPath("gcc")
+	if err != nil {
+		t.Fatalf("gcc: %v (scripts/setup.sh installs it)", err)
+	}
+	gdb, err := exec.LookPath("gdb")
+	if err != nil {
+		t.Fatalf("gdb: %v (scripts/setup.sh installs it)", err)
+	}
+	setarch, err := exec.LookPath("setarch")
+	if err != nil {
+		t.Fatalf("setarch: %v (util-linux)", err)
+	}
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "deep")
+	if out, err := exec.Command(gcc, "-O2", "-fomit-frame-pointer", "-o", bin, "testdata/deep.c").CombinedOutput(); err != nil {
+		t.Fatalf("gcc: %v\n%s", err, out)
+	}
+
+	// gdb's frames: pc and function, innermost first.
+	script := `python exec("f=gdb.newest_frame()\nwhile f:\n print('PC', hex(f.pc()), f.name())\n f=f.older()")`
+	out, err := exec.Command(gdb, "-nx", "-batch", "-ex", "set backtrace past-main on", "-ex", "catch syscall getppid",
+		"-ex", "run", "-ex", script, "--args", bin, filepath.Join(dir, "gdb.out")).CombinedOutput()
+	if err != nil {
+		t.Fatalf("gdb: %v\n%s", err, out)
+	}
+	var want []uint64
+	var names []string
+	for _, l := range strings.Split(string(out), "\n") {
+		if f := strings.Fields(l); len(f) >= 3 && f[0] == "PC" {
+			pc, err := strconv.ParseUint(strings.TrimPrefix(f[1], "0x"), 16, 64)
+			if err != nil {
+				t.Fatalf("gdb line %q", l)
+			}
+			want, names = append(want, pc), append(names, f[2])
+		}
+	}
+	if len(want) < 10 || names[1] != "leaf" {
+		t.Fatalf("gdb's backtrace %v %v: want getppid, leaf, rec x3, indirect, vla, spill, main...\n%s", names, want, out)
+	}
+
+	var rec bytes.Buffer
+	self := filepath.Join(dir, "self.out")
+	m, err := New(Options{Argv: []string{setarch, "-R", bin, self}, Syscalls: []string{"getppid"}, Backtrace: true, JSON: true, Out: &rec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, err := m.Run()
+	if err != nil || sum.Status != 0 {
+		t.Fatalf("monitor: %v, status %d", err, sum.Status)
+	}
+	var r Record
+	for _, l := range bytes.Split(rec.Bytes(), []byte("\n")) {
+		if bytes.Contains(l, []byte(`"syscall":"getppid"`)) {
+			if err := json.Unmarshal(l, &r); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if len(r.Backtrace) == 0 {
+		t.Fatalf("no getppid recorded:\n%s", rec.String())
+	}
+	got := make([]uint64, len(r.Backtrace))
+	for i, f := range r.Backtrace {
+		got[i], _ = strconv.ParseUint(strings.TrimPrefix(f.Addr, "0x"), 16, 64)
+	}
+	for i := range max(len(got), len(want)) {
+		var g, w uint64
+		var gs, ws string
+		if i < len(got) {
+			g, gs = got[i], r.Backtrace[i].Sym
+		}
+		if i < len(want) {
+			w, ws = want[i], names[i]
+		}
+		if g != w {
+			t.Errorf("frame %d: kboost 0x%x %s, gdb 0x%x %s", i, g, gs, w, ws)
+		}
+	}
+	for i := 1; i < 9 && i < len(got); i++ { // the program's own functions: the same names as gdb's
+		if r.Backtrace[i].Sym != names[i] {
+			t.Errorf("frame %d: %s, gdb %s", i, r.Backtrace[i].Sym, names[i])
+		}
+	}
+
+	b, err := os.ReadFile(self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ras := strings.Fields(string(b)) // leaf's return address first
+	if len(ras) != 8 {
+		t.Fatalf("the program recorded %d return addresses, want 8", len(ras))
+	}
+	for i, s := range ras {
+		v, _ := strconv.ParseUint(strings.TrimPrefix(s, "0x"), 16, 64)
+		if i+2 >= len(got) || got[i+2] != v {
+			t.Errorf("frame %d: want 0x%x, the return address the program recorded", i+2, v)
+		}
+	}
+}

@@ -1,0 +1,24 @@
+package guest
+
+// MonitorArgs are the "monitor-trial" step's arguments: a static program
+// (monitor/testdata/guest.c or guestgo, built on the host for the guest's
+// architecture) run natively and then under kboost's reference monitor,
+// with a policy denying the openat of Deny (also the program's argument).
+type MonitorArgs struct {
+	Bin  string `json:"bin"`
+	Deny string `json:"deny"`
+}
+
+// MonitorReport is the "monitor-trial" step's result (monitor-trial.json).
+type MonitorReport struct {
+	Machine      string `json:"machine"`
+	Native       string `json:"native"` // the program's stdout, untraced
+	NativeStatus int    `json:"native_status"`
+	Traced       string `json:"traced"`  // its stdout under the monitor
+	Records      string `json:"records"` // the monitor's JSON lines (calls, events, summary)
+	Status       int    `json:"status"`  // the root's exit status under the monitor
+	Err          string `json:"err,omitempty"`
+	// Leftover lists the processes below the guest's init after the
+	// monitor returned ("pid comm"): none may remain.
+	Leftover []string `json:"leftover"`
+}

@@ -1,0 +1,76 @@
+//go:build linux
+
+package guest
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+
+	"github.com/kboost/kboost/internal/procstat"
+	"github.com/kboost/kboost/monitor"
+	"golang.org/x/sys/unix"
+)
+
+func init() {
+	Register("monitor-trial", monitorStep)
+}
+
+// monitorStep runs MonitorArgs.Bin natively, then under kboost's reference
+// monitor (every call, seccomp filter, a policy denying the openat of
+// Deny), and lists what is left running afterwards.
+func monitorStep(e *Env, raw json.RawMessage) error {
+	var args MonitorArgs
+	if err := json.Unmarshal(raw, &args); err != nil {
+		return fmt.Errorf("monitor-trial arguments: %w", err)
+	}
+	var u unix.Utsname
+	if err := unix.Uname(&u); err != nil {
+		return fmt.Errorf("uname: %w", err)
+	}
+	rep := MonitorReport{Machine: unix.ByteSliceToString(u.Machine[:])}
+	out, err := exec.Command(args.Bin, args.Deny).Output()
+	rep.Native = string(out)
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		rep.NativeStatus = ee.ExitCode()
+	} else if err != nil {
+		return fmt.Errorf("%s natively: %w", args.Bin, err)
+	}
+	pol, err := monitor.ParsePolicy(strings.NewReader("deny openat path=" + args.Deny + "\n"))
+	if err != nil {
+		return err
+	}
+	stdout, err := os.CreateTemp("", "monitor-trial-")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(stdout.Name())
+	var rec bytes.Buffer
+	m, err := monitor.New(monitor.Options{Argv: []string{args.Bin, args.Deny}, Policy: pol, JSON: true, Out: &rec,
+		Stdio: [3]*os.File{nil, stdout, nil}})
+	if err != nil {
+		rep.Err = err.Error()
+	} else {
+		sum, err := m.Run()
+		rep.Status = sum.Status
+		if err != nil {
+			rep.Err = err.Error()
+		}
+	}
+	stdout.Close()
+	b, _ := os.ReadFile(stdout.Name())
+	rep.Traced, rep.Records = string(b), rec.String()
+	rep.Leftover = []string{}
+	for _, pid := range procstat.Descendants(os.Getpid()) {
+		comm, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/comm")
+		rep.Leftover = append(rep.Leftover, strconv.Itoa(pid)+" "+strings.TrimSpace(string(comm)))
+	}
+	e.Logf("monitor-trial: native status %d, monitored status %d, %d bytes of records", rep.NativeStatus, rep.Status, len(rep.Records))
+	return e.PutJSON("monitor-trial.json", rep)
+}
