@@ -26,7 +26,7 @@ const suiteListsMaxAge = 24 * time.Hour
 // ("6.12", "7.2", or a full "6.12.117"): the newest linux-image-<version>.*
 // package of meta's flavour that apt knows of, first in the system's own
 // sources, then in the suites of versionSuites, each read through a
-// temporary apt configuration under CacheDir()/apt/<suite> (the system's
+// temporary apt configuration under CacheDir()/apt/<suite> (lists per architecture set) (the system's
 // sources and lists are not touched). Where the linux-image package is a
 // metapackage (Debian 7.x: the image is in linux-binary-<release>, the
 // config in linux-base-<release>), those two are downloaded and the
@@ -91,15 +91,19 @@ func (c aptConfig) args(cmd ...string) []string { return append(append([]string{
 // when they are missing or older than suiteListsMaxAge.
 func suiteConfig(ctx context.Context, suite, arch string) (aptConfig, error) {
 	d := filepath.Join(CacheDir(), "apt", suite)
-	for _, sub := range []string{"lists/partial", "cache/archives/partial"} {
-		if err := os.MkdirAll(filepath.Join(d, sub), 0o755); err != nil {
-			return nil, err
-		}
-	}
 	native, _ := runIn(ctx, "", "dpkg", "--print-architecture")
 	archs := strings.TrimSpace(string(native))
 	if archs != arch {
 		archs += "," + arch
+	}
+	// One lists directory per architecture set: apt-get update deletes the
+	// lists its sources do not name, so an amd64-only update in a shared
+	// directory removed the arm64 Packages while the arm64 stamp stayed fresh.
+	lists := filepath.Join(d, "lists-"+strings.ReplaceAll(archs, ",", "-"))
+	for _, sub := range []string{filepath.Join(lists, "partial"), filepath.Join(d, "cache/archives/partial")} {
+		if err := os.MkdirAll(sub, 0o755); err != nil {
+			return nil, err
+		}
 	}
 	src := fmt.Sprintf("deb [arch=%s signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] %s %s main\n", archs, debianMirror(), suite)
 	list := filepath.Join(d, "sources-"+strings.ReplaceAll(archs, ",", "-")+".list")
@@ -111,11 +115,11 @@ func suiteConfig(ctx context.Context, suite, arch string) (aptConfig, error) {
 	cfg := aptConfig{
 		"-o", "Dir::Etc::sourcelist=" + list,
 		"-o", "Dir::Etc::sourceparts=/nonexistent",
-		"-o", "Dir::State::Lists=" + filepath.Join(d, "lists"),
+		"-o", "Dir::State::Lists=" + lists,
 		"-o", "Dir::Cache=" + filepath.Join(d, "cache"),
 		"-o", "APT::Sandbox::User=root",
 	}
-	stamp := filepath.Join(d, "updated-"+strings.ReplaceAll(archs, ",", "-"))
+	stamp := filepath.Join(lists, "updated")
 	if st, err := os.Stat(stamp); err == nil && time.Since(st.ModTime()) < suiteListsMaxAge {
 		return cfg, nil
 	}

@@ -126,7 +126,13 @@ func DebianKallsyms(ctx context.Context, meta string) (string, error) {
 
 // DebKallsyms is DebianKallsyms for a given package file; cfg chooses the
 // architecture and QEMU settings, its Kernel is filled in from the package.
+// A nil cfg.Arch is the package's own (its file name's _<arch>.deb), not
+// AMD64: an arm64 Image given to qemu-system-x86_64 fails with "linux kernel
+// too old to load a ram disk".
 func DebKallsyms(ctx context.Context, deb string, cfg Config) (string, error) {
+	if cfg.Arch == nil {
+		cfg.Arch = debFileArch(deb)
+	}
 	txt, rec := KallsymsPaths(deb)
 	if st, err := os.Stat(txt); err == nil && st.Size() > 0 {
 		return txt, nil
@@ -179,4 +185,15 @@ func DebKallsyms(ctx context.Context, deb string, cfg Config) (string, error) {
 		return "", err
 	}
 	return txt, nil
+}
+
+// debFileArch is the Arch of a package file named <name>_<version>_<arch>.deb,
+// nil (AMD64) when the name says no known architecture.
+func debFileArch(deb string) *Arch {
+	base := strings.TrimSuffix(filepath.Base(deb), ".deb")
+	a, err := LookupArch(base[strings.LastIndex(base, "_")+1:])
+	if err != nil {
+		return nil
+	}
+	return a
 }
