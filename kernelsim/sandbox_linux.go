@@ -371,18 +371,7 @@ func (s *Sandbox) spawnEmu(mfd int) error {
 	}
 	defer unix.Close(null)
 	nf := uintptr(null)
-	sys := &syscall.SysProcAttr{
-		Pdeathsig:  syscall.SIGKILL,
-		Setpgid:    true,
-		Cloneflags: syscall.CLONE_NEWPID | syscall.CLONE_NEWNET | syscall.CLONE_NEWIPC,
-	}
-	if os.Geteuid() == 0 {
-		sys.Credential = &syscall.Credential{Uid: 65534, Gid: 65534, Groups: []uint32{}}
-	} else {
-		sys.Cloneflags |= syscall.CLONE_NEWUSER
-		sys.UidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Geteuid(), Size: 1}}
-		sys.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getegid(), Size: 1}}
-	}
+	sys := SandboxProcAttr()
 	pid, err := syscall.ForkExec(s.emu, append([]string{s.emu, "-0", "kboost-sandbox-" + s.arch.Name, "/proc/self/fd/4"}, s.argv()[1:]...),
 		&syscall.ProcAttr{Env: []string{}, Files: []uintptr{nf, nf, nf, uintptr(mfd), uintptr(s.exeFD)}, Sys: sys})
 	if err != nil {
@@ -791,4 +780,23 @@ func (s *Sandbox) crashed(cases []Case, results []Result, idx int, why string) (
 		return 0, errors.Join(fmt.Errorf("%w: restart after %s", ErrSandbox, why), err)
 	}
 	return idx + 1, nil
+}
+
+// SandboxProcAttr is how every sandboxed runner starts (the ptrace sandbox and
+// the qemu-user ones): killed with kboost, in its own process group, PID,
+// network and IPC namespaces, as nobody (as root) or in a user namespace.
+func SandboxProcAttr() *syscall.SysProcAttr {
+	sys := &syscall.SysProcAttr{
+		Pdeathsig:  syscall.SIGKILL,
+		Setpgid:    true,
+		Cloneflags: syscall.CLONE_NEWPID | syscall.CLONE_NEWNET | syscall.CLONE_NEWIPC,
+	}
+	if os.Geteuid() == 0 {
+		sys.Credential = &syscall.Credential{Uid: 65534, Gid: 65534, Groups: []uint32{}}
+	} else {
+		sys.Cloneflags |= syscall.CLONE_NEWUSER
+		sys.UidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Geteuid(), Size: 1}}
+		sys.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getegid(), Size: 1}}
+	}
+	return sys
 }

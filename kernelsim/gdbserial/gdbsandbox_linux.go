@@ -220,18 +220,7 @@ func (g *GDB) start() error {
 	cmd := exec.Command(g.qemu, args...)
 	cmd.Env = []string{}
 	cmd.ExtraFiles = g.files
-	sys := &syscall.SysProcAttr{
-		Pdeathsig:  syscall.SIGKILL,
-		Setpgid:    true,
-		Cloneflags: syscall.CLONE_NEWPID | syscall.CLONE_NEWNET | syscall.CLONE_NEWIPC,
-	}
-	if os.Geteuid() == 0 {
-		sys.Credential = &syscall.Credential{Uid: 65534, Gid: 65534, Groups: []uint32{}}
-	} else {
-		sys.Cloneflags |= syscall.CLONE_NEWUSER
-		sys.UidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Geteuid(), Size: 1}}
-		sys.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getegid(), Size: 1}}
-	}
+	sys := kernelsim.SandboxProcAttr()
 	cmd.SysProcAttr = sys
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
