@@ -71,9 +71,26 @@ var uprobes612ARM64 = &Policy{
 	user:          true,
 }
 
-// linux72ARM64 and uprobes72ARM64 add Debian 7.2.13's changes (a64K72): NOP
-// simulated, RET and BR/BLR with handlers of their own, and the exclusive
-// masks of the atomic back-scan with bit 23 (LDAR/STLR no longer count).
+// uprobes618ARM64 is uprobes-6.12-arm64 with 6.18's changes (a64K618): NOP
+// simulated (6.13) and RET with a handler of its own (6.18). No Debian suite
+// carries linux-source-6.18 (trixie-backports, forky, sid and experimental
+// have 7.2 and 7.3), so it is read from upstream and checked against 7.2.13's
+// compiled code, whose uprobe decisions are 6.18's (a64K72).
+var uprobes618ARM64 = &Policy{
+	Name:          "uprobes-6.18-arm64",
+	Title:         "arm64 uprobes of Linux 6.18: uprobes-6.12-arm64 plus NOP simulated and RET split from BR/BLR",
+	Source:        "no Debian source: upstream 6.18 arch/arm64/kernel/probes/decode-insn.c (simulate_nop, 6.13; simulate_ret, 47687aa4d9c9 in the 6.18 merge), uprobes.c unchanged; checked against Debian 7.2.13's compiled decision code",
+	Modes:         []decode.Mode{decode.ModeA64},
+	MaxInsnSize:   4,
+	CheckBoundary: true,
+	a64:           a64K618,
+	user:          true,
+}
+
+// linux72ARM64 and uprobes72ARM64 add Debian 7.2.13's changes to 6.12 (a64K72,
+// which is 6.18's): NOP simulated, RET and BR/BLR with handlers of their own,
+// and the exclusive masks of the atomic back-scan with bit 23 (LDAR/STLR no
+// longer count).
 var linux72ARM64 = &Policy{
 	Name:          "linux-7.2-arm64",
 	Title:         "Linux 7.2 kprobes on arm64: linux-6.12-arm64 plus NOP simulated, RET split from BR/BLR, exclusive masks fixed",
@@ -88,7 +105,7 @@ var linux72ARM64 = &Policy{
 
 var uprobes72ARM64 = &Policy{
 	Name:          "uprobes-7.2-arm64",
-	Title:         "arm64 uprobes of Linux 7.2: uprobes-6.12-arm64 plus NOP simulated and RET split from BR/BLR",
+	Title:         "arm64 uprobes of Linux 7.2: uprobes-6.18-arm64 unchanged (NOP simulated, RET split from BR/BLR)",
 	Source:        "Debian linux-source-7.2 (7.2.13, unstable): arch/arm64/kernel/probes/uprobes.c, decode-insn.c",
 	Modes:         []decode.Mode{decode.ModeA64},
 	MaxInsnSize:   4,
@@ -112,11 +129,12 @@ func init() {
 	linux61ARM64.classify = func(c *cls) { classifyA64Kprobe(c, false) }
 	linux612ARM64.classify = linux61ARM64.classify
 	linux72ARM64.classify = linux61ARM64.classify
+	uprobes618ARM64.classify = classifyA64Uprobe
 	uprobes72ARM64.classify = classifyA64Uprobe
 	boostARM64.classify = func(c *cls) { classifyA64Kprobe(c, true) }
 	uprobesARM64.classify = classifyA64Uprobe
 	uprobes612ARM64.classify = classifyA64Uprobe
-	for _, p := range []*Policy{linux61ARM64, linux612ARM64, linux72ARM64, uprobesARM64, uprobes612ARM64, uprobes72ARM64, boostARM64} {
+	for _, p := range []*Policy{linux61ARM64, linux612ARM64, linux72ARM64, uprobesARM64, uprobes612ARM64, uprobes618ARM64, uprobes72ARM64, boostARM64} {
 		p.canBoost = func(*cls, *kinsn, uint64, *Env) bool { return false }
 		p.indirectRule = func(Config) (bool, bool) { return false, false }
 		p.audit = auditA64

@@ -53,20 +53,30 @@ type a64Kernel struct {
 	bcond a64Enc
 	// mops: aarch64_insn_is_steppable refuses FEAT_MOPS CPY*/SET* (6.12).
 	mops bool
-	// loadEx, storeEx are the is_probed_address_atomic masks (7.2 adds bit 23:
-	// LDAR/STLR no longer count).
+	// loadEx, storeEx are the is_probed_address_atomic masks (bit 23 added
+	// upstream in 6.15: LDAR/STLR no longer count).
 	loadEx, storeEx a64Enc
-	// nopSim: arm_probe_decode_insn simulates NOP first (7.2, simulate_nop).
+	// nopSim: arm_probe_decode_insn simulates NOP first (simulate_nop, upstream
+	// 6.13).
 	nopSim bool
-	// splitRet: RET has its own handler (simulate_ret), BR/BLR simulate_br_blr (7.2).
+	// splitRet: RET has its own handler (simulate_ret), BR/BLR simulate_br_blr
+	// (upstream 6.18, 47687aa4d9c9 "arm64: probes: Break ret out from bl/blr").
 	splitRet bool
 }
 
 var (
 	a64K61  = &a64Kernel{name: "6.1", bcond: a64Bcond, loadEx: a64LoadEx, storeEx: a64StoreEx}
 	a64K612 = &a64Kernel{name: "6.12", bcond: a64Enc{0xFF000000, 0x54000000}, mops: true, loadEx: a64LoadEx, storeEx: a64StoreEx}
-	a64K72  = &a64Kernel{name: "7.2", bcond: a64Enc{0xFF000000, 0x54000000}, mops: true,
+	// a64K618 is 6.18's: 6.12 plus the three upstream changes of 6.13-6.18.
+	// No Debian suite carries a 6.18 source; the state of 6.18 was read from
+	// upstream (decode-insn.c of 6.17-rc3 already simulates NOP; the RET split
+	// was applied to arm64 for-next/uprobes on 2025-09-16, after 6.17).
+	a64K618 = &a64Kernel{name: "6.18", bcond: a64Enc{0xFF000000, 0x54000000}, mops: true,
 		loadEx: a64Enc{0x3FC00000, 0x08400000}, storeEx: a64Enc{0x3FC00000, 0x08000000}, nopSim: true, splitRet: true}
+	// a64K72: every change kernel-evolution.md section 10 finds between
+	// Debian's 6.12.117 and 7.2.13 had landed by 6.18, so 7.2 is 6.18 here (the
+	// GCS handling inside simulate_ret and update_lr is run-time only).
+	a64K72 = a64K618
 	// a64MOPS is 6.12 insn.h's mops: CPY*/SET* (prologue, main, epilogue).
 	a64MOPS = a64Enc{0x3B200C00, 0x19000400}
 )

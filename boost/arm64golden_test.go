@@ -146,6 +146,38 @@ func TestGoldenUprobes72ARM64(t *testing.T) {
 	a64GoldenUprobes(t, uprobes72ARM64, "testdata/linux-7.2-arm64.golden")
 }
 
+// uprobes-6.18-arm64 has no 6.18 source to compile (no Debian suite carries
+// linux-source-6.18): it is checked against 7.2.13's compiled code, whose
+// uprobe decisions are 6.18's (decode-insn.c's NOP and RET changes landed by
+// 6.18, uprobes.c is unchanged), and it must differ from 6.12's code only
+// where those changes decide: NOP simulated, RET, BR and BLR in the split
+// handlers.
+func TestGoldenUprobes618ARM64(t *testing.T) {
+	a64GoldenUprobes(t, uprobes618ARM64, "testdata/linux-7.2-arm64.golden")
+	rows := readA64Golden(t, "testdata/linux-6.12-arm64.golden")
+	var differ, nop, branch int
+	for i := range rows {
+		r := &rows[i]
+		d := uprobes618ARM64.ClassifyBytesEnv(a64Bytes(r.Word), decode.ModeA64, a64UserAddr+uint64(r.Mis), nil)
+		if a64Render(&d, true) == r.Uprobe {
+			continue
+		}
+		differ++
+		switch {
+		case r.Word == a64NOP:
+			nop++
+		case a64RET.is(r.Word) || a64BR.is(r.Word) || a64BLR.is(r.Word):
+			branch++
+		default:
+			t.Errorf("line %d: %08x: 6.12's kernel %s, uprobes-6.18-arm64 %s: not a NOP, RET, BR or BLR", r.Line, r.Word, r.Uprobe, a64Render(&d, true))
+		}
+	}
+	t.Logf("against 6.12's code: %d rows differ: %d NOP, %d RET/BR/BLR", differ, nop, branch)
+	if nop == 0 || branch == 0 {
+		t.Error("the 6.18 changes are not exercised by 6.12's table")
+	}
+}
+
 func TestGoldenUprobesARM64(t *testing.T) { a64GoldenUprobes(t, uprobesARM64, a64Golden61) }
 
 func TestGoldenUprobes612ARM64(t *testing.T) {
@@ -254,6 +286,9 @@ func TestOracleA64Bulk(t *testing.T) {
 func TestOracleA64Bulk612(t *testing.T) { a64Bulk(t, "6.12", linux612ARM64, uprobes612ARM64, false) }
 
 func TestOracleA64Bulk72(t *testing.T) { a64Bulk(t, "7.2", linux72ARM64, uprobes72ARM64, false) }
+
+// uprobes-6.18-arm64 against 7.2's code (no 6.18 source; see TestGoldenUprobes618ARM64).
+func TestOracleA64Bulk618(t *testing.T) { a64Bulk(t, "7.2", linux72ARM64, uprobes618ARM64, false) }
 
 func a64Bulk(t *testing.T, version string, kpol, upol *Policy, withBoost bool) {
 	if os.Getenv("KBOOST_ORACLE") == "" {

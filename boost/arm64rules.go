@@ -2,11 +2,11 @@ package boost
 
 const (
 	a64Kpol = "linux-6.1-arm64,linux-6.12-arm64,linux-7.2-arm64,boost-arm64"
-	a64All  = "linux-6.1-arm64,linux-6.12-arm64,linux-7.2-arm64,uprobes-arm64,uprobes-6.12-arm64,uprobes-7.2-arm64,boost-arm64"
+	a64All  = "linux-6.1-arm64,linux-6.12-arm64,linux-7.2-arm64,uprobes-arm64,uprobes-6.12-arm64,uprobes-6.18-arm64,uprobes-7.2-arm64,boost-arm64"
 	a64Boo  = "boost-arm64"
-	a64Up   = "uprobes-arm64,uprobes-6.12-arm64,uprobes-7.2-arm64"
-	a64V612 = "linux-6.12-arm64,uprobes-6.12-arm64,linux-7.2-arm64,uprobes-7.2-arm64"
-	a64V72  = "linux-7.2-arm64,uprobes-7.2-arm64"
+	a64Up   = "uprobes-arm64,uprobes-6.12-arm64,uprobes-6.18-arm64,uprobes-7.2-arm64"
+	a64V612 = "linux-6.12-arm64,uprobes-6.12-arm64,uprobes-6.18-arm64,linux-7.2-arm64,uprobes-7.2-arm64"
+	a64V618 = "uprobes-6.18-arm64,linux-7.2-arm64,uprobes-7.2-arm64"
 
 	a64KprobesC = "arch/arm64/kernel/probes/kprobes.c"
 	a64DecodeC  = "arch/arm64/kernel/probes/decode-insn.c"
@@ -68,12 +68,12 @@ var (
 		"B/BL: simulated, no slot")
 	rA64SimBR = newRule("arm64.simulate.br_blr_ret", a64All, a64DecodeC+" arm_probe_decode_insn(); "+a64SimC+" simulate_br_blr_ret()",
 		"BR/BLR/RET (not the PAC forms): simulated, no slot")
-	rA64SimBRBLR = newRule("arm64.simulate.br_blr", a64V72, a64DecodeC+" arm_probe_decode_insn(); "+a64SimC+" simulate_br_blr()",
-		"BR/BLR (not the PAC forms): simulated, no slot (7.2: RET has its own handler)")
-	rA64SimRET = newRule("arm64.simulate.ret", a64V72, a64DecodeC+" arm_probe_decode_insn(); "+a64SimC+" simulate_ret()",
-		"RET (not RETAA/RETAB): simulated, no slot (7.2; for a user task with GCS it also pops the GCS)")
-	rA64SimNOP = newRule("arm64.simulate.nop", a64V72, a64DecodeC+" arm_probe_decode_insn() aarch64_insn_is_nop(); "+a64SimC+" simulate_nop()",
-		"NOP (0xD503201F): simulated, no slot (7.2; other steppable hints still run in the slot)")
+	rA64SimBRBLR = newRule("arm64.simulate.br_blr", a64V618, a64DecodeC+" arm_probe_decode_insn(); "+a64SimC+" simulate_br_blr()",
+		"BR/BLR (not the PAC forms): simulated, no slot (6.18 and 7.2, where RET has its own handler)")
+	rA64SimRET = newRule("arm64.simulate.ret", a64V618, a64DecodeC+" arm_probe_decode_insn(); "+a64SimC+" simulate_ret()",
+		"RET (not RETAA/RETAB): simulated, no slot (6.18 and 7.2; for a user task with GCS it also pops the GCS)")
+	rA64SimNOP = newRule("arm64.simulate.nop", a64V618, a64DecodeC+" arm_probe_decode_insn() aarch64_insn_is_nop(); "+a64SimC+" simulate_nop()",
+		"NOP (0xD503201F): simulated, no slot (upstream 6.13: 6.18 and 7.2; other steppable hints still run in the slot)")
 	rA64Atomic = newRule("arm64.atomic_sequence", a64Kpol, a64DecodeC+" arm_kprobe_decode_insn() is_probed_address_atomic()",
 		"walking back from the previous instruction to the symbol start or 32 instructions, a load-exclusive mask match (0x3F400000/0x08400000, which also matches LDAR and CASA/CASAL) comes before any store-exclusive match (0x3F400000/0x08000000): EINVAL")
 	rA64Slot = newRule("arm64.slot", a64Kpol, a64KprobesC+" arch_prepare_ss_slot()",

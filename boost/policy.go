@@ -329,5 +329,5 @@ func writeRel32(dst []byte, from, to uint64) {
 }
 
 func init() {
-	policies = []*Policy{linux61, linux612, linux72, booster2617, uprobesX86, uprobes612, uprobes618, uprobes72, linux61ARM64, linux612ARM64, linux72ARM64, uprobesARM64, uprobes612ARM64, uprobes72ARM64, boostARM64, linux61ARM, linux61Thumb}
+	policies = []*Policy{linux61, linux612, linux72, booster2617, uprobesX86, uprobes612, uprobes618, uprobes72, linux61ARM64, linux612ARM64, linux72ARM64, uprobesARM64, uprobes612ARM64, uprobes618ARM64, uprobes72ARM64, boostARM64, linux61ARM, linux61Thumb}
 }

@@ -95,7 +95,8 @@
 // (ftrace records, .parainstructions, .altinstructions, .ibt_endbr_seal,
 // .smp_locks) in its version's layout; X86Boot.Apply patches bytes as that
 // version's alternative_instructions does (Linux 6.1, 6.12 and 7.2 are
-// modelled, another version as the nearest older one: X86Boot.Note) on a
+// modelled; 6.8-6.11 as 6.12, whose rules upstream has had since 6.8; another
+// version as the nearest older one: X86Boot.Note says which) on a
 // machine given as an X86CPU (its feature bits as the kernel numbers them and
 // its number of CPUs): from /proc/cpuinfo flags (X86CPUFromFlags, numbered by
 // the version's cpufeatures.h table, X86FeatureTableFor) or a named machine

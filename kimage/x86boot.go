@@ -56,6 +56,10 @@ const (
 // facts that changed between the versions kboost models.
 type x86BootRules struct {
 	version string // major.minor
+	// since, when not "", is the oldest release whose boot patching these
+	// rules already describe (a kernel from there up to version is patched
+	// with them, said in a note).
+	since string
 	// paravirt: the paravirt call sites are .parainstructions entries (6.1);
 	// later kernels make them ALT_FLAG_DIRECT_CALL alternatives.
 	paravirt bool
@@ -92,22 +96,32 @@ var x86BootVersions = []*x86BootRules{
 	{version: "6.1", paravirt: true, nopMax: 8, patch: patch61, endbrPoison: 0x001f0f66},
 	// 6.12.117: alt_instr's cpuid became u32 ft_flags {cpuid:16, flags:16};
 	// x86_nops up to 11 bytes; insn_is_nop in alternative.c (0x90 without a
-	// leading REP, 0f 1f); entry by entry; poison `66 0f 1f 00`.
-	{version: "6.12", nopMax: 11, patch: patchReloc, isNop: x86IsNop612, endbrPoison: 0x001f0f66},
+	// leading REP, 0f 1f); entry by entry; poison `66 0f 1f 00`. Upstream
+	// since 6.8: the 14-byte alt_instr from 6.2, apply_relocation, add_nop
+	// and the 9-11 byte NOPs from 6.4 (270a69c4485d), insn_is_nop from 6.6,
+	// and in 6.8 the paravirt sites became ALT_FLAG_DIRECT_CALL alternatives
+	// (da0fe6e68e10) with .parainstructions removed (f7af6977621a).
+	{version: "6.12", since: "6.8", nopMax: 11, patch: patchReloc, isNop: x86IsNop612, endbrPoison: 0x001f0f66},
 	// 7.2.13: analyze_patch_site/prep_patch_site/patch_site; insn_is_nop in
 	// lib/insn-eval.c (also mov %r,%r, lea 0(%r),%r, jmp +0; not PAUSE nor
 	// xchg %r8); poison `0f 1f 40 d6` (nopl -42(%rax), 0xd6 = UDB).
 	{version: "7.2", nopMax: 11, patch: patchReloc, perSite: true, isNop: x86IsNop72, endbrPoison: 0xd6401f0f},
 }
 
-// x86BootRulesFor picks the rules of a kernel release and says how.
+// x86BootRulesFor picks the rules of a kernel release and says how: the
+// version's own, else the rules whose since range holds it, else the nearest
+// older version's.
 func x86BootRulesFor(release string) (*x86BootRules, string) {
 	major, minor, ok := releaseMajorMinor(release)
-	pick := x86BootVersions[0]
+	pick, ranged := x86BootVersions[0], false
 	for _, r := range x86BootVersions {
-		rm, rn, _ := releaseMajorMinor(r.version)
+		from := r.version
+		if r.since != "" {
+			from = r.since
+		}
+		rm, rn, _ := releaseMajorMinor(from)
 		if ok && (rm < major || (rm == major && rn <= minor)) {
-			pick = r
+			pick, ranged = r, from != r.version
 		}
 	}
 	switch {
@@ -115,9 +129,17 @@ func x86BootRulesFor(release string) (*x86BootRules, string) {
 		return pick, fmt.Sprintf("kernel version unknown: boot patching as Linux %s", pick.version)
 	case kernelMajorMinor(release) == pick.version:
 		return pick, ""
+	case ranged && !olderThan(pick.version, major, minor):
+		return pick, fmt.Sprintf("kernel %s is not modelled: boot patching as Linux %s, whose rules upstream has had since %s", release, pick.version, pick.since)
 	default:
 		return pick, fmt.Sprintf("kernel %s is not modelled: boot patching as Linux %s (the nearest modelled version)", release, pick.version)
 	}
+}
+
+// olderThan reports whether version v (major.minor) is older than major.minor.
+func olderThan(v string, major, minor int) bool {
+	vm, vn, _ := releaseMajorMinor(v)
+	return vm < major || (vm == major && vn < minor)
 }
 
 func releaseMajorMinor(release string) (major, minor int, ok bool) {

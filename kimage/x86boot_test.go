@@ -127,6 +127,9 @@ func TestX86BootRulesFor(t *testing.T) {
 		{"6.12.117+deb12-amd64", "6.12", false},
 		{"7.2.13+deb14-amd64", "7.2", false},
 		{"6.6.8", "6.1", true},
+		{"6.7.12", "6.1", true},
+		{"6.8.0-31-generic", "6.12", true}, // paravirt sites are ALT_FLAG_DIRECT_CALL alternatives from 6.8
+		{"6.11.11", "6.12", true},
 		{"6.18.44", "6.12", true},
 		{"8.0", "7.2", true},
 		{"5.10.0", "6.1", true},
@@ -136,6 +139,9 @@ func TestX86BootRulesFor(t *testing.T) {
 		if r.version != c.version || (note != "") != c.noted {
 			t.Errorf("%q: Linux %s, note %q; want %s (note: %v)", c.release, r.version, note, c.version, c.noted)
 		}
+	}
+	if _, note := x86BootRulesFor("6.9.3"); !strings.Contains(note, "as Linux 6.12, whose rules upstream has had since 6.8") {
+		t.Errorf("6.9.3: note %q does not say the 6.12 rules hold from 6.8", note)
 	}
 }
 

@@ -14,7 +14,7 @@
 //
 // A Kernel is one kernel version's uprobes behaviour as a value: the boost
 // policy of that version (uprobes-x86 for 6.1, uprobes-6.12, uprobes-6.18,
-// uprobes-7.2; on arm64 uprobes-arm64, uprobes-6.12-arm64 (also for 6.18),
+// uprobes-7.2; on arm64 uprobes-arm64, uprobes-6.12-arm64, uprobes-6.18-arm64,
 // uprobes-7.2-arm64: Kernel.PolicyFor) decides acceptance, emulation and which NOP sites the kernel
 // optimizes into a call to the [uprobes-trampoline] page; the Kernel adds what
 // that call does to the process (6.18's red-zone write). ForRelease and

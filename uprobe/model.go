@@ -64,12 +64,11 @@ var kernels = []*Kernel{
 		Source: "boost policy uprobes-7.2 (Debian linux-source-7.2): insn_is_nop() forms emulated, the 10-byte NOP 66 2e 0f 1f 84 optimized behind lea -0x80(%rsp),%rsp (red zone kept)"},
 }
 
-// kernelPolicy names each model's boost policies: x86, then arm64 (6.18 on
-// arm64 is not modelled: 6.12's decode-insn.c, the nearest older source).
+// kernelPolicy names each model's boost policies: x86, then arm64.
 var kernelPolicy = map[string][2]string{
 	"uprobes-6.1":  {"uprobes-x86", "uprobes-arm64"},
 	"uprobes-6.12": {"uprobes-6.12", "uprobes-6.12-arm64"},
-	"uprobes-6.18": {"uprobes-6.18", "uprobes-6.12-arm64"},
+	"uprobes-6.18": {"uprobes-6.18", "uprobes-6.18-arm64"},
 	"uprobes-7.2":  {"uprobes-7.2", "uprobes-7.2-arm64"},
 }
 

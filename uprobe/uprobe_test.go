@@ -154,6 +154,17 @@ func TestForRelease(t *testing.T) {
 			t.Errorf("%s: %s, want %s", c.rel, k.Name, c.model)
 		}
 	}
+	// arm64: each model's own version (6.18 simulates NOP and splits RET, which
+	// 6.12 does not; 6.19 is 6.18's).
+	for _, c := range []struct{ rel, policy string }{
+		{"6.1.0-57-arm64", "uprobes-arm64"}, {"6.12.117+deb13-arm64", "uprobes-6.12-arm64"}, {"6.15.2", "uprobes-6.12-arm64"},
+		{"6.18.4-arm64", "uprobes-6.18-arm64"}, {"6.19.1", "uprobes-6.18-arm64"}, {"7.2.13+deb14-arm64", "uprobes-7.2-arm64"},
+	} {
+		k, _ := ForRelease(c.rel)
+		if p := k.PolicyFor(decode.ARM64); p.Name != c.policy {
+			t.Errorf("%s on arm64: %s, want %s", c.rel, p.Name, c.policy)
+		}
+	}
 }
 
 // The USDT notes of the corpus, against readelf -n (the oracle), and the
