@@ -11,7 +11,7 @@ import (
 )
 
 // The "kboost-verify-arm" step is the fixed-width recorder of
-// arm64verify.go for 32-bit ARM-mode kernels (Debian armmp): ARMProbes.
+// a64_verify.go for 32-bit ARM-mode kernels (Debian armmp): ARMProbes.
 
 // ARMVerifyStep is the 32-bit ARM step's name.
 const ARMVerifyStep = "kboost-verify-arm"
