@@ -162,3 +162,63 @@ func listFlags(line string) []string {
 	}
 	return flags
 }
+
+// clearEvents removes every kprobe event (the guest has no others): opening
+// kprobe_events with O_TRUNC unregisters them all.
+func clearEvents(dir string) error {
+	f, err := os.OpenFile(filepath.Join(dir, "kprobe_events"), os.O_WRONLY|os.O_TRUNC, 0)
+	if err != nil {
+		return fmt.Errorf("clearing kprobe_events: %w", err)
+	}
+	return f.Close()
+}
+
+func readOr(path string) []byte {
+	b, _ := os.ReadFile(path)
+	return b
+}
+
+// eventWriter registers the verify recorders' probes as kprobe events
+// p0, p1, ... of kprobeGroup, one write each (a write's error is that
+// probe's refusal), into a kprobe_events cleared first.
+type eventWriter struct {
+	dir string
+	f   *os.File
+	n   int
+	// ErrorLogs, when not nil, gets the tracefs error_log message of the
+	// first refusal with each errno.
+	ErrorLogs map[string]string
+}
+
+func openEvents(dir string) (*eventWriter, error) {
+	if err := clearEvents(dir); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(filepath.Join(dir, "kprobe_events"), os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		return nil, err
+	}
+	return &eventWriter{dir: dir, f: f}, nil
+}
+
+func (w *eventWriter) Close() error { return w.f.Close() }
+
+// Register defines a probe at r's function and offset; when the kernel
+// refuses it, r.Kernel.Errno is the errno's name and Register returns false.
+func (w *eventWriter) Register(r *VerifyRecord) bool {
+	def := fmt.Sprintf("p:%s/p%d %s+0x%x\n", kprobeGroup, w.n, r.Func, r.Off)
+	w.n++
+	if _, err := w.f.Write([]byte(def)); err != nil {
+		var errno unix.Errno
+		if errors.As(err, &errno) {
+			r.Kernel.Errno = unix.ErrnoName(errno)
+		} else {
+			r.Kernel.Errno = err.Error()
+		}
+		if _, seen := w.ErrorLogs[r.Kernel.Errno]; w.ErrorLogs != nil && !seen {
+			w.ErrorLogs[r.Kernel.Errno] = lastErrorLog(filepath.Join(w.dir, "error_log"))
+		}
+		return false
+	}
+	return true
+}

@@ -6,7 +6,6 @@ import (
 	"bytes"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -151,31 +150,12 @@ func stepVerify(e *Env, raw json.RawMessage) error {
 	if err != nil {
 		return err
 	}
-	ev := filepath.Join(dir, "kprobe_events")
-	if err := clearEvents(dir); err != nil {
-		return err
-	}
-	kfile, err := os.OpenFile(ev, os.O_WRONLY|os.O_APPEND, 0)
+	events, err := openEvents(dir)
 	if err != nil {
 		return err
 	}
-	defer kfile.Close()
-	n := 0
-	register := func(pl *Planned) bool {
-		name := fmt.Sprintf("p%d", n)
-		n++
-		def := fmt.Sprintf("p:%s/%s %s+0x%x\n", kprobeGroup, name, pl.Rec.Func, pl.Rec.Off)
-		if _, err := kfile.Write([]byte(def)); err != nil {
-			var errno unix.Errno
-			if errors.As(err, &errno) {
-				pl.Rec.Kernel.Errno = unix.ErrnoName(errno)
-			} else {
-				pl.Rec.Kernel.Errno = err.Error()
-			}
-			return false
-		}
-		return true
-	}
+	defer events.Close()
+	register := func(pl *Planned) bool { return events.Register(&pl.Rec) }
 
 	// Non-boundaries first, never enabled: one that is accepted is removed at once.
 	t1 := time.Now()
@@ -373,19 +353,4 @@ func stepVerify(e *Env, raw json.RawMessage) error {
 	}
 	mark("total", t0)
 	return e.PutJSON("kboost-verify.json", rep)
-}
-
-// clearEvents removes every kprobe event (the guest has no others): opening
-// kprobe_events with O_TRUNC unregisters them all.
-func clearEvents(dir string) error {
-	f, err := os.OpenFile(filepath.Join(dir, "kprobe_events"), os.O_WRONLY|os.O_TRUNC, 0)
-	if err != nil {
-		return fmt.Errorf("clearing kprobe_events: %w", err)
-	}
-	return f.Close()
-}
-
-func readOr(path string) []byte {
-	b, _ := os.ReadFile(path)
-	return b
 }
