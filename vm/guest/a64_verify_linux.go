@@ -280,8 +280,17 @@ func stepVerifyFixed(e *Env, raw json.RawMessage, arch *ProbeArch) error {
 			r.Kernel.Ftrace = le.Has("FTRACE")
 			need = need || (r.Boundary && !r.Kernel.Ftrace)
 		}
-		if arch.Optprobes && len(ok) > 0 {
-			waitOptimized(e, &rep, dir, ok, byAddr, kc)
+		if arch.Optimizer != nil && len(ok) > 0 {
+			if setEnabled(dir, true, rep.Rounds, &rep.Notes) {
+				var read func(addr uint64, n int) ([]byte, error)
+				if kc != nil {
+					read = kc.Read
+				}
+				if note := arch.Optimizer.await(rep.Rounds, ok, byAddr, read); note != "" {
+					rep.Notes = append(rep.Notes, note)
+				}
+				setEnabled(dir, false, rep.Rounds, &rep.Notes)
+			}
 			tick("optimize")
 		}
 		if need && len(pages) == 0 && slotMem != nil {

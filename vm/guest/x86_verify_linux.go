@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -21,6 +20,15 @@ import (
 func init() {
 	Register("kboost-verify", stepVerify)
 }
+
+// x86Optimizer waits for x86's optimizer until every probe listed
+// [OPTIMIZED] has its jmp (E9) to the detour buffer in place of the int3, at
+// most VerifyArgs.OptimizeWaitMS (Max is set from it).
+var x86Optimizer = &OptimizerWait{Poll: 20 * time.Millisecond, Len: 1, Align: 1,
+	Jumped: func(b []byte) bool { return b[0] == 0xE9 },
+	Note: func(round, _, pending int, max time.Duration) string {
+		return fmt.Sprintf("round %d: %d probes listed [OPTIMIZED] without the jmp in place after %v", round, pending, max)
+	}}
 
 func readSlotPages(k *loader.Kcore) SlotPages {
 	sp, _ := k.ReadSlotPages(loader.InsnPageSymbol)
@@ -261,38 +269,16 @@ func stepVerify(e *Env, raw json.RawMessage) error {
 		}
 		tick("match")
 		if len(ok) > 0 {
-			if err := os.WriteFile(filepath.Join(dir, "events", kprobeGroup, "enable"), []byte("1\n"), 0); err != nil {
-				rep.Notes = append(rep.Notes, fmt.Sprintf("round %d: enabling: %v", r+1, err))
-			}
+			setEnabled(dir, true, r+1, &rep.Notes)
 			tick("enable")
-			// [OPTIMIZED] is set when the optimizer is queued; it has run when the
-			// probed address holds the jmp (E9) to the detour buffer instead of int3.
-			deadline := time.Now().Add(wait)
-			for {
-				list = ParseKprobesList(readOr(kprobesList))
-				for i := range list {
-					byAddr[list[i].Addr] = &list[i]
-				}
-				pending := 0
-				for _, pl := range ok {
-					le := byAddr[pl.Rec.Kernel.Addr]
-					if le == nil || pl.Rec.Kernel.Addr == 0 {
-						continue
-					}
-					pl.Rec.Kernel.Optimized = le.Has("OPTIMIZED")
-					if pl.Rec.Kernel.Optimized {
-						if b, err := kc.Read(le.Addr, 1); err != nil || b[0] != 0xE9 {
-							pending++
-						}
-					}
-				}
-				if pending == 0 || time.Now().After(deadline) {
-					if pending > 0 {
-						rep.Notes = append(rep.Notes, fmt.Sprintf("round %d: %d probes listed [OPTIMIZED] without the jmp in place after %v", r+1, pending, wait))
-					}
-					break
-				}
-				time.Sleep(20 * time.Millisecond)
+			recs := make([]*VerifyRecord, len(ok))
+			for k, pl := range ok {
+				recs[k] = &pl.Rec
+			}
+			w := *x86Optimizer
+			w.Max = wait
+			if note := w.await(r+1, recs, byAddr, kc.Read); note != "" {
+				rep.Notes = append(rep.Notes, note)
 			}
 			tick("optimize")
 			// The detour buffers, while the probes are optimized.
@@ -330,9 +316,7 @@ func stepVerify(e *Env, raw json.RawMessage) error {
 				}
 			}
 			tick("detour")
-			if err := os.WriteFile(filepath.Join(dir, "events", kprobeGroup, "enable"), []byte("0\n"), 0); err != nil {
-				rep.Notes = append(rep.Notes, fmt.Sprintf("round %d: disabling: %v", r+1, err))
-			}
+			setEnabled(dir, false, r+1, &rep.Notes)
 			tick("disable")
 		}
 		if err := clearEvents(dir); err != nil {
