@@ -482,29 +482,11 @@ func Verify(ctx context.Context, vc VerifyConfig) (*Verification, error) {
 	if err != nil {
 		return nil, err
 	}
-	steps := []guest.Step{{Name: "kboost-verify", Args: raw}}
-	if vc.Uprobes != nil {
-		st, err := vc.Uprobes.step(&cfg)
-		if err != nil {
-			return nil, err
-		}
-		steps = append(steps, st)
-	}
-	res, err := Run(ctx, cfg, steps...)
+	res, err := bootRecorder(ctx, cfg, guest.Step{Name: "kboost-verify", Args: raw}, "kboost-verify.json", &v.Report, vc.Uprobes)
 	if err != nil {
 		return nil, err
 	}
-	if err := res.Err(); err != nil {
-		return nil, err
-	}
 	v.Timing = res.Timing
-	b, ok := res.Files["kboost-verify.json"]
-	if !ok {
-		return nil, &ProtocolError{Reason: "no kboost-verify.json in the result"}
-	}
-	if err := json.Unmarshal(b, &v.Report); err != nil {
-		return nil, &ProtocolError{Reason: "kboost-verify.json: " + err.Error()}
-	}
 	if note := guestClockNote(time.Duration(v.Report.TimingMS["total"])*time.Millisecond, res.Timing.Boot); note != "" {
 		v.Report.Notes = append(v.Report.Notes, note)
 	}
@@ -520,6 +502,36 @@ func Verify(ctx context.Context, vc VerifyConfig) (*Verification, error) {
 		}
 	}
 	return v, nil
+}
+
+// bootRecorder boots cfg with a verify recorder's step (then, with up, the
+// uprobe-trial step) and decodes the step's report file into report: the one
+// way every architecture's record comes from the guest. The result is for
+// what else the caller reads from the boot.
+func bootRecorder(ctx context.Context, cfg Config, step guest.Step, file string, report any, up *UprobeTrialRequest) (*Result, error) {
+	steps := []guest.Step{step}
+	if up != nil {
+		st, err := up.step(&cfg)
+		if err != nil {
+			return nil, err
+		}
+		steps = append(steps, st)
+	}
+	res, err := Run(ctx, cfg, steps...)
+	if err != nil {
+		return nil, err
+	}
+	if err := res.Err(); err != nil {
+		return nil, err
+	}
+	b, ok := res.Files[file]
+	if !ok {
+		return nil, &ProtocolError{Reason: "no " + file + " in the result"}
+	}
+	if err := json.Unmarshal(b, report); err != nil {
+		return nil, &ProtocolError{Reason: file + ": " + err.Error()}
+	}
+	return res, nil
 }
 
 // x86RecordPath is where Verify caches the record of booting deb: keyed by

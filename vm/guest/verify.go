@@ -6,6 +6,7 @@ import (
 	"math/rand"
 	"path"
 	"sort"
+	"time"
 
 	"github.com/kboost/kboost/audit"
 	"github.com/kboost/kboost/boost"
@@ -422,4 +423,21 @@ func (p *Predictor) MatchSlots(probes []*Planned, before, after SlotPages) {
 			pl.Rec.Note = m.Note
 		}
 	}
+}
+
+// OptimizerWait is how a recorder waits, after enabling a round, for the
+// kernel's delayed optimizer: [OPTIMIZED] is set when a probe is queued,
+// the jump is written later. The round has settled when no listed probe
+// lacks its jump, at least Min after the start and Stable after the number
+// listed last changed; Max bounds the wait.
+type OptimizerWait struct {
+	Min, Stable, Max, Poll time.Duration
+	// Len and Align: the bytes read at a probed address (rounded down to
+	// Align) to see whether Jumped, the optimized jump, is in place.
+	Len    int
+	Align  uint64
+	Jumped func(b []byte) bool
+	// Note formats the note of a round that did not settle: listed
+	// [OPTIMIZED], pending of them without the jump.
+	Note func(round, listed, pending int, max time.Duration) string
 }

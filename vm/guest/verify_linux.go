@@ -3,377 +3,18 @@
 package guest
 
 import (
-	"bytes"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
-	"github.com/kboost/kboost/boost"
-	"github.com/kboost/kboost/kimage"
-	"github.com/kboost/kboost/loader"
 	"golang.org/x/sys/unix"
 )
 
-func init() {
-	Register("kboost-verify", stepVerify)
-}
-
-func readSlotPages(k *loader.Kcore) SlotPages {
-	sp, _ := k.ReadSlotPages(loader.InsnPageSymbol)
-	return sp
-}
-
-func stepVerify(e *Env, raw json.RawMessage) error {
-	var args VerifyArgs
-	if len(raw) > 0 {
-		if err := json.Unmarshal(raw, &args); err != nil {
-			return fmt.Errorf("kboost-verify arguments: %w", err)
-		}
-	}
-	t0 := time.Now()
-	rep := VerifyReport{TimingMS: map[string]int64{}}
-	mark := func(name string, since time.Time) { rep.TimingMS[name] = time.Since(since).Milliseconds() }
-	var u unix.Utsname
-	if err := unix.Uname(&u); err == nil {
-		rep.Release = unix.ByteSliceToString(u.Release[:])
-	}
-
-	// The live kernel's own view: kallsyms, kcore, config.
-	_ = os.WriteFile("/proc/sys/kernel/kptr_restrict", []byte("0\n"), 0)
-	syms, err := kimage.LoadSymbols("/proc/kallsyms")
-	if err != nil {
-		return err
-	}
-	f, err := kimage.Open(args.Vmlinux)
-	if err != nil {
-		return fmt.Errorf("kernel image: %w", err)
-	}
-	defer f.Close()
-	if slide := f.SetSymbols(syms); slide != 0 {
-		return fmt.Errorf("kallsyms and the vmlinux differ by %#x: boot with nokaslr", slide)
-	}
-	var cfg *kimage.KConfig
-	if args.Config != "" {
-		cfg, err = kimage.LoadKConfig(args.Config)
-	} else {
-		cfg, _, err = kimage.FindRunningConfig()
-	}
-	if err != nil {
-		return fmt.Errorf("kernel config: %w", err)
-	}
-	policy := args.Policy
-	if policy == "" && f.Arch != nil {
-		// The booted kernel's version picks the policy.
-		if p, note := boost.ForKernel(rep.Release, f.Arch.Mode); p != nil {
-			policy = p.Name
-			rep.Notes = append(rep.Notes, note)
-		}
-	}
-	pred, err := NewPredictor(f, cfg, policy)
-	if err != nil {
-		return err
-	}
-	rep.Policy = pred.Policy.Name
-	rep.Notes = append(rep.Notes, pred.Notes...)
-	kc, err := loader.OpenKcore()
-	if err != nil {
-		return err
-	}
-	defer kc.Close()
-	if b, err := os.ReadFile("/proc/sys/debug/kprobes-optimization"); err == nil {
-		rep.Optimization = strings.TrimSpace(string(b)) == "1"
-	}
-	// The optprobe template, for the detour buffers of optimized probes.
-	tmpl, tmplErr := loader.ReadOptTemplate(kc, syms)
-	if tmplErr != nil {
-		rep.Notes = append(rep.Notes, "optprobe template: "+tmplErr.Error())
-	} else {
-		rep.Notes = append(rep.Notes, fmt.Sprintf("optprobe template at %#x: %d bytes (clac +%d, val +%d, call +%d), detour slots of %d bytes, SMAP %v",
-			tmpl.Entry, len(tmpl.Bytes), tmpl.Clac, tmpl.Val, tmpl.Call, tmpl.SlotSize(), tmpl.SMAP))
-	}
-	var optPages []uint64
-	funcs, err := pred.SelectFuncs(&args)
-	if err != nil {
-		return err
-	}
-	nb := args.NonBoundary
-	if nb == 0 {
-		nb = 2
-	}
-	// __init code is freed after boot: kcore shows whatever reuses the memory
-	// there, so those functions are predicted from the vmlinux (the kernel
-	// refuses them before decoding anything).
-	var initStart, initEnd uint64
-	if a, ok := f.Symbols.ByName("_sinittext"); ok {
-		if b, ok := f.Symbols.ByName("_einittext"); ok {
-			initStart, initEnd = a.Addr, b.Addr
-		}
-	}
-	initFuncs := 0
-	var planned []Planned
-	for _, s := range funcs {
-		read := kc.Read
-		if s.Addr >= initStart && s.Addr < initEnd {
-			read = func(addr uint64, n int) ([]byte, error) { return f.ReadAt(addr, n) }
-			initFuncs++
-		}
-		code, err := read(s.Addr, int(s.Size))
-		if err != nil {
-			rep.Notes = append(rep.Notes, fmt.Sprintf("%s: %v (skipped)", s.Name, err))
-			continue
-		}
-		if img, err := f.ReadAt(s.Addr, int(s.Size)); err == nil && !bytes.Equal(img, code) {
-			rep.KcoreDiffers++
-		}
-		pl, err := pred.PredictFunc(s, code, nb, rep.Optimization)
-		if err != nil {
-			rep.Notes = append(rep.Notes, fmt.Sprintf("%s: %v (skipped)", s.Name, err))
-			continue
-		}
-		rep.Functions = append(rep.Functions, s.Name)
-		planned = append(planned, ThinBoundaries(pl, args.Boundaries)...)
-	}
-	if args.Boundaries > 0 {
-		rep.Notes = append(rep.Notes, fmt.Sprintf("at most %d instruction boundaries probed per function, spread over it from the first", args.Boundaries))
-	}
-	if initFuncs > 0 {
-		rep.Notes = append(rep.Notes, fmt.Sprintf("%d __init functions (freed after boot) predicted from the vmlinux bytes", initFuncs))
-	}
-	mark("predict", t0)
-	e.Logf("kboost-verify: %d functions, %d probes predicted in %v", len(rep.Functions), len(planned), time.Since(t0).Round(time.Millisecond))
-
-	dir, err := tracingDir()
-	if err != nil {
-		return err
-	}
-	ev := filepath.Join(dir, "kprobe_events")
-	if err := clearEvents(dir); err != nil {
-		return err
-	}
-	kfile, err := os.OpenFile(ev, os.O_WRONLY|os.O_APPEND, 0)
-	if err != nil {
-		return err
-	}
-	defer kfile.Close()
-	n := 0
-	register := func(pl *Planned) bool {
-		name := fmt.Sprintf("p%d", n)
-		n++
-		def := fmt.Sprintf("p:%s/%s %s+0x%x\n", kprobeGroup, name, pl.Rec.Func, pl.Rec.Off)
-		if _, err := kfile.Write([]byte(def)); err != nil {
-			var errno unix.Errno
-			if errors.As(err, &errno) {
-				pl.Rec.Kernel.Errno = unix.ErrnoName(errno)
-			} else {
-				pl.Rec.Kernel.Errno = err.Error()
-			}
-			return false
-		}
-		return true
-	}
-
-	// Non-boundaries first, never enabled: one that is accepted is removed at once.
-	t1 := time.Now()
-	for i := range planned {
-		pl := &planned[i]
-		if pl.Rec.Boundary {
-			continue
-		}
-		pl.Rec.Round = 0
-		if register(pl) {
-			if l := ParseKprobesList(readOr(kprobesList)); len(l) > 0 {
-				pl.Rec.Kernel.Addr = l[0].Addr
-				pl.Rec.Kernel.Ftrace = l[0].Has("FTRACE")
-			}
-			if err := clearEvents(dir); err != nil {
-				return err
-			}
-		}
-	}
-	mark("non_boundary", t1)
-
-	wait := time.Duration(args.OptimizeWaitMS) * time.Millisecond
-	if wait == 0 {
-		wait = 3 * time.Second
-	}
-	rounds := PlanRounds(planned, args.Spacing)
-	t2 := time.Now()
-	var pages []uint64 // slot pages known so far
-	phase := map[string]time.Duration{}
-	lap := time.Now()
-	tick := func(name string) { phase[name] += time.Since(lap); lap = time.Now() }
-	for r, idx := range rounds {
-		if args.MaxRounds > 0 && r >= args.MaxRounds {
-			rep.Notes = append(rep.Notes, fmt.Sprintf("stopped after %d of %d rounds (max_rounds)", r, len(rounds)))
-			break
-		}
-		rep.Rounds = r + 1
-		lap = time.Now()
-		before := SlotPages{}
-		for _, a := range pages {
-			if b, err := kc.Read(a, 4096); err == nil {
-				before[a] = b
-			}
-		}
-		var ok []*Planned
-		for _, i := range idx {
-			pl := &planned[i]
-			pl.Rec.Round = r + 1
-			if register(pl) {
-				ok = append(ok, pl)
-			}
-		}
-		tick("register")
-		// Known slot pages first; /proc/kallsyms (slow: seconds under TCG) is read
-		// again only when a slot is not found on them (a new page).
-		after := SlotPages{}
-		for _, a := range pages {
-			if b, err := kc.Read(a, 4096); err == nil {
-				after[a] = b
-			}
-		}
-		tick("slots")
-		byAddr := map[uint64]*ListEntry{}
-		list := ParseKprobesList(readOr(kprobesList))
-		for i := range list {
-			byAddr[list[i].Addr] = &list[i]
-		}
-		var needSlot []*Planned
-		for _, pl := range ok {
-			le := byAddr[pl.Decision.Addr]
-			if le == nil {
-				le = byAddr[pl.Addr]
-			}
-			if le == nil {
-				pl.Rec.Note = "accepted but not in kprobes/list"
-				continue
-			}
-			pl.Rec.Kernel.Addr = le.Addr
-			pl.Rec.Kernel.Ftrace = le.Has("FTRACE")
-			if !pl.Rec.Kernel.Ftrace {
-				needSlot = append(needSlot, pl)
-			}
-		}
-		pred.MatchSlots(needSlot, before, after)
-		lost := 0
-		for _, pl := range needSlot {
-			if pl.Rec.Kernel.Slot == "" || pl.Rec.Kernel.Slot != pl.Rec.Predicted.Slot {
-				lost++
-			}
-		}
-		if lost > 0 {
-			tick("match")
-			after = readSlotPages(kc)
-			pages = pages[:0]
-			for a := range after {
-				pages = append(pages, a)
-			}
-			for _, pl := range needSlot {
-				pl.Rec.Kernel.Slot, pl.Rec.Kernel.SlotAddr, pl.Rec.Predicted.Slot, pl.Rec.Predicted.SlotAddr, pl.Rec.Note = "", 0, "", 0, ""
-			}
-			pred.MatchSlots(needSlot, before, after)
-			tick("slots")
-		}
-		tick("match")
-		if len(ok) > 0 {
-			if err := os.WriteFile(filepath.Join(dir, "events", kprobeGroup, "enable"), []byte("1\n"), 0); err != nil {
-				rep.Notes = append(rep.Notes, fmt.Sprintf("round %d: enabling: %v", r+1, err))
-			}
-			tick("enable")
-			// [OPTIMIZED] is set when the optimizer is queued; it has run when the
-			// probed address holds the jmp (E9) to the detour buffer instead of int3.
-			deadline := time.Now().Add(wait)
-			for {
-				list = ParseKprobesList(readOr(kprobesList))
-				for i := range list {
-					byAddr[list[i].Addr] = &list[i]
-				}
-				pending := 0
-				for _, pl := range ok {
-					le := byAddr[pl.Rec.Kernel.Addr]
-					if le == nil || pl.Rec.Kernel.Addr == 0 {
-						continue
-					}
-					pl.Rec.Kernel.Optimized = le.Has("OPTIMIZED")
-					if pl.Rec.Kernel.Optimized {
-						if b, err := kc.Read(le.Addr, 1); err != nil || b[0] != 0xE9 {
-							pending++
-						}
-					}
-				}
-				if pending == 0 || time.Now().After(deadline) {
-					if pending > 0 {
-						rep.Notes = append(rep.Notes, fmt.Sprintf("round %d: %d probes listed [OPTIMIZED] without the jmp in place after %v", r+1, pending, wait))
-					}
-					break
-				}
-				time.Sleep(20 * time.Millisecond)
-			}
-			tick("optimize")
-			// The detour buffers, while the probes are optimized.
-			for _, pl := range ok {
-				if !pl.Rec.Kernel.Optimized && !pl.Rec.Predicted.Optimized {
-					continue
-				}
-				if tmplErr != nil {
-					pl.Rec.Note = "optslot: " + tmplErr.Error()
-					continue
-				}
-				if !pl.Rec.Kernel.Optimized {
-					continue
-				}
-				n := tmpl.SlotSize()
-				if len(pl.OptBytes) > 0 {
-					n = len(tmpl.Bytes) + len(pl.OptBytes) + 5
-				}
-				d, np, err := loader.ReadDetour(kc, pl.Rec.Kernel.Addr, n, tmpl, optPages)
-				optPages = np
-				if d.Bytes != nil {
-					pl.Rec.Kernel.OptSlot, pl.Rec.Kernel.OptAddr = hex.EncodeToString(d.Bytes), d.Addr
-				}
-				if err != nil {
-					pl.Rec.Note = "optslot: " + err.Error()
-					pl.Rec.Kernel.OptSlot = "" // not a detour slot: nothing to compare with
-					continue
-				}
-				if pl.Rec.Predicted.Optimized {
-					img, err := pred.DetourImage(tmpl, pl, d.Addr)
-					if err != nil {
-						pl.Rec.Note = "optslot: " + err.Error()
-					}
-					pl.Rec.Predicted.OptSlot, pl.Rec.Predicted.OptAddr = img, d.Addr
-				}
-			}
-			tick("detour")
-			if err := os.WriteFile(filepath.Join(dir, "events", kprobeGroup, "enable"), []byte("0\n"), 0); err != nil {
-				rep.Notes = append(rep.Notes, fmt.Sprintf("round %d: disabling: %v", r+1, err))
-			}
-			tick("disable")
-		}
-		if err := clearEvents(dir); err != nil {
-			return err
-		}
-		tick("clear")
-		e.Logf("kboost-verify: round %d/%d: %d probes, %d accepted, %v", r+1, len(rounds), len(idx), len(ok), time.Since(t2).Round(time.Millisecond))
-	}
-	for k, d := range phase {
-		rep.TimingMS["round_"+k] = d.Milliseconds()
-	}
-	mark("rounds", t2)
-	if l := bytes.TrimSpace(readOr(kprobesList)); len(l) > 0 {
-		rep.Leftover = string(l)
-	}
-	for i := range planned {
-		rep.Records = append(rep.Records, planned[i].Rec)
-	}
-	mark("total", t0)
-	return e.PutJSON("kboost-verify.json", rep)
-}
+// The pieces both verify recorders share (stepVerify, x86_verify_linux.go;
+// stepVerifyFixed, a64_verify_linux.go): kprobe_events, and the wait for the
+// kernel's delayed optimizer, whose per-arch parts are an OptimizerWait value.
 
 // clearEvents removes every kprobe event (the guest has no others): opening
 // kprobe_events with O_TRUNC unregisters them all.
@@ -388,4 +29,108 @@ func clearEvents(dir string) error {
 func readOr(path string) []byte {
 	b, _ := os.ReadFile(path)
 	return b
+}
+
+// eventWriter registers the verify recorders' probes as kprobe events
+// p0, p1, ... of kprobeGroup, one write each (a write's error is that
+// probe's refusal), into a kprobe_events cleared first.
+type eventWriter struct {
+	dir string
+	f   *os.File
+	n   int
+	// ErrorLogs, when not nil, gets the tracefs error_log message of the
+	// first refusal with each errno.
+	ErrorLogs map[string]string
+}
+
+func openEvents(dir string) (*eventWriter, error) {
+	if err := clearEvents(dir); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(filepath.Join(dir, "kprobe_events"), os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		return nil, err
+	}
+	return &eventWriter{dir: dir, f: f}, nil
+}
+
+func (w *eventWriter) Close() error { return w.f.Close() }
+
+// Register defines a probe at r's function and offset; when the kernel
+// refuses it, r.Kernel.Errno is the errno's name and Register returns false.
+func (w *eventWriter) Register(r *VerifyRecord) bool {
+	def := fmt.Sprintf("p:%s/p%d %s+0x%x\n", kprobeGroup, w.n, r.Func, r.Off)
+	w.n++
+	if _, err := w.f.Write([]byte(def)); err != nil {
+		var errno unix.Errno
+		if errors.As(err, &errno) {
+			r.Kernel.Errno = unix.ErrnoName(errno)
+		} else {
+			r.Kernel.Errno = err.Error()
+		}
+		if _, seen := w.ErrorLogs[r.Kernel.Errno]; w.ErrorLogs != nil && !seen {
+			w.ErrorLogs[r.Kernel.Errno] = lastErrorLog(filepath.Join(w.dir, "error_log"))
+		}
+		return false
+	}
+	return true
+}
+
+// await reads kprobes/list (into byAddr) until the round settles, setting
+// Kernel.Optimized of the accepted records ok; read (nil: none) reads
+// kernel memory for the jumps. It returns the note of a round that did not
+// settle, else "".
+func (w *OptimizerWait) await(round int, ok []*VerifyRecord, byAddr map[uint64]*ListEntry, read func(addr uint64, n int) ([]byte, error)) string {
+	start := time.Now()
+	last, stable := -1, time.Time{}
+	for {
+		list := ParseKprobesList(readOr(kprobesList))
+		for i := range list {
+			byAddr[list[i].Addr] = &list[i]
+		}
+		n, pending := 0, 0
+		for _, r := range ok {
+			le := byAddr[r.Kernel.Addr]
+			if le == nil || r.Kernel.Addr == 0 {
+				continue
+			}
+			r.Kernel.Optimized = le.Has("OPTIMIZED")
+			if !r.Kernel.Optimized {
+				continue
+			}
+			n++
+			if read != nil {
+				if b, err := read(le.Addr&^(w.Align-1), w.Len); err != nil || !w.Jumped(b) {
+					pending++
+				}
+			}
+		}
+		now := time.Now()
+		if n != last {
+			last, stable = n, now
+		}
+		settled := now.Sub(start) >= w.Min && now.Sub(stable) >= w.Stable && pending == 0
+		if settled || now.Sub(start) > w.Max {
+			if !settled {
+				return w.Note(round, n, pending, w.Max)
+			}
+			return ""
+		}
+		time.Sleep(w.Poll)
+	}
+}
+
+// setEnabled enables or disables the events of a round (a disabled kprobe is
+// never optimized; kprobe_events cannot be cleared while they are enabled);
+// a failure is a note.
+func setEnabled(dir string, on bool, round int, notes *[]string) bool {
+	v, what := "0\n", "disabling"
+	if on {
+		v, what = "1\n", "enabling"
+	}
+	if err := os.WriteFile(filepath.Join(dir, "events", kprobeGroup, "enable"), []byte(v), 0); err != nil {
+		*notes = append(*notes, fmt.Sprintf("round %d: %s: %v", round, what, err))
+		return false
+	}
+	return true
 }

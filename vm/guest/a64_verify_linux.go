@@ -213,32 +213,13 @@ func stepVerifyFixed(e *Env, raw json.RawMessage, arch *ProbeArch) error {
 	mark("prepare", t0)
 	e.Logf("%s: %d functions, %d with probes planned in %v", arch.Step, len(sel), len(plans), time.Since(t0).Round(time.Millisecond))
 
-	if err := clearEvents(dir); err != nil {
-		return err
-	}
-	kfile, err := os.OpenFile(filepath.Join(dir, "kprobe_events"), os.O_WRONLY|os.O_APPEND, 0)
+	events, err := openEvents(dir)
 	if err != nil {
 		return err
 	}
-	defer kfile.Close()
-	n := 0
-	register := func(r *VerifyRecord) bool {
-		def := fmt.Sprintf("p:%s/p%d %s+0x%x\n", kprobeGroup, n, r.Func, r.Off)
-		n++
-		if _, err := kfile.Write([]byte(def)); err != nil {
-			var errno unix.Errno
-			if errors.As(err, &errno) {
-				r.Kernel.Errno = unix.ErrnoName(errno)
-			} else {
-				r.Kernel.Errno = err.Error()
-			}
-			if _, seen := rep.ErrorLogs[r.Kernel.Errno]; !seen {
-				rep.ErrorLogs[r.Kernel.Errno] = lastErrorLog(filepath.Join(dir, "error_log"))
-			}
-			return false
-		}
-		return true
-	}
+	defer events.Close()
+	events.ErrorLogs = rep.ErrorLogs
+	register := events.Register
 
 	roundSize := args.RoundSize
 	if roundSize <= 0 {
@@ -299,8 +280,17 @@ func stepVerifyFixed(e *Env, raw json.RawMessage, arch *ProbeArch) error {
 			r.Kernel.Ftrace = le.Has("FTRACE")
 			need = need || (r.Boundary && !r.Kernel.Ftrace)
 		}
-		if arch.Optprobes && len(ok) > 0 {
-			waitOptimized(e, &rep, dir, ok, byAddr, kc)
+		if arch.Optimizer != nil && len(ok) > 0 {
+			if setEnabled(dir, true, rep.Rounds, &rep.Notes) {
+				var read func(addr uint64, n int) ([]byte, error)
+				if kc != nil {
+					read = kc.Read
+				}
+				if note := arch.Optimizer.await(rep.Rounds, ok, byAddr, read); note != "" {
+					rep.Notes = append(rep.Notes, note)
+				}
+				setEnabled(dir, false, rep.Rounds, &rep.Notes)
+			}
 			tick("optimize")
 		}
 		if need && len(pages) == 0 && slotMem != nil {

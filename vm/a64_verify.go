@@ -152,34 +152,14 @@ func bootFixed(ctx context.Context, cfg Config, dk *kimage.DebKernel, args json.
 			cfg.Timeout += uprobeTimeout
 		}
 	}
-	steps := []guest.Step{{Name: step, Args: args}}
-	if up != nil {
-		st, err := up.step(&cfg)
-		if err != nil {
-			return err
-		}
-		steps = append(steps, st)
-	}
-	res, err := Run(ctx, cfg, steps...)
+	res, err := bootRecorder(ctx, cfg, guest.Step{Name: step, Args: args}, file, report, up)
 	if err != nil {
 		return err
 	}
-	if err := res.Err(); err != nil {
-		return err
-	}
-	b, ok := res.Files[file]
-	if !ok {
-		return &ProtocolError{Reason: "no " + file + " in the result"}
-	}
 	*timing = res.Timing
 	if hm := res.HostMem; hm.Requests > 0 {
-		defer func() {
-			report.Notes = append(report.Notes, fmt.Sprintf("host memory: %d reads (%d failed), %d bytes, %v reading",
-				hm.Requests, hm.Errors, hm.Bytes, hm.Time.Round(time.Millisecond)))
-		}()
-	}
-	if err := json.Unmarshal(b, report); err != nil {
-		return &ProtocolError{Reason: file + ": " + err.Error()}
+		report.Notes = append(report.Notes, fmt.Sprintf("host memory: %d reads (%d failed), %d bytes, %v reading",
+			hm.Requests, hm.Errors, hm.Bytes, hm.Time.Round(time.Millisecond)))
 	}
 	if dk.Version != "" && report.Release != dk.Version {
 		return fmt.Errorf("vm: booted %s but the guest says it runs %q", dk.Version, report.Release)

@@ -6,12 +6,13 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/kboost/kboost/decode"
 )
 
 // The "kboost-verify-arm" step is the fixed-width recorder of
-// arm64verify.go for 32-bit ARM-mode kernels (Debian armmp): ARMProbes.
+// a64_verify.go for 32-bit ARM-mode kernels (Debian armmp): ARMProbes.
 
 // ARMVerifyStep is the 32-bit ARM step's name.
 const ARMVerifyStep = "kboost-verify-arm"
@@ -35,7 +36,18 @@ var ARMProbes = &ProbeArch{Name: "arm", Mode: decode.ModeA32, Width: 4, SlotSize
 		}
 		return ARMKernelTTB(b)
 	},
-	NoKcore: true, Optprobes: true}
+	NoKcore: true, Optimizer: armOptimizer}
+
+// armOptimizer waits for arm's optimizer (OPTIMIZE_DELAY jiffies after
+// arming, then an RCU grace period): the flag is set when a probe is
+// queued, so the list is read until it stops changing (at least 1 s, at
+// most 8 s). With /proc/kcore, a probe counts as optimized only when its
+// word has become a B<cond> (cond 101 0 imm24) to the detour.
+var armOptimizer = &OptimizerWait{Min: time.Second, Stable: 500 * time.Millisecond, Max: 8 * time.Second, Poll: 100 * time.Millisecond,
+	Len: 4, Align: 4, Jumped: func(b []byte) bool { return b[3]&0x0F == 0x0A },
+	Note: func(round, listed, pending int, max time.Duration) string {
+		return fmt.Sprintf("round %d: [OPTIMIZED] not settled after %v (%d listed, %d without the branch)", round, max, listed, pending)
+	}}
 
 // armMovPCLR is the second word of an ARM-kernel slot: mov pc, lr.
 const armMovPCLR = 0xE1A0F00E

@@ -65,10 +65,10 @@ type ProbeArch struct {
 	// Symbols are core symbols whose addresses the recorder keeps in
 	// ARM64Report.Symbols (the host maps the kernel image with them).
 	Symbols []string
-	// Optprobes: the kernel may jump-optimize probes; the recorder enables
-	// each round and waits for the delayed optimizer before reading
-	// [OPTIMIZED].
-	Optprobes bool
+	// Optimizer, when set: the kernel may jump-optimize probes; the recorder
+	// enables each round and waits for the delayed optimizer (OptimizerWait) before
+	// reading [OPTIMIZED].
+	Optimizer *OptimizerWait
 }
 
 // ARM64Probes is AArch64: 4-byte instructions; a slot is two words, the copied
@@ -577,7 +577,7 @@ func NewArchPredictor(arch *ProbeArch, policy string, cfg *kimage.KConfig, sites
 	if sites != nil {
 		env.Sites = sites
 	}
-	return &ArchPredictor{Optimization: arch.Optprobes, Policy: p, Env: env, au: p.NewAuditor(env)}, nil
+	return &ArchPredictor{Optimization: arch.Optimizer != nil, Policy: p, Env: env, au: p.NewAuditor(env)}, nil
 }
 
 // PredictFunc fills the Predicted outcome, verdict and rules of the records of
