@@ -198,7 +198,7 @@ var ThumbGridLayout = &ArmGridLayout{
 }
 
 // a32GridPivots are the mask/value pairs of the kernel's decode tables
-// (arm32decode.go), sub-tables included.
+// (a32_decode.go), sub-tables included.
 func a32GridPivots(ts ...*a32Table) []a64Enc {
 	var out []a64Enc
 	seen := map[*a32Table]bool{}
@@ -340,7 +340,7 @@ func (g *ArmGrid) EncOf(w uint32) *ArmGridEnc {
 // times.
 const a64GridSamples = 16
 
-// a64GridPivots are the kernel's own decision points (arm64_insn.go): each
+// a64GridPivots are the kernel's own decision points (a64_insn.go): each
 // encoding is also sampled with the pivot's bits where the pivot and the
 // encoding agree, so that a verdict the kernel gives to one operand value
 // (MRS of DAIF) or to a sub-space the spec does not split (LDR literal,
