@@ -63,7 +63,7 @@ func DecodeVendor(inst *Inst, b []byte, mode Mode, addr uint64, v Vendor) error 
 	d := decoder{b: b, inst: inst, vendor: v}
 	if mode != Mode32 && mode != Mode64 {
 		if dec := otherDecoder(mode); dec != nil {
-			return dec(inst, b, addr) // ARM: see arm.go
+			return dec(inst, b, addr) // ARM: see a64.go
 		}
 		return d.fail(ErrMode, mode.String())
 	}

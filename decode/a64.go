@@ -19,7 +19,7 @@ var ARM64 = &Arch{
 // DecodeInto (and everything built on it: Sweep, the CLI, boost) accepts them.
 var modeDecoders = [...]func(inst *Inst, b []byte, addr uint64) error{
 	ModeA64: decodeA64,
-	ModeA32: decodeA32, // arm32.go
+	ModeA32: decodeA32, // a32.go
 	ModeT32: decodeT32,
 }
 
