@@ -5,7 +5,7 @@ import (
 	"math/bits"
 )
 
-//go:generate go run ./gen -format arm -spec spec/arm64.spec -o arm64_tables.go
+//go:generate go run ./gen -format arm -spec spec/arm64.spec -o a64_tables.go
 
 // ArmOp is one encoding of an ARM instruction set (A64 today; A32 and T32 use
 // the same type): the instruction word w is this encoding when
