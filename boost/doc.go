@@ -18,7 +18,7 @@
 // uprobes-6.18-arm64, which has no Debian source and is checked against 7.2's
 // code, and uprobes-7.2-arm64: the a64Kernel that changed) and the boost-arm64 model (steppable, PC-free instructions run from the slot
 // followed by B addr+4), which decide from the raw A64 word with the kernel's
-// own insn.h masks (arm64_insn.go; rule ids arm64.*, uprobe_arm64.*,
+// own insn.h masks (a64_insn.go; rule ids arm64.*, uprobe_arm64.*,
 // boost_arm64.*). Lookup finds one by name.
 //
 //   - Policy.Classify decides one decoded instruction at its address with only
@@ -93,10 +93,10 @@
 // mod for mov cr/dr, takes 8F as POP Ev (no XOP), and follows its own opcode
 // map for the escape maps (empty and prefix-variant slots, VEX-only and
 // EVEX-only opcodes). Each kernel version's decoder is a value (kdecoder) with
-// that map generated from its own decoder: kmap_table.go from Debian's 6.1
-// source, kmap612_table.go from 6.12's, which also decodes REX2 (D5: the
+// that map generated from its own decoder: x86_kmap_table.go from Debian's 6.1
+// source, x86_kmap612_table.go from 6.12's, which also decodes REX2 (D5: the
 // opcode after it is kept alone, even for map 1), EVEX map 4 and VEX map 7,
-// kmap72_table.go from 7.2's, which adds XOP, stops the INAT_INV64 opcodes at
+// x86_kmap72_table.go from 7.2's, which adds XOP, stops the INAT_INV64 opcodes at
 // the opcode byte in 64-bit mode and no longer sees VEX after a REX
 // (TestOracleKernelEscMap regenerates and checks them); TestOracleKernelDecoder
 // compares the whole kernel view with each version's decoder on structured

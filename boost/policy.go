@@ -331,3 +331,27 @@ func writeRel32(dst []byte, from, to uint64) {
 func init() {
 	policies = []*Policy{linux61, linux612, linux72, booster2617, uprobesX86, uprobes612, uprobes618, uprobes72, linux61ARM64, linux612ARM64, linux72ARM64, uprobesARM64, uprobes612ARM64, uprobes618ARM64, uprobes72ARM64, boostARM64, linux61ARM, linux61Thumb}
 }
+
+func rejectSite(c *cls, q func(Span) (bool, bool), s Span, r *rule) bool {
+	hit, known := q(s)
+	switch {
+	case hit:
+		c.reject(r, EINVAL, "")
+		return true
+	case !known:
+		c.step(r, Unknown, "no table: assumed absent")
+	default:
+		c.step(r, Pass, "no site here")
+	}
+	return false
+}
+
+// GridEnv is the Env OpcodeGrid uses: the policy's defaults with preemption off
+// and no post_handler, so that boostability shows, at address 0x1000 with the
+// slot at 0x2000.
+func (p *Policy) GridEnv() *Env {
+	cfg := p.Defaults
+	cfg.Preemption = false
+	cfg.PostHandler = false
+	return &Env{Config: cfg, SlotAddr: 0x2000}
+}

@@ -8,7 +8,7 @@ package boost
 // them from the slot, where they jump relative to the slot. It exists for the
 // test that a fuzz campaign which finds unsafe boosts says so and exits 1:
 // kboost's real policies give the fuzzer no such finding to report.
-// Built in init: linux61 gets its classify function in linux.go's init, after
+// Built in init: linux61 gets its classify function in x86_kprobes.go's init, after
 // package variables are set.
 func faultyRelBranch() *Policy {
 	p := *linux61

@@ -24,22 +24,6 @@ type Arch struct {
 	Format func(inst *Inst, symname func(uint64) (string, uint64)) string
 }
 
-// X86_64 is the x86-64 (long mode) instruction set.
-var X86_64 = &Arch{
-	Name: "x86-64", Mode: Mode64, MaxInsnLen: 15, InsnAlign: 1, PtrSize: 8, ObjdumpArg: "i386:x86-64",
-	TextAddr: 0xffffffff81000000, SlotAddr: 0xffffffffa0000000,
-	Decode: func(inst *Inst, b []byte, addr uint64) error { return DecodeInto(inst, b, Mode64, addr) },
-	Format: formatX86,
-}
-
-// I386 is the i386 (32-bit protected mode) instruction set.
-var I386 = &Arch{
-	Name: "i386", Mode: Mode32, MaxInsnLen: 15, InsnAlign: 1, PtrSize: 4, ObjdumpArg: "i386",
-	TextAddr: 0xc1000000, SlotAddr: 0xf8000000,
-	Decode: func(inst *Inst, b []byte, addr uint64) error { return DecodeInto(inst, b, Mode32, addr) },
-	Format: formatX86,
-}
-
 // Arches lists the supported instruction sets.
 var Arches = []*Arch{X86_64, I386, ARM64, ARM, Thumb}
 

@@ -9,3 +9,24 @@ func Decode(b []byte, mode Mode, addr uint64) (Inst, error) {
 	err := DecodeInto(&inst, b, mode, addr)
 	return inst, err
 }
+
+// modeDecoders holds the decode functions of the non-x86 modes, so that
+// DecodeInto (and everything built on it: Sweep, the CLI, boost) accepts them.
+var modeDecoders = [...]func(inst *Inst, b []byte, addr uint64) error{
+	ModeA64: decodeA64,
+	ModeA32: decodeA32, // a32.go
+	ModeT32: decodeT32,
+}
+
+// otherDecoder returns the decode function of a non-x86 mode, or nil.
+func otherDecoder(mode Mode) func(inst *Inst, b []byte, addr uint64) error {
+	if int(mode) < len(modeDecoders) {
+		return modeDecoders[mode]
+	}
+	return nil
+}
+
+// sext sign-extends the low n bits of v.
+func sext(v uint32, n uint) int64 {
+	return int64(int32(v<<(32-n)) >> (32 - n))
+}

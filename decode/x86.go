@@ -2,6 +2,22 @@ package decode
 
 import "github.com/kboost/kboost/opcodes"
 
+// X86_64 is the x86-64 (long mode) instruction set.
+var X86_64 = &Arch{
+	Name: "x86-64", Mode: Mode64, MaxInsnLen: 15, InsnAlign: 1, PtrSize: 8, ObjdumpArg: "i386:x86-64",
+	TextAddr: 0xffffffff81000000, SlotAddr: 0xffffffffa0000000,
+	Decode: func(inst *Inst, b []byte, addr uint64) error { return DecodeInto(inst, b, Mode64, addr) },
+	Format: formatX86,
+}
+
+// I386 is the i386 (32-bit protected mode) instruction set.
+var I386 = &Arch{
+	Name: "i386", Mode: Mode32, MaxInsnLen: 15, InsnAlign: 1, PtrSize: 4, ObjdumpArg: "i386",
+	TextAddr: 0xc1000000, SlotAddr: 0xf8000000,
+	Decode: func(inst *Inst, b []byte, addr uint64) error { return DecodeInto(inst, b, Mode32, addr) },
+	Format: formatX86,
+}
+
 // maxLen is the architectural limit of an x86 instruction, in bytes.
 const maxLen = 15
 
@@ -63,7 +79,7 @@ func DecodeVendor(inst *Inst, b []byte, mode Mode, addr uint64, v Vendor) error 
 	d := decoder{b: b, inst: inst, vendor: v}
 	if mode != Mode32 && mode != Mode64 {
 		if dec := otherDecoder(mode); dec != nil {
-			return dec(inst, b, addr) // ARM: see arm.go
+			return dec(inst, b, addr) // A64, A32, T32: see modeDecoders
 		}
 		return d.fail(ErrMode, mode.String())
 	}

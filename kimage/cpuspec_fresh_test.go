@@ -9,7 +9,7 @@ import (
 )
 
 // cpuSpecFiles are the spec files of each generated table, as named by the
-// generate directives of arm64alt.go and x86_features.go.
+// generate directives of a64_alt.go and x86_features.go.
 var cpuSpecFiles = map[string][]string{
 	"a64_cpucaps.go":     {"spec/a64-cpucaps-6.1.spec", "spec/a64-cpucaps-6.12.spec", "spec/a64-cpucaps-7.2.spec"},
 	"x86_cpufeatures.go": {"spec/x86-cpufeatures-6.1.spec", "spec/x86-cpufeatures-6.12.spec", "spec/x86-cpufeatures-7.2.spec"},

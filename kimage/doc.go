@@ -80,14 +80,14 @@
 // ftrace records (ftrace_call_adjust of the configuration: the patchable
 // entry, or with DYNAMIC_FTRACE_WITH_CALL_OPS the NOPs before the function),
 // Tables.Refused the ranges arm64's kprobe blacklist holds. See
-// arm64tables.go.
+// a64_tables.go.
 //
 // ARM64Alternatives reads an arm64 Image's CPU alternatives (struct alt_instr
 // entries, found by the __alt_instructions symbols or through the alt_region
 // that __apply_alternatives_multi_stop addresses) and numbers cpucaps by the
 // Image's own capability descriptors (A64CapNames; the numbering differs
 // between 6.1 stable releases); Apply patches bytes as __apply_alternatives
-// does, branch and ADRP fix-ups included. See arm64alt.go. The cpucap lists
+// does, branch and ADRP fix-ups included. See a64_alt.go. The cpucap lists
 // and x86 feature bits per version are generated from spec/ (derived from
 // the kernels' sources by internal/cpuspec): `go generate ./kimage`.
 //
@@ -100,7 +100,7 @@
 // machine given as an X86CPU (its feature bits as the kernel numbers them and
 // its number of CPUs): from /proc/cpuinfo flags (X86CPUFromFlags, numbered by
 // the version's cpufeatures.h table, X86FeatureTableFor) or a named machine
-// kboost boots (X86NamedCPU: qemu64, its captured cpuinfo). See x86boot.go.
+// kboost boots (X86NamedCPU: qemu64, its captured cpuinfo). See x86_boot.go.
 //
 // Patcher rewrites code the way the kernel does at boot, before kprobes
 // decode it: return thunks to `ret` on x86 (NewReturnPatcher), the whole x86

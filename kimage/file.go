@@ -113,7 +113,7 @@ type File struct {
 
 	image  []byte // the whole ELF image when in memory
 	closer io.Closer
-	a64    *arm64Image // arm64 Image only (arm64image.go)
+	a64    *arm64Image // arm64 Image only (a64_image.go)
 	a32    *armImage   // 32-bit ARM Image only (a32_image.go)
 }
 
@@ -184,7 +184,7 @@ func (f *File) ReadAt(addr uint64, n int) ([]byte, error) {
 // Open opens path and recognises it by content: ELF, Debian kernel package,
 // x86 bzImage or arm64 Image (plain or gzip-compressed). An arm64 Image has
 // no symbols: its text sections appear when SetSymbols attaches a kallsyms
-// table (see arm64image.go).
+// table (see a64_image.go).
 func Open(path string) (*File, error) {
 	fh, err := os.Open(path)
 	if err != nil {

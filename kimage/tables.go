@@ -170,7 +170,7 @@ func bugEntrySize(ptr int, relative, verbose bool) int {
 // archTables holds the table readers of the architectures whose layout is not
 // x86's (x86Layouts); each is a function of the File.
 var archTables = map[string]func(f *File) (*Tables, error){
-	"arm64": arm64KernelTables, // arm64tables.go
+	"arm64": arm64KernelTables, // a64_tables.go
 	"arm":   armKernelTables,   // a32_tables.go
 	"thumb": armKernelTables,
 }

@@ -12,4 +12,4 @@ set -eu
 cd "$(dirname "$0")/.."
 KBOOST_ORACLE=1 KBOOST_ORACLE_GROUPS="${KBOOST_ORACLE_GROUPS:-200}" \
 	go test ./decode/ -run "${1:-Oracle}" -v -count=1 -timeout 60m 2>&1 |
-	grep -E 'compared|allowed|MISMATCH|^ +oracle_test.go:[0-9]+: +0x|more groups|^(--- |FAIL|PASS|ok )' || true
+	grep -E 'compared|allowed|MISMATCH|^ +[a-z0-9_]*oracle_test.go:[0-9]+: +0x|more groups|^(--- |FAIL|PASS|ok )' || true

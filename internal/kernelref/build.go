@@ -364,3 +364,15 @@ func build(tree, dir string) error {
 // errNotSupported reports that the running system cannot do what was asked (not
 // Linux, or no uprobes).
 var errNotSupported = fmt.Errorf("kernelref: %w", decode.ErrNotSupported)
+
+// genFile is one source file the oracle build cuts from the kernel tree.
+type genFile struct {
+	name   string  // file name in the build directory
+	pieces []piece // what goes into it, in order
+}
+
+// sourceName is the package-like name of a source tarball: its base name
+// without .tar.xz.
+func sourceName(tarball string) string {
+	return strings.TrimSuffix(filepath.Base(tarball), ".tar.xz")
+}

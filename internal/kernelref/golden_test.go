@@ -140,3 +140,17 @@ func FuzzParseRow(f *testing.F) {
 		_ = r.Window()
 	})
 }
+
+// sourceFor is Debian's linux-source-V tarball, fetched into the cache when no
+// installed package has it (7.2: from unstable).
+func sourceFor(t *testing.T, v string) string {
+	t.Helper()
+	if os.Getenv("KBOOST_ORACLE") == "" {
+		t.Skip("set KBOOST_ORACLE=1 to build and run the kernel-code oracle")
+	}
+	p, err := SourceTarball(Options{}, v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}

@@ -3,7 +3,7 @@
 // encoding tables (package armspec's format, -format arm).
 //
 //	go run ./gen -spec spec/x86.spec -o x86_tables.go
-//	go run ./gen -format arm -spec spec/arm64.spec -o arm64_tables.go
+//	go run ./gen -format arm -spec spec/arm64.spec -o a64_tables.go
 package main
 
 import (

@@ -2,7 +2,7 @@
  * kboost's harness around the 32-bit ARM kprobes decision code: the kernel's
  * own arch/arm/probes/decode.c, decode-arm.c or decode-thumb.c and
  * kprobes/checkers-*.c compiled whole, plus pieces cut from kprobes/core.c,
- * actions-*.c and opt-arm.c (ex_a32_*.c, see internal/kernelref/arm32build.go).
+ * actions-*.c and opt-arm.c (ex_a32_*.c, see internal/kernelref/a32_build.go).
  * The emulation and simulation routines (inline ARM assembly in the kernel)
  * are replaced by markers compared by address. Written for kboost; nothing
  * here is kernel code.

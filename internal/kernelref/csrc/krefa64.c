@@ -1,6 +1,6 @@
 /*
  * kboost's harness around the arm64 kprobes/uprobes decision code, cut from a
- * kernel tree at build time (ex_a64_*.{h,c}, see internal/kernelref/arm64build.go).
+ * kernel tree at build time (ex_a64_*.{h,c}, see internal/kernelref/a64_build.go).
  * This file holds only what the kernel code needs from its surroundings: the
  * kernel's integer types, a fake text mapping with one symbol, stub simulation
  * handlers (compared by address to name the one chosen), and a fake

@@ -11,7 +11,7 @@ import (
 	"golang.org/x/arch/arm64/arm64asm"
 )
 
-// The synthetic Image of arm64image_test.go, with an alternatives table as
+// The synthetic Image of a64_image_test.go, with an alternatives table as
 // Linux 6.1 lays it out: alt_instr entries, replacement code in the text, a
 // const alt_region {__alt_instructions, __alt_instructions_end} of two
 // relocated pointers loaded by __apply_alternatives_multi_stop, and one

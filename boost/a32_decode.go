@@ -4,7 +4,7 @@ import "math/bits"
 
 // The kernel's 32-bit ARM probe decoder (arch/arm/probes/decode.c
 // probes_decode_insn and decode_regs, the kprobes checkers and custom
-// decoders) over the tables in arm32tables.go. Everything is a function of the
+// decoders) over the tables in a32_tables.go. Everything is a function of the
 // raw instruction: an A32 word, a T32 value (first halfword in bits 31..16) or
 // a T16 halfword.
 

@@ -5,5 +5,5 @@ package opcodes
 // spec/arm64.spec. See ArmTable for the lookup and decode.ARM / decode.Thumb
 // for the decoders built on them.
 
-//go:generate go run ./gen -format arm -spec spec/arm.spec -o arm32_a32_tables.go
-//go:generate go run ./gen -format arm -spec spec/thumb.spec -o arm32_t32_tables.go
+//go:generate go run ./gen -format arm -spec spec/arm.spec -o a32_tables.go
+//go:generate go run ./gen -format arm -spec spec/thumb.spec -o a32_t32_tables.go

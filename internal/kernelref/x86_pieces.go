@@ -42,12 +42,6 @@ const (
 	uprobesC = "arch/x86/kernel/uprobes.c"
 )
 
-// genFile is one source file the oracle build cuts from the kernel tree.
-type genFile struct {
-	name   string  // file name in the build directory
-	pieces []piece // what goes into it, in order
-}
-
 // generated lists, per output file, the constructs cut from the kernel tree.
 // Order matters: C needs declarations before use.
 var generated = []genFile{

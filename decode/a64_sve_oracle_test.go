@@ -13,7 +13,7 @@ package decode_test
 // there (PSEL, REVD, SCLAMP, UCLAMP). KBOOST_ORACLE_N words (default 1,000,000;
 // KBOOST_ORACLE_SEED picks another draw than the default seed 5) are checked: even indexes uniform random in the space, odd ones a random
 // line of arm64-sve.spec (unallocated carve-outs included) with its free bits
-// random. Agreement is as in arm64_oracle_test.go: the same mnemonic, or
+// random. Agreement is as in a64_oracle_test.go: the same mnemonic, or
 // objdump's ".inst ... ; undefined" and kboost's ErrInvalid. Every word kboost
 // decodes there must also be of class sve (sme for the SME instructions of the
 // space: RDSVL, ADDSVL, ADDSPL, PSEL, REVD, SCLAMP, UCLAMP). The test fails on any disagreement

@@ -12,8 +12,8 @@ import (
 // !CONFIG_THUMB2_KERNEL, with optprobes) and linux-6.1-thumb (a
 // CONFIG_THUMB2_KERNEL kernel, T16/T32 probes, no optprobes), from
 // arch/arm/probes/ of Linux 6.1. Every decision is a function of the raw
-// instruction through the kernel's own tables (arm32tables.go) and walk
-// (arm32decode.go).
+// instruction through the kernel's own tables (a32_tables.go) and walk
+// (a32_decode.go).
 
 var linux61ARM = &Policy{
 	Name:          "linux-6.1-arm",
@@ -80,7 +80,7 @@ var (
 		"probes inside an IT block are accepted: arch_prepare_kprobe has no IT test; at run time thumb_check_cc() applies the ITSTATE condition and the single-step advances ITSTATE")
 )
 
-// a32RejectDesc documents the reject labels of arm32tables.go.
+// a32RejectDesc documents the reject labels of a32_tables.go.
 var a32RejectDesc = map[string]string{
 	"arm.unprivileged_extra":        "LDRHT/STRHT/LDRSBT/LDRSHT (unprivileged extra load/store)",
 	"arm.ldrd_strd_lr":              "LDRD/STRD with Rt = LR (Rt2 would be PC)",

@@ -4,8 +4,8 @@ import "github.com/kboost/kboost/decode"
 
 // A kdecoder is one kernel version's instruction decoder (arch/x86/lib/insn.c
 // with the inat tables of its x86-opcode-map.txt) as the probe rules see it:
-// tables generated from that version's own decoder (kmap_table.go for 6.1,
-// kmap612_table.go for 6.12; TestOracleKernelEscMap regenerates and checks
+// tables generated from that version's own decoder (x86_kmap_table.go for 6.1,
+// x86_kmap612_table.go for 6.12; TestOracleKernelEscMap regenerates and checks
 // them) plus what its code does differently (REX2 from 6.10).
 //
 // esc holds legacy escape-map encodings, indexed by (map 0F=0/0F38=1/0F3A=2,

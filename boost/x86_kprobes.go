@@ -294,20 +294,6 @@ func classifyLinux(c *cls, v linuxVersion) {
 	c.step(rInt3Slot, Decides, "")
 }
 
-func rejectSite(c *cls, q func(Span) (bool, bool), s Span, r *rule) bool {
-	hit, known := q(s)
-	switch {
-	case hit:
-		c.reject(r, EINVAL, "")
-		return true
-	case !known:
-		c.step(r, Unknown, "no table: assumed absent")
-	default:
-		c.step(r, Pass, "no site here")
-	}
-	return false
-}
-
 // canBoostNote records, as a note, what can_boost would have said.
 func (c *cls) canBoostNote(k *kinsn, a uint64) {
 	sub := &cls{p: c.p, env: c.env, pr: c.pr, d: &Decision{}, explain: true}

@@ -13,7 +13,7 @@ import (
 // kernel: the 6.1 kprobe rules plus a branch back from the slot for PC-free
 // instructions, with the kernel's mask gaps closed). Every decision is a
 // function of the raw A64 word (decode.Inst.Word), through the kernel's own
-// masks in arm64_insn.go.
+// masks in a64_insn.go.
 
 // debianARM64 is Debian bookworm's arm64 6.1 configuration (config-6.1.0-50-arm64
 // of linux-image-6.1.0-50-arm64): DYNAMIC_FTRACE_WITH_REGS (the

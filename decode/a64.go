@@ -15,22 +15,6 @@ var ARM64 = &Arch{
 	Format: formatA64,
 }
 
-// modeDecoders holds the decode functions of the non-x86 modes, so that
-// DecodeInto (and everything built on it: Sweep, the CLI, boost) accepts them.
-var modeDecoders = [...]func(inst *Inst, b []byte, addr uint64) error{
-	ModeA64: decodeA64,
-	ModeA32: decodeA32, // arm32.go
-	ModeT32: decodeT32,
-}
-
-// otherDecoder returns the decode function of a non-x86 mode, or nil.
-func otherDecoder(mode Mode) func(inst *Inst, b []byte, addr uint64) error {
-	if int(mode) < len(modeDecoders) {
-		return modeDecoders[mode]
-	}
-	return nil
-}
-
 // decodeA64 decodes one A64 instruction word: it looks the word up in the
 // generated encoding table (opcodes.A64, from opcodes/spec/arm64.spec) and fills
 // Word, ArmOp, Branch, PCRel, Disp and Target. Every word has a length (4);
@@ -78,9 +62,4 @@ func decodeA64(inst *Inst, b []byte, addr uint64) error {
 		inst.PCRel = !op.Branch.Relative()
 	}
 	return nil
-}
-
-// sext sign-extends the low n bits of v.
-func sext(v uint32, n uint) int64 {
-	return int64(int32(v<<(32-n)) >> (32 - n))
 }

@@ -3,7 +3,7 @@
 
 package boost
 
-// See kmap.go for the layout.
+// See x86_kmap.go for the layout.
 
 var kernelEscMap = [3 * 4 * 256]uint64{
 	0x2, 0x2, 0x2, 0x2, 0x0, 0x0, 0x0, 0x0,

@@ -9,7 +9,7 @@ import (
 	"github.com/kboost/kboost/opcodes/internal/armspec"
 )
 
-// TestARMTablesFresh fails when arm64_tables.go does not match what the
+// TestARMTablesFresh fails when a64_tables.go does not match what the
 // generator makes from spec/arm64.spec: run `go generate ./opcodes`.
 func TestARMTablesFresh(t *testing.T) {
 	s, err := armspec.ParseFile("spec/arm64.spec")
@@ -20,12 +20,12 @@ func TestARMTablesFresh(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := os.ReadFile("arm64_tables.go")
+	got, err := os.ReadFile("a64_tables.go")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(got, want) {
-		t.Fatal("arm64_tables.go is stale: run `go generate ./opcodes`")
+		t.Fatal("a64_tables.go is stale: run `go generate ./opcodes`")
 	}
 	for _, p := range armspec.Shadowed(s) {
 		t.Errorf("spec/%s can never match: %s covers it", p[1].Pos(), p[0].Pos())

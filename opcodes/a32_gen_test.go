@@ -13,8 +13,8 @@ import (
 // what the generator makes from its spec file: run `go generate ./opcodes`.
 func TestARM32TablesFresh(t *testing.T) {
 	for _, c := range []struct{ spec, out string }{
-		{"spec/arm.spec", "arm32_a32_tables.go"},
-		{"spec/thumb.spec", "arm32_t32_tables.go"},
+		{"spec/arm.spec", "a32_tables.go"},
+		{"spec/thumb.spec", "a32_t32_tables.go"},
 	} {
 		s, err := armspec.ParseFile(c.spec)
 		if err != nil {

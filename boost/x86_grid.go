@@ -31,16 +31,6 @@ func (p *Policy) OpcodeGrid(m decode.Map, mode decode.Mode) [256]Cell {
 	return p.OpcodeGridEnv(m, mode, p.GridEnv())
 }
 
-// GridEnv is the Env OpcodeGrid uses: the policy's defaults with preemption off
-// and no post_handler, so that boostability shows, at address 0x1000 with the
-// slot at 0x2000.
-func (p *Policy) GridEnv() *Env {
-	cfg := p.Defaults
-	cfg.Preemption = false
-	cfg.PostHandler = false
-	return &Env{Config: cfg, SlotAddr: 0x2000}
-}
-
 // OpcodeGridEnv is OpcodeGrid with a caller-chosen Env.
 func (p *Policy) OpcodeGridEnv(m decode.Map, mode decode.Mode, env *Env) [256]Cell {
 	var g [256]Cell

@@ -173,7 +173,7 @@ func a64Operands(inst *Inst, name string, symname func(uint64) (string, uint64))
 		return " " + a64Reg(rt, true, false) + ", #" + strconv.FormatInt(sext(w>>5&63, 6), 10)
 	case name == "addvl" || name == "addpl":
 		return " " + a64Reg(rt, true, true) + ", " + a64Reg(rs, true, true) + ", #" + strconv.FormatInt(sext(w>>5&63, 6), 10)
-	case op.Class == opcodes.ArmSME: // arm64_format_sme.go
+	case op.Class == opcodes.ArmSME: // a64_format_sme.go
 		return a64SMEOperands(inst, name)
 	case name == "udf":
 		return " #" + strconv.FormatUint(uint64(w&0xFFFF), 10)

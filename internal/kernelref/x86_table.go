@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
-	"strings"
 )
 
 // Resolve asks the oracle about c and returns the golden row: the instruction
@@ -224,10 +223,4 @@ func WriteHostUprobeTable(w io.Writer, t *Table, dir string) error {
 	}
 	_, err = w.Write(buf.Bytes())
 	return err
-}
-
-// sourceName is the package-like name of a source tarball: its base name
-// without .tar.xz.
-func sourceName(tarball string) string {
-	return strings.TrimSuffix(filepath.Base(tarball), ".tar.xz")
 }

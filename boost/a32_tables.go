@@ -2,7 +2,7 @@ package boost
 
 // The decode tables of Linux 6.1's arch/arm/probes/ as data: every entry's
 // kind, mask, value and REGS() register constraints, in the kernel's order
-// (the walk in arm32.go depends on it: OR entries make the following entry
+// (the walk in a32_policy.go depends on it: OR entries make the following entry
 // match unconditionally, and masks assume earlier entries were tested). The
 // tables were transcribed mechanically from the kernel source and are checked
 // against the kernel's own code by TestOracleA32Bulk and the golden tables.

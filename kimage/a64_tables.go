@@ -40,7 +40,7 @@ import (
 //     ARM64_BTI_KERNEL); a misaligned pointer gives no record.
 //   - _kprobe_blacklist (NOKPROBE_SYMBOL): one absolute pointer per function.
 //
-// Absolute pointers are read through .rela.dyn (see arm64image.go).
+// Absolute pointers are read through .rela.dyn (see a64_image.go).
 
 const (
 	a64NOP       = 0xD503201F

@@ -31,20 +31,6 @@ func openOracleFor(t *testing.T, tarball string) *Oracle {
 	return o
 }
 
-// sourceFor is Debian's linux-source-V tarball, fetched into the cache when no
-// installed package has it (7.2: from unstable).
-func sourceFor(t *testing.T, v string) string {
-	t.Helper()
-	if os.Getenv("KBOOST_ORACLE") == "" {
-		t.Skip("set KBOOST_ORACLE=1 to build and run the kernel-code oracle")
-	}
-	p, err := SourceTarball(Options{}, v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
 // The checked-in golden tables are what the kernel sources say today.
 func TestOracleTableUpToDate(t *testing.T) {
 	for _, tc := range []struct{ golden, version string }{

@@ -244,9 +244,9 @@ func (tl *a64Tally) report(t *testing.T) {
 // allowedMismatchA64 explains the disagreements kboost accepts, by class:
 //
 //   - the SME space (op0 0000 with bit 31 set): the classes of
-//     allowedMismatchSME (arm64_sme_oracle_test.go).
+//     allowedMismatchSME (a64_sme_oracle_test.go).
 //   - the SVE space (op0 0010): the classes of allowedMismatchSVE
-//     (arm64_sve_oracle_test.go), none today.
+//     (a64_sve_oracle_test.go), none today.
 func allowedMismatchA64(w uint32, inst *decode.Inst, ours, theirs string) string {
 	op0 := w >> 25 & 15
 	if op0 == 0 && w>>31 == 1 {
