@@ -1,6 +1,10 @@
-package kernelsim
+package native
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/kboost/kboost/kernelsim"
+)
 
 // LengthOutcome is what the CPU did with a candidate byte string in the
 // hardware length oracle.
@@ -40,8 +44,8 @@ func (o LengthOutcome) String() string {
 
 // HWLen is the hardware length oracle's answer for one byte string.
 type HWLen struct {
-	N       int           // the CPU's instruction length (see Outcome)
-	Outcome LengthOutcome //
-	Fault   Fault         // the signal of the deciding probe
-	Probes  int           // executions used
+	N       int             // the CPU's instruction length (see Outcome)
+	Outcome LengthOutcome   //
+	Fault   kernelsim.Fault // the signal of the deciding probe
+	Probes  int             // executions used
 }

@@ -1,6 +1,10 @@
-package kernelsim
+package native
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+
+	"github.com/kboost/kboost/kernelsim"
+)
 
 // elfCodeOff is where the runner code starts in the file (after the ELF and
 // program headers of either class).
@@ -39,7 +43,7 @@ func (t *target) buildELF(base uint64, code []byte) []byte {
 		le.PutUint64(p[24:], base)
 		le.PutUint64(p[32:], size)
 		le.PutUint64(p[40:], size)
-		le.PutUint64(p[48:], PageSize)
+		le.PutUint64(p[48:], kernelsim.PageSize)
 	} else {
 		le.PutUint16(f[16:], etExec)
 		le.PutUint16(f[18:], t.elfMachine)
@@ -57,13 +61,13 @@ func (t *target) buildELF(base uint64, code []byte) []byte {
 		le.PutUint32(p[16:], uint32(size))
 		le.PutUint32(p[20:], uint32(size))
 		le.PutUint32(p[24:], pfRX)
-		le.PutUint32(p[28:], PageSize)
+		le.PutUint32(p[28:], kernelsim.PageSize)
 	}
 	return f
 }
 
 // runnerImage generates the runner for l and its executable.
-func (t *target) runnerImage(l Layout, emu bool) (*runnerCode, []byte) {
+func (t *target) runnerImage(l kernelsim.Layout, emu bool) (*runnerCode, []byte) {
 	rc := t.genRunner(l, t.codeBase+elfCodeOff, emu)
 	return rc, t.buildELF(t.codeBase, rc.code)
 }

@@ -1,11 +1,13 @@
 //go:build linux && amd64
 
-package kernelsim
+package native
 
 import (
 	"math/rand/v2"
 	"testing"
 	"time"
+
+	"github.com/kboost/kboost/kernelsim"
 )
 
 // TestRandomBytes runs random byte strings (a crude fuzz) in both modes and
@@ -20,8 +22,8 @@ func TestRandomBytes(t *testing.T) {
 		if s.Emulator() != "" {
 			n = 2000
 		}
-		cases := make([]Case, 128)
-		res := make([]Result, 128)
+		cases := make([]kernelsim.Case, 128)
+		res := make([]kernelsim.Result, 128)
 		hist := map[string]int{}
 		start := time.Now()
 		for done := 0; done < n; done += len(cases) {
@@ -30,18 +32,18 @@ func TestRandomBytes(t *testing.T) {
 				for j := range code {
 					code[j] = byte(rng.Uint32())
 				}
-				cases[i] = Case{Code: code, Regs: a.RandomRegs(rng), NoMemory: true}
+				cases[i] = kernelsim.Case{Code: code, Regs: a.RandomRegs(rng), NoMemory: true}
 			}
 			if err := s.Run(cases, res); err != nil {
 				t.Fatal(err)
 			}
 			for i := range res {
 				k := res[i].Outcome.String()
-				if res[i].Outcome == Faulted {
-					k = signalName(res[i].Fault.Signal)
+				if res[i].Outcome == kernelsim.Faulted {
+					k = kernelsim.SignalName(res[i].Fault.Signal)
 				}
 				hist[k]++
-				if res[i].Outcome == Crashed || res[i].Outcome == TimedOut {
+				if res[i].Outcome == kernelsim.Crashed || res[i].Outcome == kernelsim.TimedOut {
 					t.Logf("%s: % x -> %v", a.Name, cases[i].Code, res[i].Outcome)
 				}
 			}

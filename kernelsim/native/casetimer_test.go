@@ -1,10 +1,12 @@
 //go:build linux && amd64
 
-package kernelsim
+package native
 
 import (
 	"testing"
 	"time"
+
+	"github.com/kboost/kboost/kernelsim"
 )
 
 // TestCaseTimer: an endless loop ends TimedOut through the runner's own case
@@ -16,14 +18,14 @@ func TestCaseTimer(t *testing.T) {
 		regs := baseRegs(s.Arch(), 3)
 		many := regs
 		many.GPR[rCX] = 0xFFFF_FFF0 // loop $: 4 billion rounds
-		res := make([]Result, 3)
+		res := make([]kernelsim.Result, 3)
 		start := time.Now()
-		err := s.Run([]Case{{Code: []byte{0xEB, 0xFE}, Regs: regs}, {Code: []byte{0x90}, Regs: regs}, {Code: []byte{0xE2, 0xFE}, Regs: many}}, res)
+		err := s.Run([]kernelsim.Case{{Code: []byte{0xEB, 0xFE}, Regs: regs}, {Code: []byte{0x90}, Regs: regs}, {Code: []byte{0xE2, 0xFE}, Regs: many}}, res)
 		if err != nil {
 			t.Fatal(err)
 		}
 		el := time.Since(start)
-		if res[0].Outcome != TimedOut || res[1].Outcome != Completed || res[2].Outcome != TimedOut {
+		if res[0].Outcome != kernelsim.TimedOut || res[1].Outcome != kernelsim.Completed || res[2].Outcome != kernelsim.TimedOut {
 			t.Errorf("%s: jmp $ -> %v, nop -> %v, loop $ -> %v", s.Arch().Name, res[0].Outcome, res[1].Outcome, res[2].Outcome)
 		}
 		if s.Restarts != 0 {
@@ -47,23 +49,23 @@ func TestSleepingSyscall(t *testing.T) {
 		regs := baseRegs(a, 4)
 		code := []byte{0x0F, 0x05} // syscall
 		regs.GPR[rAX] = 34         // pause
-		if a == I386 {
+		if a == kernelsim.I386 {
 			code = []byte{0xCD, 0x80} // int 0x80
 			regs.GPR[rAX] = 29        // pause
 		}
-		res := make([]Result, 2)
+		res := make([]kernelsim.Result, 2)
 		start := time.Now()
-		if err := s.Run([]Case{{Code: code, Regs: regs}, {Code: []byte{0x90}, Regs: regs}}, res); err != nil {
+		if err := s.Run([]kernelsim.Case{{Code: code, Regs: regs}, {Code: []byte{0x90}, Regs: regs}}, res); err != nil {
 			t.Fatal(err)
 		}
 		el := time.Since(start)
 		r := res[0]
 		switch {
-		case s.Emulator() == "" && (r.Outcome != Faulted || r.Fault.Signal != SIGSYS):
+		case s.Emulator() == "" && (r.Outcome != kernelsim.Faulted || r.Fault.Signal != kernelsim.SIGSYS):
 			t.Errorf("%s: pause -> %v %v, want SIGSYS", a.Name, r.Outcome, r.Fault)
-		case s.Emulator() != "" && r.Outcome != TimedOut:
+		case s.Emulator() != "" && r.Outcome != kernelsim.TimedOut:
 			t.Errorf("%s under %s: pause -> %v %v, want timed-out", a.Name, s.Emulator(), r.Outcome, r.Fault)
-		case res[1].Outcome != Completed:
+		case res[1].Outcome != kernelsim.Completed:
 			t.Errorf("%s: the next case %v", a.Name, res[1].Outcome)
 		case el > 5*time.Second:
 			t.Errorf("%s: pause held the batch for %v", a.Name, el)
@@ -85,14 +87,14 @@ func TestCaseTimeoutSetting(t *testing.T) {
 		}
 		regs.GPR[rCX] = 1 << log2
 		start := time.Now()
-		r := run1(t, s, Case{Code: []byte{0xE2, 0xFE}, Regs: regs}) // loop $
-		if r.Outcome != Completed || r.Regs.GPR[rCX] != 0 {
+		r := run1(t, s, kernelsim.Case{Code: []byte{0xE2, 0xFE}, Regs: regs}) // loop $
+		if r.Outcome != kernelsim.Completed || r.Regs.GPR[rCX] != 0 {
 			t.Errorf("%s: loop $ with rcx=2^%d and a 5 s limit -> %v rcx=%#x", sbName(s), log2, r.Outcome, r.Regs.GPR[rCX])
 		}
 		t.Logf("%s: loop $ with rcx=2^%d: %v in %v", sbName(s), log2, r.Outcome, time.Since(start).Round(time.Millisecond))
 		s.CaseTimeout = 0
 		regs.GPR[rCX] = 1 << 31
-		if r := run1(t, s, Case{Code: []byte{0xE2, 0xFE}, Regs: regs}); r.Outcome != TimedOut {
+		if r := run1(t, s, kernelsim.Case{Code: []byte{0xE2, 0xFE}, Regs: regs}); r.Outcome != kernelsim.TimedOut {
 			t.Errorf("%s: loop $ with rcx=2^31 and the default limit -> %v", s.Arch().Name, r.Outcome)
 		}
 	}

@@ -1,8 +1,9 @@
-package kernelsim
+package native
 
 import (
 	"encoding/binary"
 
+	"github.com/kboost/kboost/kernelsim"
 	"golang.org/x/sys/cpu"
 )
 
@@ -49,8 +50,8 @@ const (
 	offRecs    = 0x17000
 	recStride  = 0x2400
 	maxBatch   = 128
-	offImgs    = offRecs + maxBatch*recStride // memory images, imgStride each
-	imgStride  = ScratchSize + StackSize      // scratch page, then stack page
+	offImgs    = offRecs + maxBatch*recStride                // memory images, imgStride each
+	imgStride  = kernelsim.ScratchSize + kernelsim.StackSize // scratch page, then stack page
 	dataLen    = offImgs + maxBatch*imgStride
 )
 
@@ -123,7 +124,7 @@ const (
 	rDirty    = 0x280 // maxDirty entries: u32 offset in the image, u32 0, word
 	rScratch  = 0x400 // the whole scratch page when more than maxDirty words changed
 	rStack    = 0x1400
-	recEnd    = rStack + StackSize
+	recEnd    = rStack + kernelsim.StackSize
 	oFlags    = 0x80
 	oIP       = 0x88
 	oStatus   = 0x90
@@ -202,6 +203,26 @@ var target32 = &target{
 	siAddr: 12,
 }
 
+// targets are the modes the sandbox runs, by Arch.
+var targets = map[*kernelsim.Arch]*target{kernelsim.X86_64: target64, kernelsim.I386: target32}
+
+// targetOf is a's target; a may be a copy of one of targets' Arches with
+// another Layout (Options.Layout), nil for an Arch the sandbox cannot run.
+func targetOf(a *kernelsim.Arch) *target {
+	if a == nil {
+		return nil
+	}
+	if t := targets[a]; t != nil {
+		return t
+	}
+	for b, t := range targets {
+		if b.Mode == a.Mode {
+			return t
+		}
+	}
+	return nil
+}
+
 // i386 sigcontext indices of the segment registers.
 const (
 	g32GS = 0
@@ -223,7 +244,7 @@ func (t *target) ngpr() int {
 func (t *target) hdr(off int) mem { return abs(t.dataBase + offHdr + uint64(off)) }
 
 // signals the runner catches.
-var caughtSignals = []int{SIGILL, SIGTRAP, SIGBUS, SIGFPE, SIGUSR1, SIGSEGV, SIGSYS, SIGVTALRM}
+var caughtSignals = []int{kernelsim.SIGILL, kernelsim.SIGTRAP, kernelsim.SIGBUS, kernelsim.SIGFPE, kernelsim.SIGUSR1, kernelsim.SIGSEGV, kernelsim.SIGSYS, SIGVTALRM}
 
 // runnerCode is a generated runner.
 type runnerCode struct {
@@ -265,7 +286,7 @@ func (t *target) sys(a *asm, nr int, args ...any) {
 // (the emulator detects self-modifying code only through that mapping), and
 // there is no seccomp filter (it would filter the emulator) and no set-up
 // breakpoint (the emulator is not ptraced).
-func (t *target) genRunner(l Layout, base uint64, emu bool) *runnerCode {
+func (t *target) genRunner(l kernelsim.Layout, base uint64, emu bool) *runnerCode {
 	a := newAsm(t.is64, base)
 	w := t.is64
 	d := t.dataBase
@@ -289,7 +310,7 @@ func (t *target) genRunner(l Layout, base uint64, emu bool) *runnerCode {
 	mmap := func(addr uint64, n, prot int, off uint64, step int) {
 		o := off
 		if !t.is64 {
-			o = off / PageSize // mmap2 takes pages
+			o = off / kernelsim.PageSize // mmap2 takes pages
 		}
 		t.sys(a, t.nrMmap, addr, n, prot, mapFl, 3, o)
 		check(step)
@@ -314,19 +335,19 @@ func (t *target) genRunner(l Layout, base uint64, emu bool) *runnerCode {
 	if emu {
 		codeProt, origW, slotW = protRW|protRX, l.Orig, l.Slot
 	}
-	mmap(l.Orig, PageSize, codeProt, offOrig, 4)
-	mmap(l.Slot, PageSize, codeProt, offSlot, 5)
-	mmap(l.Scratch, ScratchSize, protRW, offScratch, 6)
-	mmap(l.Stack, StackSize, protRW, offStack, 7)
+	mmap(l.Orig, kernelsim.PageSize, codeProt, offOrig, 4)
+	mmap(l.Slot, kernelsim.PageSize, codeProt, offSlot, 5)
+	mmap(l.Scratch, kernelsim.ScratchSize, protRW, offScratch, 6)
+	mmap(l.Stack, kernelsim.StackSize, protRW, offStack, 7)
 	if t.userTop != 0 && !emu {
 		hi := d + dataLen
-		for _, e := range []uint64{l.Orig + PageSize, l.Slot + PageSize, l.Scratch + ScratchSize, l.Stack + StackSize} {
+		for _, e := range []uint64{l.Orig + kernelsim.PageSize, l.Slot + kernelsim.PageSize, l.Scratch + kernelsim.ScratchSize, l.Stack + kernelsim.StackSize} {
 			hi = max(hi, e)
 		}
-		hi = (hi + PageSize - 1) &^ (PageSize - 1)
+		hi = (hi + kernelsim.PageSize - 1) &^ (kernelsim.PageSize - 1)
 		// rBP: the initial stack pointer's page (above hi, below userTop)
 		a.movRR(false, rBP, rSP)
-		a.aluImm(false, aluAnd, rBP, -PageSize)
+		a.aluImm(false, aluAnd, rBP, -kernelsim.PageSize)
 		a.movRR(false, rCX, rBP)
 		a.aluImm(false, aluSub, rCX, int32(hi))
 		t.sys(a, t.nrMunmap, hi, keep{})
@@ -335,10 +356,10 @@ func (t *target) genRunner(l Layout, base uint64, emu bool) *runnerCode {
 		more, end := a.newLabel(), a.newLabel()
 		a.bind(more)
 		a.movRR(false, rBX, rBP)
-		t.sys(a, t.nrMprotect, keep{}, PageSize, 1) // PROT_READ
+		t.sys(a, t.nrMprotect, keep{}, kernelsim.PageSize, 1) // PROT_READ
 		a.aluImm(false, aluCmp, rAX, 0)
 		a.jcc(ccNE, end)
-		a.aluImm(false, aluAdd, rBP, PageSize)
+		a.aluImm(false, aluAdd, rBP, kernelsim.PageSize)
 		a.aluImm(false, aluCmp, rBP, int32(t.userTop))
 		a.jcc(ccNE, more)
 		a.bind(end)
@@ -422,7 +443,7 @@ func (t *target) genRunner(l Layout, base uint64, emu bool) *runnerCode {
 			a.movImm(rCX, page)
 			a.addRR(w, rDI, rCX)
 			a.movImm(rSI, d+hCC)
-			copyN(ImageSize)
+			copyN(kernelsim.ImageSize)
 			a.load(false, rAX, t.hdr(hCur+offField))
 			a.store(false, t.hdr(lastField), rAX)
 			a.bind(same)
@@ -430,7 +451,7 @@ func (t *target) genRunner(l Layout, base uint64, emu bool) *runnerCode {
 			a.movImm(rCX, page)
 			a.addRR(w, rDI, rCX)
 			a.lea(w, rSI, based(rBX, int64(img)))
-			a.movImm32(rCX, uint32(ImageSize/t.ptr))
+			a.movImm32(rCX, uint32(kernelsim.ImageSize/t.ptr))
 			a.repeCmpsW()
 			a.jcc(ccNE, write)
 			done := a.newLabel()
@@ -440,7 +461,7 @@ func (t *target) genRunner(l Layout, base uint64, emu bool) *runnerCode {
 			a.movImm(rCX, page)
 			a.addRR(w, rDI, rCX)
 			a.lea(w, rSI, based(rBX, int64(img)))
-			copyN(ImageSize)
+			copyN(kernelsim.ImageSize)
 			a.bind(done)
 			return
 		}
@@ -448,7 +469,7 @@ func (t *target) genRunner(l Layout, base uint64, emu bool) *runnerCode {
 		a.movImm(rCX, page)
 		a.addRR(w, rDI, rCX)
 		a.lea(w, rSI, based(rBX, int64(img)))
-		copyN(ImageSize)
+		copyN(kernelsim.ImageSize)
 	}
 	placeImage(rOrigOff, hLastOrig, origW, rOrigImg)
 	noSlot := a.newLabel()
@@ -634,7 +655,7 @@ func (t *target) genRunner(l Layout, base uint64, emu bool) *runnerCode {
 		a.movImm(rCX, origW)
 		a.addRR(w, rDI, rCX)
 		a.movImm(rSI, d+hCC)
-		copyN(ImageSize)
+		copyN(kernelsim.ImageSize)
 		noSlot2 := a.newLabel()
 		a.testMemImm(t.hdr(hCur+rCFlags), cfSlot)
 		a.jcc(ccE, noSlot2)
@@ -642,7 +663,7 @@ func (t *target) genRunner(l Layout, base uint64, emu bool) *runnerCode {
 		a.movImm(rCX, slotW)
 		a.addRR(w, rDI, rCX)
 		a.movImm(rSI, d+hCC)
-		copyN(ImageSize)
+		copyN(kernelsim.ImageSize)
 		a.bind(noSlot2)
 	}
 	a.incMem(t.hdr(hIdx))
@@ -675,7 +696,7 @@ func (t *target) genRunner(l Layout, base uint64, emu bool) *runnerCode {
 	inCase, broken, ignore, record, newTick := a.newLabel(), a.newLabel(), a.newLabel(), a.newLabel(), a.newLabel()
 	a.cmpMemImm(t.hdr(hInCase), 0)
 	a.jcc(ccNE, inCase)
-	a.aluImm(false, aluCmp, rAX, SIGUSR1)
+	a.aluImm(false, aluCmp, rAX, kernelsim.SIGUSR1)
 	a.jcc(ccE, ignore)
 	a.aluImm(false, aluCmp, rAX, SIGVTALRM)
 	a.jcc(ccNE, broken)

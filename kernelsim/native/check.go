@@ -1,16 +1,18 @@
-package kernelsim
+package native
 
 import (
 	"fmt"
 	"time"
+
+	"github.com/kboost/kboost/kernelsim"
 )
 
 // DirectSlot builds the simplest out-of-line copy of c's code: the same
 // bytes at the slot followed by "jmp rel32" back to the return address. It
 // applies no fixups (RIP-relative operands, calls and branches are left as
 // they are), which is what a slot model must improve on.
-func DirectSlot(c *Case, l Layout) error {
-	j, err := JmpRel32(c.SlotAddr(l)+uint64(len(c.Code)), c.ReturnAddr(l))
+func DirectSlot(c *kernelsim.Case, l kernelsim.Layout) error {
+	j, err := kernelsim.JmpRel32(c.SlotAddr(l)+uint64(len(c.Code)), c.ReturnAddr(l))
 	if err != nil {
 		return err
 	}

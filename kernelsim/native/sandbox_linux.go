@@ -1,6 +1,6 @@
 //go:build linux && amd64
 
-package kernelsim
+package native
 
 import (
 	"encoding/binary"
@@ -15,15 +15,17 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/kboost/kboost/kernelsim"
+	"github.com/kboost/kboost/kernelsim/internal/procattr"
 	"golang.org/x/sys/unix"
 )
 
 // Sandbox is the hardware Backend: a ptrace-started process running the
-// generated runner (see runner.go) in the given mode. The process is killed
+// generated runner (see x86_runner.go) in the given mode. The process is killed
 // when the Sandbox is closed and, through PR_SET_PDEATHSIG, when the thread
 // that started it (the sandbox's owner thread) or the whole tracer dies.
 type Sandbox struct {
-	arch  *Arch
+	arch  *kernelsim.Arch
 	t     *target
 	rc    *runnerCode
 	image []byte
@@ -40,7 +42,7 @@ type Sandbox struct {
 	// batch on.
 	CaseTimeout time.Duration
 
-	opts  Options
+	opts  kernelsim.Options
 	emu   string      // path of the user-mode emulator in use, "" on the CPU
 	owner chan func() // work for the locked owner thread
 	exeFD int         // memfd holding the ELF
@@ -59,17 +61,18 @@ type Sandbox struct {
 	closed    bool
 }
 
-var _ Backend = (*Sandbox)(nil)
+var _ kernelsim.Backend = (*Sandbox)(nil)
 
 // New starts a sandbox for a (X86_64 or I386) with default options.
-func New(a *Arch) (*Sandbox, error) { return NewWithOptions(a, Options{}) }
+func New(a *kernelsim.Arch) (*Sandbox, error) { return NewWithOptions(a, kernelsim.Options{}) }
 
 // NewWithOptions starts a sandbox for a.
-func NewWithOptions(a *Arch, o Options) (*Sandbox, error) {
-	if a == nil || a.target == nil {
+func NewWithOptions(a *kernelsim.Arch, o kernelsim.Options) (*Sandbox, error) {
+	t := targetOf(a)
+	if t == nil {
 		return nil, fmt.Errorf("kernelsim: no hardware sandbox for %v: %w", a, errNotSupported)
 	}
-	if o.Layout != (Layout{}) {
+	if o.Layout != (kernelsim.Layout{}) {
 		if err := o.Layout.Check(a); err != nil {
 			return nil, err
 		}
@@ -77,7 +80,7 @@ func NewWithOptions(a *Arch, o Options) (*Sandbox, error) {
 		c.Layout = o.Layout
 		a = &c
 	}
-	s := &Sandbox{arch: a, t: a.target, Watchdog: 200 * time.Millisecond, exeFD: -1, opts: o}
+	s := &Sandbox{arch: a, t: t, Watchdog: 200 * time.Millisecond, CaseTimeout: o.CaseTimeout, exeFD: -1, opts: o}
 	emu, err := chooseEmulator(a, o)
 	if err != nil {
 		return nil, err
@@ -112,7 +115,7 @@ func (s *Sandbox) do(f func()) {
 }
 
 // Arch implements Backend.
-func (s *Sandbox) Arch() *Arch { return s.arch }
+func (s *Sandbox) Arch() *kernelsim.Arch { return s.arch }
 
 // Pid is the sandbox process id (0 when not running).
 func (s *Sandbox) Pid() int { return s.pid }
@@ -126,7 +129,7 @@ func (s *Sandbox) hdr32(off int) *uint32 {
 }
 
 func (s *Sandbox) setupErr(format string, args ...any) error {
-	return fmt.Errorf("%w: %s sandbox: %w", ErrSandbox, s.arch.Name, fmt.Errorf(format, args...))
+	return fmt.Errorf("%w: %s sandbox: %w", kernelsim.ErrSandbox, s.arch.Name, fmt.Errorf(format, args...))
 }
 
 var setupSteps = map[int]string{
@@ -138,32 +141,32 @@ var setupSteps = map[int]string{
 
 func init() {
 	for i, sig := range caughtSignals {
-		setupSteps[9+i] = fmt.Sprintf("rt_sigaction(%s)", signalName(sig))
+		setupSteps[9+i] = fmt.Sprintf("rt_sigaction(%s)", kernelsim.SignalName(sig))
 	}
 }
 
 // chooseEmulator says which qemu-user binary runs a's cases under o, or ""
 // for the CPU.
-func chooseEmulator(a *Arch, o Options) (string, error) {
+func chooseEmulator(a *kernelsim.Arch, o kernelsim.Options) (string, error) {
 	lookup := func() (string, error) {
 		if o.Emulator != "" {
 			return o.Emulator, nil
 		}
-		q, err := exec.LookPath(a.target.qemu)
+		q, err := exec.LookPath(targetOf(a).qemu)
 		if err != nil {
-			return "", fmt.Errorf("kernelsim: %s under an emulator needs %s (install qemu-user-static): %w", a.Name, a.target.qemu, errNotSupported)
+			return "", fmt.Errorf("kernelsim: %s under an emulator needs %s (install qemu-user-static): %w", a.Name, targetOf(a).qemu, errNotSupported)
 		}
 		return q, nil
 	}
 	switch o.Exec {
-	case ExecQEMU:
+	case kernelsim.ExecQEMU:
 		return lookup()
-	case ExecCPU:
+	case kernelsim.ExecCPU:
 		if o.Emulator != "" {
-			return "", fmt.Errorf("kernelsim: an emulator (%s) was given with execution on the CPU: %w", o.Emulator, ErrBadCase)
+			return "", fmt.Errorf("kernelsim: an emulator (%s) was given with execution on the CPU: %w", o.Emulator, kernelsim.ErrBadCase)
 		}
 		if err := NativeExec(a); err != nil {
-			return "", fmt.Errorf("%w; run it under %s instead (--exec qemu)", err, a.target.qemu)
+			return "", fmt.Errorf("%w; run it under %s instead (--exec qemu)", err, targetOf(a).qemu)
 		}
 		return "", nil
 	}
@@ -174,7 +177,7 @@ func chooseEmulator(a *Arch, o Options) (string, error) {
 		if q, lerr := lookup(); lerr == nil {
 			return q, nil
 		}
-		return "", fmt.Errorf("%w (and no %s to emulate it: install qemu-user-static)", err, a.target.qemu)
+		return "", fmt.Errorf("%w (and no %s to emulate it: install qemu-user-static)", err, targetOf(a).qemu)
 	}
 	return "", nil
 }
@@ -189,18 +192,18 @@ var nativeProbe = map[*target]*struct {
 // comes from running a minimal static executable of a's mode once per
 // process (hosts differ: some kernels, or hypervisors without compat mode,
 // refuse 32-bit executables with ENOEXEC).
-func NativeExec(a *Arch) error {
-	if a == nil || a.target == nil {
+func NativeExec(a *kernelsim.Arch) error {
+	if targetOf(a) == nil {
 		return fmt.Errorf("kernelsim: no hardware sandbox for %v: %w", a, errNotSupported)
 	}
-	p := nativeProbe[a.target]
+	p := nativeProbe[targetOf(a)]
 	p.once.Do(func() { p.err = probeNative(a) })
 	return p.err
 }
 
 // probeNative runs "exit(0)" as a static executable of a's mode.
-func probeNative(a *Arch) error {
-	t := a.target
+func probeNative(a *kernelsim.Arch) error {
+	t := targetOf(a)
 	code := []byte{0xB8, 60, 0, 0, 0, 0x31, 0xFF, 0x0F, 0x05} // mov $60,%eax; xor %edi,%edi; syscall
 	if !t.is64 {
 		code = []byte{0xB8, 1, 0, 0, 0, 0x31, 0xDB, 0xCD, 0x80} // mov $1,%eax; xor %ebx,%ebx; int $0x80
@@ -371,7 +374,7 @@ func (s *Sandbox) spawnEmu(mfd int) error {
 	}
 	defer unix.Close(null)
 	nf := uintptr(null)
-	sys := SandboxProcAttr()
+	sys := procattr.Sandboxed()
 	pid, err := syscall.ForkExec(s.emu, append([]string{s.emu, "-0", "kboost-sandbox-" + s.arch.Name, "/proc/self/fd/4"}, s.argv()[1:]...),
 		&syscall.ProcAttr{Env: []string{}, Files: []uintptr{nf, nf, nf, uintptr(mfd), uintptr(s.exeFD)}, Sys: sys})
 	if err != nil {
@@ -495,9 +498,9 @@ const (
 )
 
 // Run implements Backend.
-func (s *Sandbox) Run(cases []Case, results []Result) error {
+func (s *Sandbox) Run(cases []kernelsim.Case, results []kernelsim.Result) error {
 	if s.closed {
-		return ErrClosed
+		return kernelsim.ErrClosed
 	}
 	if len(results) < len(cases) {
 		return fmt.Errorf("kernelsim: %d results for %d cases", len(results), len(cases))
@@ -525,7 +528,7 @@ type memKey struct {
 	ns, nk         int
 }
 
-func memKeyOf(c *Case) memKey {
+func memKeyOf(c *kernelsim.Case) memKey {
 	k := memKey{ns: len(c.Scratch), nk: len(c.Stack)}
 	if k.ns > 0 {
 		k.scratch = &c.Scratch[0]
@@ -538,7 +541,7 @@ func memKeyOf(c *Case) memKey {
 
 // writeImages writes the batch's distinct memory images to the image area
 // and notes each case's image in s.imgOf.
-func (s *Sandbox) writeImages(cases []Case) {
+func (s *Sandbox) writeImages(cases []kernelsim.Case) {
 	s.imgKeys = s.imgKeys[:0]
 	s.imgOf = s.imgOf[:0]
 	last := -1
@@ -564,8 +567,8 @@ func (s *Sandbox) writeImages(cases []Case) {
 			j = len(s.imgKeys)
 			s.imgKeys = append(s.imgKeys, k)
 			img := s.data[offImgs+j*imgStride : offImgs+(j+1)*imgStride]
-			fill(img[copy(img[:ScratchSize], c.Scratch):ScratchSize], 0)
-			fill(img[ScratchSize+copy(img[ScratchSize:], c.Stack):], 0)
+			fill(img[copy(img[:kernelsim.ScratchSize], c.Scratch):kernelsim.ScratchSize], 0)
+			fill(img[kernelsim.ScratchSize+copy(img[kernelsim.ScratchSize:], c.Stack):], 0)
 		}
 		last = j
 		s.imgOf = append(s.imgOf, j)
@@ -576,7 +579,7 @@ func (s *Sandbox) writeImages(cases []Case) {
 }
 
 // writeCase fills record i.
-func (s *Sandbox) writeCase(i int, c *Case, flags uint32) {
+func (s *Sandbox) writeCase(i int, c *kernelsim.Case, flags uint32) {
 	le := binary.LittleEndian
 	r := s.data[offRecs+i*recStride:]
 	l := s.arch.Layout
@@ -589,7 +592,13 @@ func (s *Sandbox) writeCase(i int, c *Case, flags uint32) {
 	}
 	le.PutUint64(r[rFlags:], c.Regs.Flags&s.arch.RegMask|0x2)
 	le.PutUint64(r[rEntry:], c.Entry(l))
-	le.PutUint32(r[rOrigOff:], uint32(c.CodeOffset))
+	origOff := c.CodeOffset
+	if flags&cfTrap != 0 {
+		// length probe: the image is the page's last ImageSize bytes, the
+		// code (at CodeOffset) ending at the page end
+		origOff = kernelsim.PageSize - kernelsim.ImageSize
+	}
+	le.PutUint32(r[rOrigOff:], uint32(origOff))
 	le.PutUint32(r[rSlotOff:], uint32(c.SlotOffset))
 	if c.Slot != nil {
 		flags |= cfSlot
@@ -598,18 +607,18 @@ func (s *Sandbox) writeCase(i int, c *Case, flags uint32) {
 		flags |= cfNoMem
 	}
 	le.PutUint32(r[rCFlags:], flags)
-	img := r[rOrigImg : rOrigImg+ImageSize]
+	img := r[rOrigImg : rOrigImg+kernelsim.ImageSize]
 	if flags&cfTrap != 0 {
 		// length probe: the code ends exactly at the page end, no stub
 		fill(img, 0xCC)
-		copy(img[ImageSize-len(c.Code):], c.Code)
+		copy(img[kernelsim.ImageSize-len(c.Code):], c.Code)
 	} else {
 		n := copy(img, c.Code)
 		n += copy(img[n:], s.stub)
 		fill(img[n:], 0xCC)
 	}
 	if c.Slot != nil {
-		img := r[rSlotImg : rSlotImg+ImageSize]
+		img := r[rSlotImg : rSlotImg+kernelsim.ImageSize]
 		n := copy(img, c.Slot)
 		fill(img[n:], 0xCC)
 	}
@@ -625,7 +634,7 @@ func fill(b []byte, v byte) {
 }
 
 // readResult decodes record i.
-func (s *Sandbox) readResult(i int, c *Case, res *Result) {
+func (s *Sandbox) readResult(i int, c *kernelsim.Case, res *kernelsim.Result, flags uint32) {
 	le := binary.LittleEndian
 	r := s.data[offRecs+i*recStride:]
 	o := r[rOut:]
@@ -635,38 +644,38 @@ func (s *Sandbox) readResult(i int, c *Case, res *Result) {
 		res.Regs.GPR[k] = le.Uint64(o[8*k:]) & m
 	}
 	res.Regs.Flags = le.Uint64(o[oFlags:]) & s.arch.FlagsMask
-	res.Fault = Fault{}
+	res.Fault = kernelsim.Fault{}
 	if le.Uint32(o[oStatus:]) == stSuccess {
-		res.Outcome = Completed
+		res.Outcome = kernelsim.Completed
 		res.Regs.PC = c.ReturnAddr(s.arch.Layout)
 	} else {
-		res.Outcome = Faulted
+		res.Outcome = kernelsim.Faulted
 		res.Regs.PC = le.Uint64(o[oIP:]) & m
-		res.Fault = Fault{
+		res.Fault = kernelsim.Fault{
 			Signal:    int(le.Uint32(o[oSig:])),
 			Code:      int32(le.Uint32(o[oCode:])),
 			Addr:      le.Uint64(o[oAddr:]) & m,
 			Trap:      int(int32(le.Uint32(o[oTrap:]))),
 			ErrorCode: le.Uint64(o[oErr:]) & m,
 		}
-		if res.Fault.Signal == SIGUSR1 || res.Fault.Signal == SIGVTALRM {
-			res.Outcome = TimedOut
+		if res.Fault.Signal == kernelsim.SIGUSR1 || res.Fault.Signal == SIGVTALRM {
+			res.Outcome = kernelsim.TimedOut
 		}
 	}
-	if c.NoMemory || c.probe {
+	if c.NoMemory || flags&cfTrap != 0 {
 		res.Scratch, res.Stack = nil, nil
 		return
 	}
 	n := le.Uint32(o[oNDirty:])
 	if n == dirtyAll {
-		res.Scratch = append(res.Scratch[:0], r[rScratch:rScratch+ScratchSize]...)
-		res.Stack = append(res.Stack[:0], r[rStack:rStack+StackSize]...)
+		res.Scratch = append(res.Scratch[:0], r[rScratch:rScratch+kernelsim.ScratchSize]...)
+		res.Stack = append(res.Stack[:0], r[rStack:rStack+kernelsim.StackSize]...)
 		return
 	}
 	// the image, with the words the case changed
 	img := s.data[offImgs+s.imgOf[i]*imgStride:]
-	res.Scratch = append(res.Scratch[:0], img[:ScratchSize]...)
-	res.Stack = append(res.Stack[:0], img[ScratchSize:imgStride]...)
+	res.Scratch = append(res.Scratch[:0], img[:kernelsim.ScratchSize]...)
+	res.Stack = append(res.Stack[:0], img[kernelsim.ScratchSize:imgStride]...)
 	w := s.t.ptr
 	for k := range int(min(n, maxDirty)) {
 		e := r[rDirty+16*k:]
@@ -675,8 +684,8 @@ func (s *Sandbox) readResult(i int, c *Case, res *Result) {
 			continue
 		}
 		dst := res.Scratch
-		if off >= ScratchSize {
-			dst, off = res.Stack, off-ScratchSize
+		if off >= kernelsim.ScratchSize {
+			dst, off = res.Stack, off-kernelsim.ScratchSize
 		}
 		copy(dst[off:off+w], e[8:8+w])
 	}
@@ -685,7 +694,7 @@ func (s *Sandbox) readResult(i int, c *Case, res *Result) {
 // runBatch runs up to maxBatch cases; it returns how many cases have results
 // (all of them, unless the sandbox crashed and had to be restarted, in which
 // case the crashing case is marked Crashed and counted).
-func (s *Sandbox) runBatch(cases []Case, results []Result, flags uint32) (int, error) {
+func (s *Sandbox) runBatch(cases []kernelsim.Case, results []kernelsim.Result, flags uint32) (int, error) {
 	if s.pid == 0 {
 		var err error
 		s.do(func() { err = s.spawn() })
@@ -722,7 +731,7 @@ func (s *Sandbox) runBatch(cases []Case, results []Result, flags uint32) (int, e
 		if p, _ := unix.Wait4(s.pid, &ws, unix.WNOHANG|unix.WALL, &ru); p == s.pid {
 			s.reaped(&ru)
 			s.pid = 0
-			return s.crashed(cases, results, int(idx), fmt.Sprintf("runner died (%s)", describeWait(ws, s)))
+			return s.crashed(cases, results, flags, int(idx), fmt.Sprintf("runner died (%s)", describeWait(ws, s)))
 		}
 		if time.Since(lastProgress) < s.Watchdog {
 			continue
@@ -741,14 +750,14 @@ func (s *Sandbox) runBatch(cases []Case, results []Result, flags uint32) (int, e
 		if kicks >= 3 || stalled {
 			var where string
 			s.do(func() { where = s.inspect(); s.kill() })
-			return s.crashed(cases, results, int(idx), "runner hung"+where)
+			return s.crashed(cases, results, flags, int(idx), "runner hung"+where)
 		}
 		unix.Kill(s.pid, unix.SIGUSR1)
 		kicks++
 		cpuMark = cpu
 	}
 	for i := range cases {
-		s.readResult(i, &cases[i], &results[i])
+		s.readResult(i, &cases[i], &results[i], flags)
 	}
 	return len(cases), nil
 }
@@ -764,39 +773,20 @@ func describeWait(ws unix.WaitStatus, s *Sandbox) string {
 
 // crashed records the results before the crashing case, marks it Crashed and
 // restarts the sandbox.
-func (s *Sandbox) crashed(cases []Case, results []Result, idx int, why string) (int, error) {
+func (s *Sandbox) crashed(cases []kernelsim.Case, results []kernelsim.Result, flags uint32, idx int, why string) (int, error) {
 	if idx >= len(cases) {
 		idx = len(cases) - 1
 	}
 	for i := 0; i < idx; i++ {
-		s.readResult(i, &cases[i], &results[i])
+		s.readResult(i, &cases[i], &results[i], flags)
 	}
-	results[idx] = Result{Outcome: Crashed, Fault: Fault{}}
+	results[idx] = kernelsim.Result{Outcome: kernelsim.Crashed, Fault: kernelsim.Fault{}}
 	s.LastCrash = why
 	s.Restarts++
 	var err error
 	s.do(func() { err = s.spawn() })
 	if err != nil {
-		return 0, errors.Join(fmt.Errorf("%w: restart after %s", ErrSandbox, why), err)
+		return 0, errors.Join(fmt.Errorf("%w: restart after %s", kernelsim.ErrSandbox, why), err)
 	}
 	return idx + 1, nil
-}
-
-// SandboxProcAttr is how every sandboxed runner starts (the ptrace sandbox and
-// the qemu-user ones): killed with kboost, in its own process group, PID,
-// network and IPC namespaces, as nobody (as root) or in a user namespace.
-func SandboxProcAttr() *syscall.SysProcAttr {
-	sys := &syscall.SysProcAttr{
-		Pdeathsig:  syscall.SIGKILL,
-		Setpgid:    true,
-		Cloneflags: syscall.CLONE_NEWPID | syscall.CLONE_NEWNET | syscall.CLONE_NEWIPC,
-	}
-	if os.Geteuid() == 0 {
-		sys.Credential = &syscall.Credential{Uid: 65534, Gid: 65534, Groups: []uint32{}}
-	} else {
-		sys.Cloneflags |= syscall.CLONE_NEWUSER
-		sys.UidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Geteuid(), Size: 1}}
-		sys.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getegid(), Size: 1}}
-	}
-	return sys
 }

@@ -1,11 +1,13 @@
 //go:build linux && amd64
 
-package kernelsim
+package native
 
 import (
 	"math/rand/v2"
 	"testing"
 	"time"
+
+	"github.com/kboost/kboost/kernelsim"
 )
 
 // FuzzRun: any code bytes run in place and from a direct slot must produce
@@ -16,7 +18,7 @@ func FuzzRun(f *testing.F) {
 	}
 	f.Add([]byte{0xEB, 0xFE}, uint64(2))
 	f.Add([]byte{0x0F, 0x05}, uint64(3))
-	s, err := New(X86_64)
+	s, err := New(kernelsim.X86_64)
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -27,19 +29,19 @@ func FuzzRun(f *testing.F) {
 		if len(code) > 15 {
 			code = code[:15]
 		}
-		c := Case{Code: code, Regs: X86_64.RandomRegs(rand.New(rand.NewPCG(seed, 0)))}
+		c := kernelsim.Case{Code: code, Regs: kernelsim.X86_64.RandomRegs(rand.New(rand.NewPCG(seed, 0)))}
 		o := c
 		if err := DirectSlot(&o, l); err != nil {
 			t.Fatal(err)
 		}
 		o.EntrySlot = true
-		res := make([]Result, 2)
-		if err := s.Run([]Case{c, o}, res); err != nil {
+		res := make([]kernelsim.Result, 2)
+		if err := s.Run([]kernelsim.Case{c, o}, res); err != nil {
 			t.Fatal(err)
 		}
-		if res[0].Outcome == Completed && res[0].Regs.PC != c.ReturnAddr(l) {
+		if res[0].Outcome == kernelsim.Completed && res[0].Regs.PC != c.ReturnAddr(l) {
 			t.Fatalf("% x completed at %#x", code, res[0].Regs.PC)
 		}
-		_ = X86_64.Compare(&res[0], &res[1], o.SlotPCMap(l))
+		_ = kernelsim.X86_64.Compare(&res[0], &res[1], o.SlotPCMap(l))
 	})
 }

@@ -488,7 +488,7 @@ func (p *A32Probe) RefCase(t *Trial) Case {
 //     instruction and mov pc, lr, or [insn, bx lr] for Thumb) is called
 //     with the handler's register set-up (A32: r0..r3 from the original
 //     register fields, PC fields reading addr+8, the APSR for the rwflags
-//     handlers; Thumb: see thumb.go) and its results are written back the
+//     handlers; Thumb: see a32_thumb.go) and its results are written back the
 //     way the handler does;
 //   - PathEmulate: the kernel's simulation (SimulateA32, the Thumb and
 //     LDM/STM simulations) computes the state;

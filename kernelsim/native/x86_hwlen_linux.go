@@ -1,12 +1,13 @@
 //go:build linux && amd64
 
-package kernelsim
+package native
 
 import (
 	"fmt"
 	"sync"
 
 	"github.com/kboost/kboost/decode"
+	"github.com/kboost/kboost/kernelsim"
 )
 
 // pfFetch is the page-fault error code bit "instruction fetch".
@@ -15,24 +16,24 @@ const pfFetch = 0x10
 // probeVerdict classifies one probe that placed k bytes against the unmapped
 // page at boundary: needMore is true when the CPU tried to fetch past them
 // while still decoding the instruction at entry.
-func probeVerdict(r *Result, entry, boundary uint64) (needMore bool, o LengthOutcome) {
+func probeVerdict(r *kernelsim.Result, entry, boundary uint64) (needMore bool, o LengthOutcome) {
 	switch r.Outcome {
-	case TimedOut, Crashed:
+	case kernelsim.TimedOut, kernelsim.Crashed:
 		return false, LenUnknown
-	case Completed:
+	case kernelsim.Completed:
 		// only possible if the code cleared TF and jumped into the runner
 		return false, LenExecuted
 	}
 	f := r.Fault
-	fetch := f.Signal == SIGSEGV && f.Trap == 14 && f.ErrorCode&pfFetch != 0 && f.Addr >= boundary && f.Addr < boundary+16
+	fetch := f.Signal == kernelsim.SIGSEGV && f.Trap == 14 && f.ErrorCode&pfFetch != 0 && f.Addr >= boundary && f.Addr < boundary+16
 	switch {
 	case fetch && r.Regs.PC == entry:
 		return true, LenTooShort
 	case fetch:
 		return false, LenExecuted // TF was cleared; the next fetch hit the boundary
-	case f.Signal == SIGTRAP && f.Trap == 1:
+	case f.Signal == kernelsim.SIGTRAP && f.Trap == 1:
 		return false, LenExecuted
-	case f.Signal == SIGILL:
+	case f.Signal == kernelsim.SIGILL:
 		return false, LenRejected
 	}
 	return false, LenFaulted
@@ -41,13 +42,13 @@ func probeVerdict(r *Result, entry, boundary uint64) (needMore bool, o LengthOut
 // probeRegs is the register state of length probes: every register points
 // into the middle of the scratch page, so memory operands usually hit mapped
 // memory; only TF is set in the flags.
-func (a *Arch) probeRegs() Regs {
-	var r Regs
+func probeRegs(a *kernelsim.Arch) kernelsim.Regs {
+	var r kernelsim.Regs
 	for i := range a.NumGPR() {
-		r.GPR[i] = a.Layout.Scratch + ScratchSize/2
+		r.GPR[i] = a.Layout.Scratch + kernelsim.ScratchSize/2
 	}
 	r.GPR[rSP] = a.Layout.InitialSP()
-	r.Flags = FlagTF
+	r.Flags = kernelsim.FlagTF
 	return r
 }
 
@@ -96,9 +97,9 @@ func (s *Sandbox) HWLengthsHint(bs [][]byte, hints []int, out []HWLen) error {
 		}
 	}
 	l := s.arch.Layout
-	regs := s.arch.probeRegs()
-	cases := make([]Case, 0, maxBatch)
-	res := make([]Result, maxBatch)
+	regs := probeRegs(s.arch)
+	cases := make([]kernelsim.Case, 0, maxBatch)
+	res := make([]kernelsim.Result, maxBatch)
 	for len(probes) > 0 {
 		for start := 0; start < len(probes); start += maxBatch {
 			chunk := probes[start:min(start+maxBatch, len(probes))]
@@ -106,7 +107,7 @@ func (s *Sandbox) HWLengthsHint(bs [][]byte, hints []int, out []HWLen) error {
 			for _, p := range chunk {
 				// zeroed scratch and stack: outcomes must not depend on what
 				// earlier probes stored (divisors, selectors, pointers)
-				cases = append(cases, Case{Code: bs[p.i][:p.k], CodeOffset: PageSize - ImageSize, Regs: regs, probe: true})
+				cases = append(cases, kernelsim.Case{Code: bs[p.i][:p.k], CodeOffset: kernelsim.PageSize - p.k, Regs: regs})
 			}
 			for done := 0; done < len(cases); {
 				n, err := s.runBatch(cases[done:], res[done:len(cases)], cfTrap)
@@ -121,7 +122,7 @@ func (s *Sandbox) HWLengthsHint(bs [][]byte, hints []int, out []HWLen) error {
 				if o.Outcome == LenUnknown && o.N < 0 {
 					continue // an earlier probe of this string was inconclusive
 				}
-				more, v := probeVerdict(&res[j], cases[j].Entry(l), l.Orig+PageSize)
+				more, v := probeVerdict(&res[j], cases[j].Entry(l), l.Orig+kernelsim.PageSize)
 				switch {
 				case v == LenUnknown:
 					o.N, o.Outcome = -1, LenUnknown
@@ -171,7 +172,7 @@ var (
 // (see Sandbox.HWLengths). It keeps one sandbox per mode for the life of the
 // program; use Sandbox.HWLengths for batches.
 func HWLength(b []byte, mode decode.Mode) (int, LengthOutcome, error) {
-	a, err := ArchFor(mode)
+	a, err := kernelsim.ArchFor(mode)
 	if err != nil {
 		return 0, LenUnknown, err
 	}

@@ -1,17 +1,19 @@
 //go:build linux && amd64
 
-package kernelsim
+package native
 
 import (
 	"os"
 	"testing"
 	"time"
+
+	"github.com/kboost/kboost/kernelsim"
 )
 
 // BenchmarkDifferentialCheck measures differential checks (one instruction
 // run in place and out of line, then compared) per second on one sandbox.
 func BenchmarkDifferentialCheck(b *testing.B) {
-	for _, a := range []*Arch{X86_64, I386} {
+	for _, a := range []*kernelsim.Arch{kernelsim.X86_64, kernelsim.I386} {
 		b.Run(a.Name, func(b *testing.B) {
 			c, err := newChecker(a, 1)
 			if err != nil {
@@ -39,7 +41,7 @@ func BenchmarkDifferentialCheck(b *testing.B) {
 // BenchmarkHWLength measures the hardware length oracle on a mix of
 // instructions.
 func BenchmarkHWLength(b *testing.B) {
-	s, err := New(X86_64)
+	s, err := New(kernelsim.X86_64)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -63,7 +65,7 @@ func BenchmarkHWLength(b *testing.B) {
 
 // BenchmarkHWLengthHinted is BenchmarkHWLength with correct hints.
 func BenchmarkHWLengthHinted(b *testing.B) {
-	s, err := New(X86_64)
+	s, err := New(kernelsim.X86_64)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -1,6 +1,6 @@
 //go:build linux && amd64
 
-package kernelsim
+package native
 
 import (
 	"encoding/hex"
@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/kboost/kboost/decode"
+	"github.com/kboost/kboost/kernelsim"
 )
 
 // hwCases are instructions whose length objdump knows; the comment says what
@@ -50,7 +51,7 @@ var hwCases = []string{
 // with -M intel64; the test picks the host's vendor.
 func TestHWLengthObjdump(t *testing.T) {
 	oracle(t)
-	s, err := New(X86_64)
+	s, err := New(kernelsim.X86_64)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +97,7 @@ func TestHWLengthObjdump(t *testing.T) {
 
 // TestHWLengthQuick runs without objdump: outcomes that do not depend on it.
 func TestHWLengthQuick(t *testing.T) {
-	s, err := New(X86_64)
+	s, err := New(kernelsim.X86_64)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,8 +118,8 @@ func TestHWLengthQuick(t *testing.T) {
 	}
 	// i386: the same outcomes on the CPU (SYSCALL left out: compat mode
 	// runs it on AMD and raises #UD on Intel); none under an emulator
-	for _, o := range execOptions(t, I386) {
-		s32, err := NewWithOptions(I386, o)
+	for _, o := range execOptions(t, kernelsim.I386) {
+		s32, err := NewWithOptions(kernelsim.I386, o)
 		if err != nil {
 			t.Fatal(err)
 		}

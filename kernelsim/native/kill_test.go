@@ -1,14 +1,16 @@
 //go:build linux && amd64
 
-package kernelsim
+package native
 
 import (
 	"fmt"
-	"github.com/kboost/kboost/kernelsim/internal/killtest"
 	"math/rand/v2"
 	"os"
 	"testing"
 	"time"
+
+	"github.com/kboost/kboost/kernelsim"
+	"github.com/kboost/kboost/kernelsim/internal/killtest"
 )
 
 // TestHelperFuzzLoop is not a test: TestNoStraySandbox runs it in a child
@@ -32,8 +34,8 @@ func TestHelperFuzzLoop(t *testing.T) {
 	}
 	fmt.Println("READY")
 	rng := rand.New(rand.NewPCG(1, 2))
-	cases := make([]Case, 64)
-	res := make([]Result, 64)
+	cases := make([]kernelsim.Case, 64)
+	res := make([]kernelsim.Result, 64)
 	for {
 		for _, s := range ss {
 			for i := range cases {
@@ -41,7 +43,7 @@ func TestHelperFuzzLoop(t *testing.T) {
 				for j := range code {
 					code[j] = byte(rng.Uint32())
 				}
-				cases[i] = Case{Code: code, Regs: s.Arch().RandomRegs(rng), NoMemory: true}
+				cases[i] = kernelsim.Case{Code: code, Regs: s.Arch().RandomRegs(rng), NoMemory: true}
 			}
 			if err := s.Run(cases, res); err != nil {
 				fmt.Println("ERROR", err)

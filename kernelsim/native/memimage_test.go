@@ -1,6 +1,6 @@
 //go:build linux && amd64
 
-package kernelsim
+package native
 
 import (
 	"bytes"
@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/kboost/kboost/kernelsim"
 )
 
 // TestMemoryImages checks the batch memory protocol against a model written
@@ -25,7 +27,7 @@ func TestMemoryImages(t *testing.T) {
 			imgs := make([][2][]byte, 3)
 			for i := range imgs {
 				for k := range 2 {
-					b := make([]byte, PageSize)
+					b := make([]byte, kernelsim.PageSize)
 					for j := range b {
 						b[j] = byte(rng.Uint32())
 					}
@@ -55,13 +57,13 @@ func TestMemoryImages(t *testing.T) {
 					plan = append(plan, tc{k, rng.IntN(len(imgs))})
 				}
 			}
-			cases := make([]Case, len(plan))
+			cases := make([]kernelsim.Case, len(plan))
 			for i, p := range plan {
 				regs := baseRegs(a, uint64(100+i))
 				regs.GPR[rBX] = l.Scratch + storeAt
 				regs.GPR[rDI] = l.Scratch + stosAt
-				regs.Flags &^= FlagDF
-				c := Case{Regs: regs, Scratch: imgs[p.img][0], Stack: imgs[p.img][1]}
+				regs.Flags &^= kernelsim.FlagDF
+				c := kernelsim.Case{Regs: regs, Scratch: imgs[p.img][0], Stack: imgs[p.img][1]}
 				switch p.k {
 				case kLoad:
 					c.Code = []byte{0x8B, 0x03}
@@ -79,7 +81,7 @@ func TestMemoryImages(t *testing.T) {
 				}
 				cases[i] = c
 			}
-			res := make([]Result, len(cases))
+			res := make([]kernelsim.Result, len(cases))
 			for round := range 2 { // the second round reuses the image slots
 				if err := s.Run(cases, res); err != nil {
 					t.Fatal(err)
@@ -110,7 +112,7 @@ func TestMemoryImages(t *testing.T) {
 					switch p.k {
 					case kLoad:
 						want := uint64(binary.LittleEndian.Uint32(scratch[storeAt:]))
-						if r.Outcome != Completed || r.Regs.GPR[rAX] != want {
+						if r.Outcome != kernelsim.Completed || r.Regs.GPR[rAX] != want {
 							t.Errorf("%s: %v eax=%#x, want the image's %#x", what, r.Outcome, r.Regs.GPR[rAX], want)
 						}
 					case kStore:
@@ -121,21 +123,31 @@ func TestMemoryImages(t *testing.T) {
 						}
 					case kPushFault:
 						word(stack, sp-ps, c.Regs.GPR[rCX])
-						if r.Outcome != Faulted || r.Fault.Signal != SIGILL {
+						if r.Outcome != kernelsim.Faulted || r.Fault.Signal != kernelsim.SIGILL {
 							t.Errorf("%s: %v %v, want SIGILL", what, r.Outcome, r.Fault)
 						}
 					}
-					if p.k != kPushFault && r.Outcome != Completed {
+					if p.k != kPushFault && r.Outcome != kernelsim.Completed {
 						t.Errorf("%s: %v %v", what, r.Outcome, r.Fault)
 					}
-					if d := appendMemDiff(nil, "scratch", scratch, r.Scratch); d != nil {
+					if d := memDiff("scratch", scratch, r.Scratch); d != "" {
 						t.Errorf("%s: final scratch differs from the model at %v", what, d)
 					}
-					if d := appendMemDiff(nil, "stack", stack, r.Stack); d != nil {
+					if d := memDiff("stack", stack, r.Stack); d != "" {
 						t.Errorf("%s: final stack differs from the model at %v", what, d)
 					}
 				}
 			}
 		})
 	}
+}
+
+// memDiff names the first differing byte of two memory images, "" if none.
+func memDiff(name string, x, y []byte) string {
+	for i := range max(len(x), len(y)) {
+		if i >= len(x) || i >= len(y) || x[i] != y[i] {
+			return fmt.Sprintf("%s+%#x", name, i)
+		}
+	}
+	return ""
 }

@@ -1,6 +1,6 @@
 //go:build linux && amd64
 
-package kernelsim
+package native
 
 import "github.com/kboost/kboost/internal/ptregs"
 

@@ -1,4 +1,4 @@
-package kernelsim
+package native
 
 import (
 	"encoding/binary"

@@ -1,15 +1,16 @@
 //go:build !(linux && amd64)
 
-package kernelsim
+package native
 
 import (
 	"fmt"
 	"time"
 
 	"github.com/kboost/kboost/decode"
+	"github.com/kboost/kboost/kernelsim"
 )
 
-// Sandbox is the hardware Backend; it needs linux/amd64.
+// Sandbox is the hardware backend; it needs linux/amd64.
 type Sandbox struct {
 	Watchdog    time.Duration
 	CaseTimeout time.Duration
@@ -17,28 +18,30 @@ type Sandbox struct {
 	LastCrash   string
 }
 
-var _ Backend = (*Sandbox)(nil)
+var _ kernelsim.Backend = (*Sandbox)(nil)
 
 func unsupported() error {
 	return fmt.Errorf("kernelsim: the hardware sandbox needs linux/amd64: %w", errNotSupported)
 }
 
 // New fails with errNotSupported on this platform.
-func New(a *Arch) (*Sandbox, error) { return nil, unsupported() }
+func New(a *kernelsim.Arch) (*Sandbox, error) { return nil, unsupported() }
 
 // NewWithOptions fails with errNotSupported on this platform.
-func NewWithOptions(a *Arch, o Options) (*Sandbox, error) { return nil, unsupported() }
+func NewWithOptions(a *kernelsim.Arch, o kernelsim.Options) (*Sandbox, error) {
+	return nil, unsupported()
+}
 
 // NativeExec fails with errNotSupported on this platform.
-func NativeExec(a *Arch) error { return unsupported() }
+func NativeExec(a *kernelsim.Arch) error { return unsupported() }
 
-// Arch implements Backend.
-func (s *Sandbox) Arch() *Arch { return nil }
+// Arch implements kernelsim.Backend.
+func (s *Sandbox) Arch() *kernelsim.Arch { return nil }
 
-// Run implements Backend.
-func (s *Sandbox) Run(cases []Case, results []Result) error { return unsupported() }
+// Run implements kernelsim.Backend.
+func (s *Sandbox) Run(cases []kernelsim.Case, results []kernelsim.Result) error { return unsupported() }
 
-// Close implements Backend.
+// Close implements kernelsim.Backend.
 func (s *Sandbox) Close() error { return nil }
 
 // Pid is always 0 here.
@@ -50,12 +53,15 @@ func (s *Sandbox) Emulator() string { return "" }
 // HWLengths fails with errNotSupported on this platform.
 func (s *Sandbox) HWLengths(bs [][]byte, out []HWLen) error { return unsupported() }
 
+// HWLengthsHint fails with errNotSupported on this platform.
+func (s *Sandbox) HWLengthsHint(bs [][]byte, hints []int, out []HWLen) error { return unsupported() }
+
 // HWLength fails with errNotSupported on this platform.
 func HWLength(b []byte, mode decode.Mode) (int, LengthOutcome, error) {
 	return 0, LenUnknown, unsupported()
 }
 
 // MeasureChecks fails with errNotSupported on this platform.
-func MeasureChecks(a *Arch, d time.Duration, seed uint64) (CheckRate, error) {
+func MeasureChecks(a *kernelsim.Arch, d time.Duration, seed uint64) (CheckRate, error) {
 	return CheckRate{}, unsupported()
 }

@@ -1,4 +1,4 @@
-package kernelsim
+package native
 
 import (
 	"bytes"
@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/kboost/kboost/kernelsim"
 )
 
 // oracle skips unless KBOOST_ORACLE=1.
@@ -57,16 +59,16 @@ func objdumpInsns(t *testing.T, code []byte, vma uint64, machine string, opts ..
 func TestRunnerObjdump(t *testing.T) {
 	oracle(t)
 	for _, v := range []struct {
-		a   *Arch
+		a   *kernelsim.Arch
 		emu bool
-	}{{X86_64, false}, {I386, false}, {X86_64, true}, {I386, true}} {
+	}{{kernelsim.X86_64, false}, {kernelsim.I386, false}, {kernelsim.X86_64, true}, {kernelsim.I386, true}} {
 		a := v.a
 		name := a.Name
 		if v.emu {
 			name += "-emu"
 		}
 		t.Run(name, func(t *testing.T) {
-			tg := a.target
+			tg := targets[a]
 			rc, img := tg.runnerImage(a.Layout, v.emu)
 			machine := "i386:x86-64"
 			if !tg.is64 {
@@ -96,7 +98,7 @@ func TestRunnerObjdump(t *testing.T) {
 					t.Errorf("stub target %x, want %#x", stub[6:], rc.done)
 				}
 			}
-			if len(so) < 1 || !strings.Contains(st[0], want) || len(stub) > StubSize {
+			if len(so) < 1 || !strings.Contains(st[0], want) || len(stub) > kernelsim.StubSize {
 				t.Errorf("return stub disassembles as %q, want %q", st, want)
 			}
 			f, err := elf.NewFile(bytes.NewReader(img))
@@ -128,5 +130,15 @@ func TestRunnerObjdump(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestReservedRange: the range kernelsim.Layout.Check keeps case pages out
+// of is the one the runner maps (its code page, then its shared data).
+func TestReservedRange(t *testing.T) {
+	for a, tg := range targets {
+		if want := [2]uint64{tg.codeBase, tg.dataBase + dataLen}; a.Reserved != want {
+			t.Errorf("%s: Arch.Reserved %#x, the runner occupies %#x", a.Name, a.Reserved, want)
+		}
 	}
 }

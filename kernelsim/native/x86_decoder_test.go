@@ -1,6 +1,6 @@
 //go:build linux && amd64
 
-package kernelsim
+package native
 
 import (
 	"errors"
@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/kboost/kboost/decode"
+	"github.com/kboost/kboost/kernelsim"
 )
 
 // randomInsn builds a structured random byte string: legacy prefixes, a REX
@@ -42,7 +43,7 @@ func randomInsn(rng *rand.Rand) []byte {
 // the CPU accepted; set KBOOST_DECODER_STRICT=1 to make them fail the test.
 func TestDecoderVsCPU(t *testing.T) {
 	oracle(t)
-	s, err := New(X86_64)
+	s, err := New(kernelsim.X86_64)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,10 +1,12 @@
 //go:build linux && amd64
 
-package kernelsim
+package native
 
 import (
 	"encoding/binary"
 	"time"
+
+	"github.com/kboost/kboost/kernelsim"
 )
 
 // initHeader writes the parts of the header the runner needs before it runs.
@@ -20,11 +22,11 @@ func (t *target) initHeader(data []byte, rc *runnerCode, ppid int, caseTimeout t
 	} else {
 		le.PutUint32(h[hLiveBase:], uint32(t.dataBase+offScratch))
 	}
-	for i := 0; i < ImageSize; i++ {
+	for i := 0; i < kernelsim.ImageSize; i++ {
 		h[hCC+i] = 0xCC
 	}
 	for _, off := range []int{offOrig, offSlot} {
-		for i := 0; i < PageSize; i++ {
+		for i := 0; i < kernelsim.PageSize; i++ {
 			data[off+i] = 0xCC
 		}
 	}
@@ -34,7 +36,7 @@ func (t *target) initHeader(data []byte, rc *runnerCode, ppid int, caseTimeout t
 	// into the runner must leave the mask as it is (SA_NODEFER, empty mask),
 	// or the signal would stay blocked.
 	saFlags := uint64(0x4 | 0x08000000 | 0x04000000) // SA_SIGINFO|SA_ONSTACK|SA_RESTORER
-	mask := uint64(1) << (SIGUSR1 - 1)
+	mask := uint64(1) << (kernelsim.SIGUSR1 - 1)
 	if rc.jumpOut {
 		saFlags |= 0x40000000 // SA_NODEFER
 		mask = 0

@@ -1,6 +1,6 @@
 //go:build linux && amd64
 
-package kernelsim
+package native
 
 import (
 	"encoding/binary"
@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/kboost/kboost/internal/procstat"
+	"github.com/kboost/kboost/kernelsim"
 
 	"golang.org/x/sys/unix"
 )
@@ -39,7 +40,7 @@ var checkMix = [][]byte{
 // (registers, flags, PC, stack and scratch pages, faults). The tracer and the
 // sandbox hand the batch back and forth and never run at the same time, so
 // the figures are those of one core.
-func MeasureChecks(a *Arch, d time.Duration, seed uint64) (CheckRate, error) {
+func MeasureChecks(a *kernelsim.Arch, d time.Duration, seed uint64) (CheckRate, error) {
 	c, err := newChecker(a, seed)
 	if err != nil {
 		return CheckRate{}, err
@@ -67,24 +68,24 @@ func MeasureChecks(a *Arch, d time.Duration, seed uint64) (CheckRate, error) {
 
 // checker runs batches of random differential checks.
 type checker struct {
-	a       *Arch
+	a       *kernelsim.Arch
 	s       *Sandbox
 	rng     *rand.Rand
-	cases   []Case
-	results []Result
+	cases   []kernelsim.Case
+	results []kernelsim.Result
 	scratch []byte
 	stack   []byte
 }
 
-func newChecker(a *Arch, seed uint64) (*checker, error) {
+func newChecker(a *kernelsim.Arch, seed uint64) (*checker, error) {
 	s, err := New(a)
 	if err != nil {
 		return nil, err
 	}
 	return &checker{
 		a: a, s: s, rng: rand.New(rand.NewPCG(seed, 0x6b626f6f7374)),
-		cases: make([]Case, maxBatch), results: make([]Result, maxBatch),
-		scratch: make([]byte, ScratchSize), stack: make([]byte, StackSize),
+		cases: make([]kernelsim.Case, maxBatch), results: make([]kernelsim.Result, maxBatch),
+		scratch: make([]byte, kernelsim.ScratchSize), stack: make([]byte, kernelsim.StackSize),
 	}, nil
 }
 
@@ -97,7 +98,7 @@ func (c *checker) batch() (checks, diverged int, err error) {
 			binary.LittleEndian.PutUint64(c.scratch[j:], c.rng.Uint64())
 		}
 		regs := c.a.RandomRegs(c.rng)
-		ref := Case{Code: checkMix[c.rng.IntN(len(checkMix))], Regs: regs, Scratch: c.scratch, Stack: c.stack}
+		ref := kernelsim.Case{Code: checkMix[c.rng.IntN(len(checkMix))], Regs: regs, Scratch: c.scratch, Stack: c.stack}
 		cand := ref
 		cand.Slot = c.cases[2*i+1].Slot
 		if err := DirectSlot(&cand, l); err != nil {
@@ -110,7 +111,7 @@ func (c *checker) batch() (checks, diverged int, err error) {
 		return 0, 0, err
 	}
 	for i := 0; i < pairs; i++ {
-		if c.a.Compare(&c.results[2*i], &c.results[2*i+1], c.cases[2*i+1].SlotPCMap(l)).Verdict != Equivalent {
+		if c.a.Compare(&c.results[2*i], &c.results[2*i+1], c.cases[2*i+1].SlotPCMap(l)).Verdict != kernelsim.Equivalent {
 			diverged++
 		}
 	}

@@ -5,10 +5,11 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"github.com/kboost/kboost/kernelsim"
-	"github.com/kboost/kboost/kernelsim/gdbserial"
 	"slices"
 	"strings"
+
+	"github.com/kboost/kboost/kernelsim"
+	"github.com/kboost/kboost/kernelsim/gdbserial"
 
 	"github.com/kboost/kboost/boost"
 	"github.com/kboost/kboost/decode"
