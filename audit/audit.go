@@ -4,12 +4,13 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"github.com/kboost/kboost/internal/shard"
 	"path"
 	"runtime"
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/kboost/kboost/internal/shard"
 
 	"github.com/kboost/kboost/boost"
 	"github.com/kboost/kboost/internal/memhint"
@@ -435,80 +436,50 @@ func Run(f *kimage.File, pol *boost.Policy, env *boost.Env, reqs []Request, patc
 	}
 	chunk := len(reqs) / (workers * 64)
 	chunk = max(1, min(chunk, maxChunk))
-	type job struct {
-		reqs []Request
-		out  []byte
-		err  error
-		ok   chan struct{}
+	type chunkOut struct {
+		out []byte
+		err error
 	}
-	todo := make(chan *job, workers)
-	order := make(chan *job, workers*2)
 	// Output buffers go back to the workers once written: a whole kernel's
 	// JSON is about a gigabyte, and growing a fresh buffer for each chunk
 	// allocated several times that.
 	free := make(chan []byte, workers*2)
-	for w := 0; w < workers; w++ {
+	newWorker := func() func(int, *chunkOut) {
 		h := newHandler()
 		au := pol.NewAuditor(env)
-		go func() {
-			var res Result // one per worker: a Handler's pointer would move it to the heap each time
-			for j := range todo {
-				select {
-				case j.out = <-free:
-				default:
-				}
-				for _, r := range j.reqs {
-					res = Result{Req: r}
-					res.Audit, res.Err = auditOne(f, au, r, patch)
-					out, err := h(&res)
-					j.out = append(j.out, out...)
-					if err != nil {
-						j.err = err
-						break
-					}
-				}
-				close(j.ok)
-			}
-		}()
-	}
-	stop := make(chan struct{})
-	go func() {
-		defer close(todo)
-		defer close(order)
-		for len(reqs) > 0 {
-			n := min(chunk, len(reqs))
-			j := &job{reqs: reqs[:n], ok: make(chan struct{})}
-			reqs = reqs[n:]
+		var res Result // one per worker: a Handler's pointer would move it to the heap each time
+		return func(i int, j *chunkOut) {
 			select {
-			case order <- j:
-			case <-stop:
-				return
+			case j.out = <-free:
+			default:
 			}
-			todo <- j
+			for _, r := range reqs[i*chunk : min((i+1)*chunk, len(reqs))] {
+				res = Result{Req: r}
+				res.Audit, res.Err = auditOne(f, au, r, patch)
+				out, err := h(&res)
+				j.out = append(j.out, out...)
+				if err != nil {
+					j.err = err
+					break
+				}
+			}
 		}
-	}()
-	var first error
-	for j := range order {
-		<-j.ok
-		if first != nil {
-			continue
-		}
+	}
+	return ordered((len(reqs)+chunk-1)/chunk, workers, workers*2, newWorker, func(j *chunkOut) error {
+		var err error
 		if len(j.out) > 0 {
-			first = write(j.out)
+			err = write(j.out)
 		}
 		select {
 		case free <- j.out[:0]:
 		default:
 		}
 		j.out = nil
-		if first == nil {
-			first = j.err
+		if err == nil {
+			err = j.err
 		}
-		if first != nil {
-			close(stop)
-		}
-	}
-	return first
+		return err
+	})
 }
 
 // File audits every function of f (Select with no selector) under pol in

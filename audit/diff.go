@@ -5,7 +5,6 @@ import (
 	"runtime"
 	"slices"
 	"strings"
-	"sync"
 
 	"github.com/kboost/kboost/boost"
 	"github.com/kboost/kboost/decode"
@@ -96,65 +95,28 @@ func CommonFunctions(a, b []Request) [][2]Request {
 // ctx's end or each's first error and returns it.
 func Diff(ctx context.Context, a, b *Side, pairs [][2]Request, each func(*FuncDiff) error) error {
 	workers := runtime.GOMAXPROCS(0)
-	type job struct {
-		i  int
-		fd FuncDiff
-		ok chan struct{}
-	}
-	todo := make(chan *job, workers)
-	order := make(chan *job, workers*4)
-	var wg sync.WaitGroup
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			auA, auB := a.Policy.NewAuditor(a.Env), b.Policy.NewAuditor(b.Env)
-			fmA, fmB := decode.NewFormatter(0), decode.NewFormatter(0)
-			for j := range todo {
-				p := pairs[j.i]
-				j.fd = FuncDiff{Func: p[0].Sym.Name}
-				fa, err := auditOne(a.File, auA, p[0], a.Patch)
-				if err == nil {
-					var fb *boost.FuncAudit
-					if fb, err = auditOne(b.File, auB, p[1], b.Patch); err == nil {
-						diffFunc(&j.fd, fa, fb, fmA, fmB)
-					}
+	newWorker := func() func(int, *FuncDiff) {
+		auA, auB := a.Policy.NewAuditor(a.Env), b.Policy.NewAuditor(b.Env)
+		fmA, fmB := decode.NewFormatter(0), decode.NewFormatter(0)
+		return func(i int, fd *FuncDiff) {
+			p := pairs[i]
+			*fd = FuncDiff{Func: p[0].Sym.Name}
+			fa, err := auditOne(a.File, auA, p[0], a.Patch)
+			if err == nil {
+				var fb *boost.FuncAudit
+				if fb, err = auditOne(b.File, auB, p[1], b.Patch); err == nil {
+					diffFunc(fd, fa, fb, fmA, fmB)
 				}
-				j.fd.Err = err
-				close(j.ok)
 			}
-		}()
-	}
-	stop := make(chan struct{})
-	go func() {
-		defer close(todo)
-		defer close(order)
-		for i := range pairs {
-			j := &job{i: i, ok: make(chan struct{})}
-			select {
-			case order <- j:
-			case <-stop:
-				return
-			}
-			todo <- j
-		}
-	}()
-	var first error
-	for j := range order {
-		<-j.ok
-		if first == nil {
-			if err := ctx.Err(); err != nil {
-				first = err
-			} else {
-				first = each(&j.fd)
-			}
-			if first != nil {
-				close(stop)
-			}
+			fd.Err = err
 		}
 	}
-	wg.Wait()
-	return first
+	return ordered(len(pairs), workers, workers*4, newWorker, func(fd *FuncDiff) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		return each(fd)
+	})
 }
 
 // diffFunc matches the two audits' instructions and records the points

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strings"
+	"time"
 
 	"github.com/kboost/kboost/decode"
 )
@@ -76,15 +77,10 @@ type Case struct {
 	// NoMemory skips setting and capturing the scratch and stack pages: they
 	// keep whatever the previous case left (faster when memory is not compared).
 	NoMemory bool
-
-	probe bool // length probe: Code ends at the end of the code page, entered with TF
 }
 
 // CodeAddr is where Code starts.
 func (c *Case) CodeAddr(l Layout) uint64 {
-	if c.probe {
-		return l.Orig + PageSize - uint64(len(c.Code))
-	}
 	return l.Orig + uint64(c.CodeOffset)
 }
 
@@ -175,7 +171,7 @@ type Fault struct {
 }
 
 func (f Fault) String() string {
-	return fmt.Sprintf("%s code=%d addr=%#x trap=%d err=%#x", signalName(f.Signal), f.Code, f.Addr, f.Trap, f.ErrorCode)
+	return fmt.Sprintf("%s code=%d addr=%#x trap=%d err=%#x", SignalName(f.Signal), f.Code, f.Addr, f.Trap, f.ErrorCode)
 }
 
 // NotVerifiableInUserMode is true for faults that say "the instruction cannot
@@ -191,7 +187,8 @@ func (f Fault) NotVerifiableInUserMode() bool {
 	return (f.Signal == SIGSEGV && f.Code == SIKernel && (f.Trap == 13 || f.Trap < 0)) || f.Signal == SIGSYS
 }
 
-func signalName(s int) string {
+// SignalName is the name of a Linux signal number ("SIGSEGV").
+func SignalName(s int) string {
 	switch s {
 	case SIGILL:
 		return "SIGILL"
@@ -250,9 +247,11 @@ type Arch struct {
 	RegMask   uint64   // value mask of a register
 	FlagsMask uint64   // flags compared: CF PF AF ZF SF TF DF OF NT AC ID
 	Layout    Layout
-	target    *target // how the hardware sandbox runs this mode
-	ISA       *ISA    // 32-bit ARM: the probe model's per-ISA values
-	SP        int     // the stack pointer's Regs.GPR index
+	// Reserved is the address range [lo, hi) the backend's own runner
+	// occupies (code, then data): no sandbox page may overlap it.
+	Reserved [2]uint64
+	ISA      *ISA // 32-bit ARM: the probe model's per-ISA values
+	SP       int  // the stack pointer's Regs.GPR index
 }
 
 // x86 flag bits.
@@ -286,8 +285,10 @@ var X86_64 = &Arch{
 		Scratch: 0x5555_1000_0000,
 		Stack:   0x5555_1010_0000,
 	},
-	target: target64,
-	SP:     rSP,
+	// far from everything case code can reach with a register or disp32
+	// (kernelsim/native checks that its runner fits)
+	Reserved: [2]uint64{0x7e00_0000_0000, 0x7e00_0033_7000},
+	SP:       rSP,
 }
 
 // I386 runs 32-bit code in a compat-mode process.
@@ -302,8 +303,8 @@ var I386 = &Arch{
 		Scratch: 0x2800_0000,
 		Stack:   0x2810_0000,
 	},
-	target: target32,
-	SP:     rSP,
+	Reserved: [2]uint64{0x1000_0000, 0x1033_7000},
+	SP:       rSP,
 }
 
 // Arches lists the instruction sets kernelsim runs.
@@ -518,6 +519,9 @@ type Options struct {
 	// Layout replaces the Arch's default layout when not zero (for example
 	// a slot more than 2 GiB from the code, to see a rel32 fixup refused).
 	Layout Layout
+	// CaseTimeout is the CPU time one case may take before the backend
+	// stops it (TimedOut); zero: the backend's default.
+	CaseTimeout time.Duration
 }
 
 // Check reports why l cannot be a sandbox layout for a, wrapping ErrBadCase.
@@ -536,8 +540,8 @@ func (l Layout) Check(a *Arch) error {
 			return fmt.Errorf("%w: %s address %#x not page aligned", ErrBadCase, p.name, p.at)
 		case p.at < 0x1_0000 || p.at >= limit:
 			return fmt.Errorf("%w: %s address %#x outside %#x..%#x", ErrBadCase, p.name, p.at, 0x10000, limit)
-		case a.target != nil && p.at+PageSize > a.target.codeBase && p.at < a.target.dataBase+dataLen:
-			return fmt.Errorf("%w: %s address %#x overlaps the runner at %#x..%#x", ErrBadCase, p.name, p.at, a.target.codeBase, a.target.dataBase+dataLen)
+		case p.at+PageSize > a.Reserved[0] && p.at < a.Reserved[1]:
+			return fmt.Errorf("%w: %s address %#x overlaps the runner at %#x..%#x", ErrBadCase, p.name, p.at, a.Reserved[0], a.Reserved[1])
 		}
 		for _, q := range pages[:i] {
 			if q.at == p.at {

@@ -79,14 +79,15 @@ func simulateX86(r *simRun) error {
 		}
 	}
 	// execution in the sandbox
-	sb, err := NewWithOptions(a, r.o.Backend)
+	// a few cases only: let a long loop run until the watchdog (200 ms of
+	// CPU), not the fuzzer's short case limit
+	o := r.o.Backend
+	o.CaseTimeout = time.Second
+	sb, err := OpenBackend(a, o)
 	if err != nil {
 		return err
 	}
 	defer sb.Close()
-	// a few cases only: let a long loop run until the watchdog (200 ms of
-	// CPU), not the fuzzer's short case limit
-	sb.CaseTimeout = time.Second
 	codeOff, slotOff := pageOffsets(addr, slotAddr)
 	p, err := NewProbe(a, code, codeOff, slotOff)
 	if err != nil {

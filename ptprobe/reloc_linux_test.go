@@ -11,6 +11,7 @@ import (
 	"github.com/kboost/kboost/decode"
 	"github.com/kboost/kboost/internal/x86gen"
 	"github.com/kboost/kboost/kernelsim"
+	ksnative "github.com/kboost/kboost/kernelsim/native"
 )
 
 // TestRelocationOnCPU is the property behind boost and jump: the code kboost
@@ -30,7 +31,7 @@ func TestRelocationOnCPU(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sb, err := kernelsim.New(a)
+	sb, err := ksnative.New(a)
 	if err != nil {
 		t.Fatal(err)
 	}

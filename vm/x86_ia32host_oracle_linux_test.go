@@ -39,9 +39,9 @@ type ia32Suite struct {
 // sim and fuzz). Left out, each for its reason:
 //   - kernelsim TestLayoutCheck, TestMemOperand, FuzzSlotModel,
 //     TestHitBoostLimit, TestHitRIPRelative: i386 layouts and slot models,
-//     no i386 execution; TestRunnerObjdump: the i386 runner image read by
-//     objdump, not run.
-//   - kernelsim BenchmarkDifferentialCheck, BenchmarkFuzzChecks: benchmarks
+//     no i386 execution; kernelsim/native TestRunnerObjdump: the i386
+//     runner image read by objdump, not run.
+//   - kernelsim/native BenchmarkDifferentialCheck, BenchmarkFuzzChecks: benchmarks
 //     (TestMeasureChecks, run here, measures the same).
 //   - the x86-64 halves of these tests, in the guest only: there "the CPU"
 //     is QEMU's TCG, which random x86-64 code makes abort (tcg fatal error),
@@ -51,16 +51,17 @@ type ia32Suite struct {
 //     by gcc -m32 at test time (no gcc in the guest); both skip, saying so,
 //     where the kernel refuses 32-bit executables: neither has a qemu path.
 var ia32Suites = []ia32Suite{
-	{pkg: "kernelsim", tests: []string{"TestExecAuto",
+	{pkg: "kernelsim/native", tests: []string{"TestExecAuto",
 		// sandboxes(): x86-64 and i386 on each path the host allows
 		"TestMovLeaPush", "TestAddFlags", "TestPushfPopf", "TestCallOutOfLine", "TestFaults", "TestWatchdog",
 		"TestNoStaleCode", "TestMemoryImages", "TestRandomBytes", "TestCaseTimer", "TestSleepingSyscall", "TestCaseTimeoutSetting",
 		// execOptions(I386): the hardware length oracle, SIGKILL of fuzzing sandboxes
-		"TestHWLengthQuick", "TestNoStraySandbox",
-		// the i386 sandbox --exec auto chooses
-		"TestHitBranches", "TestHitStraightLine", "TestLazy2006", "TestMeasureChecks",
+		"TestHWLengthQuick", "TestNoStraySandbox", "TestMeasureChecks",
 		// x86-64 only, but int 0x80 is a #GP where the kernel has no IA32 emulation
 		"TestSyscallTrapped"}, qemuLine: "i386: qemu-i386-static only", guestEnv: []string{"KBOOST_TEST_ARCHES=i386"}},
+	// the i386 sandbox --exec auto chooses, through kernelsim.OpenBackend
+	{pkg: "kernelsim", tests: []string{"TestHitBranches", "TestHitStraightLine", "TestLazy2006"},
+		qemuLine: "i386 --exec auto: qemu", guestEnv: []string{"KBOOST_TEST_ARCHES=i386"}},
 	{pkg: "kernelsim/fuzz", tests: []string{"TestFuzzOracle", "TestMeasure"},
 		qemuLine: "i386 --exec auto: qemu", guestEnv: []string{"KBOOST_TEST_ARCHES=i386"}},
 	{pkg: "internal/cli", tests: []string{"TestI386ExecFlag", "TestI386JSONSchemas", "TestSimCommand",

@@ -17,6 +17,7 @@ import (
 	"github.com/kboost/kboost/decode"
 	"github.com/kboost/kboost/kernelsim"
 	_ "github.com/kboost/kboost/kernelsim/gdbserial" // registers the ARM backends kernelsim.Simulate runs on
+	_ "github.com/kboost/kboost/kernelsim/native"    // registers the x86 CPU backend
 	"github.com/spf13/cobra"
 )
 

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/kboost/kboost/kernelsim"
+	"github.com/kboost/kboost/kernelsim/native"
 )
 
 // i386Path is how `--exec auto` runs i386 cases on this host: "cpu" where
@@ -19,7 +20,7 @@ import (
 func i386Path(t testing.TB) string {
 	t.Helper()
 	got, why := "cpu", "the kernel runs 32-bit executables"
-	if err := kernelsim.NativeExec(kernelsim.I386); err != nil {
+	if err := native.NativeExec(kernelsim.I386); err != nil {
 		got, why = "qemu", err.Error()
 	}
 	want := os.Getenv("KBOOST_EXPECT_I386_EXEC")

@@ -11,6 +11,7 @@ import (
 	"github.com/kboost/kboost/boost"
 	"github.com/kboost/kboost/decode"
 	"github.com/kboost/kboost/kernelsim"
+	"github.com/kboost/kboost/kernelsim/native"
 )
 
 // fuzzSamples are the real instructions `kboost fuzz` mutates (loaded once).
@@ -40,7 +41,7 @@ func BenchmarkFuzzChecks(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			s, err := kernelsim.New(a)
+			s, err := native.New(a)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -5,9 +5,11 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"github.com/kboost/kboost/kernelsim"
 	"slices"
 	"time"
+
+	"github.com/kboost/kboost/kernelsim"
+	"github.com/kboost/kboost/kernelsim/native"
 
 	"github.com/kboost/kboost/boost"
 	"github.com/kboost/kboost/decode"
@@ -16,7 +18,7 @@ import (
 // LengthOracle is a backend that can tell an instruction's length the way
 // the CPU sees it (Sandbox on the host CPU).
 type LengthOracle interface {
-	HWLengthsHint(bs [][]byte, hints []int, out []kernelsim.HWLen) error
+	HWLengthsHint(bs [][]byte, hints []int, out []native.HWLen) error
 }
 
 // FuzzConfig drives a Fuzzer.
@@ -144,7 +146,7 @@ type Fuzzer struct {
 	// per-block scratch
 	bufs    [][]byte
 	hints   []int
-	hw      []kernelsim.HWLen
+	hw      []native.HWLen
 	cases   []kernelsim.Case
 	results []kernelsim.Result
 }
@@ -233,7 +235,7 @@ func (f *Fuzzer) Block(n int) error {
 	// hardware length
 	if f.lo != nil {
 		if cap(f.hw) < n {
-			f.hw = make([]kernelsim.HWLen, n)
+			f.hw = make([]native.HWLen, n)
 		}
 		f.hw = f.hw[:n]
 		if err := f.lo.HWLengthsHint(f.bufs, f.hints, f.hw); err != nil {
@@ -390,15 +392,15 @@ func describe(a *kernelsim.Arch, r *kernelsim.Result) string {
 }
 
 // lengthCheck compares the decoder's length with the CPU's.
-func (f *Fuzzer) lengthCheck(in *decode.Inst, ok bool, b []byte, hw *kernelsim.HWLen) {
+func (f *Fuzzer) lengthCheck(in *decode.Inst, ok bool, b []byte, hw *native.HWLen) {
 	switch hw.Outcome {
-	case kernelsim.LenUnknown:
+	case native.LenUnknown:
 		f.Stats.LengthUnknown++
 		return
-	case kernelsim.LenRejected:
+	case native.LenRejected:
 		f.Stats.CPURejected++
 		return
-	case kernelsim.LenTooShort:
+	case native.LenTooShort:
 		return // the candidate is a truncated instruction for the CPU too (or longer than 15)
 	}
 	f.Stats.LengthChecked++
@@ -435,7 +437,7 @@ func (f *Fuzzer) lengthCheck(in *decode.Inst, ok bool, b []byte, hw *kernelsim.H
 	if hw.N == in.Len {
 		return
 	}
-	if hw.Outcome == kernelsim.LenFaulted && hw.N == 15 && hw.Fault.Signal == kernelsim.SIGSEGV && hw.Fault.Code == kernelsim.SIKernel && in.Len < 15 {
+	if hw.Outcome == native.LenFaulted && hw.N == 15 && hw.Fault.Signal == kernelsim.SIGSEGV && hw.Fault.Code == kernelsim.SIKernel && in.Len < 15 {
 		f.Stats.CPUTooLong++
 		f.report(&Finding{Kind: "length-cpu-toolong", Key: "toolong:" + instKey(in), Bytes: hex.EncodeToString(b), Asm: decode.Format(in, nil),
 			DecoderLen: in.Len, CPULen: hw.N, CPU: hw.Outcome.String() + " " + hw.Fault.String()})
@@ -522,7 +524,7 @@ func (f *Fuzzer) uncontrolled(c *fuzzCase) bool {
 func init() {
 	for arch, a := range map[*decode.Arch]*kernelsim.Arch{decode.X86_64: kernelsim.X86_64, decode.I386: kernelsim.I386} {
 		starters[arch] = func(o *StartOptions) (Backend, Engine, string, error) {
-			x, err := kernelsim.NewWithOptions(a, o.Backend)
+			x, err := native.NewWithOptions(a, o.Backend)
 			if err != nil {
 				return nil, nil, "", err
 			}

@@ -3,10 +3,11 @@ package fuzz
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"github.com/kboost/kboost/kernelsim"
 	"math/rand/v2"
 	"reflect"
 	"time"
+
+	"github.com/kboost/kboost/kernelsim"
 
 	"github.com/kboost/kboost/boost"
 	"github.com/kboost/kboost/internal/jsonv"

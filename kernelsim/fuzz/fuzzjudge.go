@@ -2,9 +2,10 @@ package fuzz
 
 import (
 	"fmt"
-	"github.com/kboost/kboost/kernelsim"
 	"math/rand/v2"
 	"slices"
+
+	"github.com/kboost/kboost/kernelsim"
 
 	"github.com/kboost/kboost/boost"
 	"github.com/kboost/kboost/decode"

@@ -11,6 +11,7 @@ import (
 	"github.com/kboost/kboost/boost"
 	"github.com/kboost/kboost/kernelsim"
 	"github.com/kboost/kboost/kernelsim/gdbserial"
+	"github.com/kboost/kboost/kernelsim/native"
 )
 
 // testArches are the x86 sandboxes to test (KBOOST_TEST_ARCHES narrows them,
@@ -26,9 +27,9 @@ func testArches(t testing.TB) []*kernelsim.Arch {
 }
 
 // sandboxFor opens a's sandbox for one test.
-func sandboxFor(t *testing.T, a *kernelsim.Arch) *kernelsim.Sandbox {
+func sandboxFor(t *testing.T, a *kernelsim.Arch) *native.Sandbox {
 	t.Helper()
-	s, err := kernelsim.New(a)
+	s, err := native.New(a)
 	if err != nil {
 		t.Fatalf("%s sandbox: %v", a.Name, err)
 	}

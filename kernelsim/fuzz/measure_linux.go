@@ -3,8 +3,10 @@
 package fuzz
 
 import (
-	"github.com/kboost/kboost/kernelsim"
 	"time"
+
+	"github.com/kboost/kboost/kernelsim"
+	"github.com/kboost/kboost/kernelsim/native"
 
 	"github.com/kboost/kboost/boost"
 )
@@ -17,19 +19,19 @@ import (
 // CPU-second of tracer and sandbox together. The length oracle, the
 // reproduction and minimization runs of findings and the missed-boost
 // confirmations all count against the rate, as in the command.
-func Measure(a *kernelsim.Arch, d time.Duration, seed uint64, samples [][]byte) (kernelsim.CheckRate, Stats, error) {
+func Measure(a *kernelsim.Arch, d time.Duration, seed uint64, samples [][]byte) (native.CheckRate, Stats, error) {
 	pol, err := boost.Lookup("linux-6.1")
 	if err != nil {
-		return kernelsim.CheckRate{}, Stats{}, err
+		return native.CheckRate{}, Stats{}, err
 	}
-	s, err := kernelsim.New(a)
+	s, err := native.New(a)
 	if err != nil {
-		return kernelsim.CheckRate{}, Stats{}, err
+		return native.CheckRate{}, Stats{}, err
 	}
 	defer s.Close()
 	src := NewSource(a.Mode, seed, samples)
 	fz := NewFuzzer(Config{Backend: s, Policy: pol, Seed: seed, Source: src})
-	var r kernelsim.CheckRate
+	var r native.CheckRate
 	cpu0 := s.CPUTime()
 	start := time.Now()
 	for time.Since(start) < d {

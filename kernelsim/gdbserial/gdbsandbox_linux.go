@@ -6,7 +6,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"github.com/kboost/kboost/kernelsim"
 	"net"
 	"os"
 	"os/exec"
@@ -16,6 +15,9 @@ import (
 	"syscall"
 	"time"
 	"unsafe"
+
+	"github.com/kboost/kboost/kernelsim"
+	"github.com/kboost/kboost/kernelsim/internal/procattr"
 
 	"github.com/kboost/kboost/internal/procstat"
 	"golang.org/x/sys/unix"
@@ -220,7 +222,7 @@ func (g *GDB) start() error {
 	cmd := exec.Command(g.qemu, args...)
 	cmd.Env = []string{}
 	cmd.ExtraFiles = g.files
-	sys := kernelsim.SandboxProcAttr()
+	sys := procattr.Sandboxed()
 	cmd.SysProcAttr = sys
 	var stderr strings.Builder
 	cmd.Stderr = &stderr

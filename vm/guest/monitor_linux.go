@@ -4,7 +4,6 @@ package guest
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -18,17 +17,13 @@ import (
 )
 
 func init() {
-	Register("monitor-trial", monitorStep)
+	RegisterTyped("monitor-trial", monitorStep)
 }
 
 // monitorStep runs MonitorArgs.Bin natively, then under kboost's reference
 // monitor (every call, seccomp filter, a policy denying the openat of
 // Deny), and lists what is left running afterwards.
-func monitorStep(e *Env, raw json.RawMessage) error {
-	var args MonitorArgs
-	if err := json.Unmarshal(raw, &args); err != nil {
-		return fmt.Errorf("monitor-trial arguments: %w", err)
-	}
+func monitorStep(e *Env, args MonitorArgs) error {
 	var u unix.Utsname
 	if err := unix.Uname(&u); err != nil {
 		return fmt.Errorf("uname: %w", err)

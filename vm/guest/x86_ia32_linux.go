@@ -4,7 +4,6 @@ package guest
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -15,17 +14,13 @@ import (
 )
 
 func init() {
-	Register("ia32-refused", ia32Step)
+	RegisterTyped("ia32-refused", ia32Step)
 }
 
 // ia32Step runs, on a kernel that may refuse 32-bit executables, a static
 // i386 program, kboost's i386 sim and fuzz with --exec auto, and the
 // compiled test binaries.
-func ia32Step(e *Env, raw json.RawMessage) error {
-	var args IA32Args
-	if err := json.Unmarshal(raw, &args); err != nil {
-		return fmt.Errorf("ia32-refused arguments: %w", err)
-	}
+func ia32Step(e *Env, args IA32Args) error {
 	// The kernel starts /init without PATH; --exec auto looks up
 	// qemu-i386-static in it.
 	if os.Getenv("PATH") == "" {

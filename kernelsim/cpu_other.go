@@ -1,8 +1,0 @@
-//go:build !(linux && amd64)
-
-package kernelsim
-
-import "time"
-
-// CPUTime is always 0 here.
-func (s *Sandbox) CPUTime() time.Duration { return 0 }
