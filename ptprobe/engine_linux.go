@@ -300,8 +300,8 @@ func (e *Engine) Attached(tids []int) {
 	}
 }
 
-// allStopped says whether every task of pid is among tids (a jump's five
-// bytes are written while no thread runs).
+// allStopped says whether every task of pid is among tids or has exited
+// (a jump's five bytes are written, and written back, while no thread runs).
 func allStopped(pid int, tids []int) bool {
 	ents, err := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/task")
 	if err != nil {
@@ -313,6 +313,9 @@ func allStopped(pid int, tids []int) bool {
 	}
 	for _, d := range ents {
 		if n, err := strconv.Atoi(d.Name()); err == nil && !in[n] {
+			if st, err := procstat.Read(n); err == nil && st.Zombie() {
+				continue // an exited leader runs no code
+			}
 			return false
 		}
 	}
@@ -381,6 +384,17 @@ func (e *Engine) Release(tids []int) {
 		for _, tid := range ts {
 			e.flushTrap(p, tid)
 			e.stepOut(p, tid)
+		}
+		if !allStopped(pid, ts) {
+			// A thread did not stop for the detach (collect gave up on it):
+			// a jump's bytes written back, or the slot pages unmapped, under
+			// it could leave it inside an instruction or in unmapped memory.
+			// The one-byte int3s go back (written at once); the jumps and
+			// their pages stay, and run on correctly.
+			e.restoreInt3(p)
+			e.fail("pid %d: a thread did not stop for the detach: its jump probes and slot pages stay", pid)
+			e.finish(p)
+			continue
 		}
 		e.restore(p)
 		unmapped := p.slot == 0 // nothing was mapped
@@ -916,6 +930,17 @@ func (e *Engine) restore(p *proc) {
 		}
 		if _, err := p.mem.WriteAt(s.Orig, int64(s.Addr)); err != nil {
 			e.fail("%s: restore %#x in pid %d: %v", e.targets[i].Point, s.Addr, p.pid, err)
+		}
+	}
+}
+
+// restoreInt3 writes back the bytes of the int3 probes only.
+func (e *Engine) restoreInt3(p *proc) {
+	for i := range p.sites {
+		if s := &p.sites[i]; len(s.Patch) == 1 {
+			if _, err := p.mem.WriteAt(s.Orig, int64(s.Addr)); err != nil {
+				e.fail("%s: restore %#x in pid %d: %v", e.targets[i].Point, s.Addr, p.pid, err)
+			}
 		}
 	}
 }
