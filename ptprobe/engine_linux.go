@@ -14,9 +14,11 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/kboost/kboost/boost"
 	"github.com/kboost/kboost/decode"
+	"github.com/kboost/kboost/internal/procstat"
 	"github.com/kboost/kboost/internal/ptregs"
 	"github.com/kboost/kboost/kernelsim"
 	"github.com/kboost/kboost/tracer"
@@ -59,6 +61,7 @@ type proc struct {
 	int3  map[uint64]int // singlestep slots' int3 address -> site index
 	tids  map[int]bool
 	done  bool
+	tr    *tracer.Tracer // for exits its own waits take
 }
 
 // New validates the points and starts (or attaches to) the tree.
@@ -297,8 +300,8 @@ func (e *Engine) Attached(tids []int) {
 	}
 }
 
-// allStopped says whether every task of pid is among tids (a jump's five
-// bytes are written while no thread runs).
+// allStopped says whether every task of pid is among tids or has exited
+// (a jump's five bytes are written, and written back, while no thread runs).
 func allStopped(pid int, tids []int) bool {
 	ents, err := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/task")
 	if err != nil {
@@ -310,6 +313,9 @@ func allStopped(pid int, tids []int) bool {
 	}
 	for _, d := range ents {
 		if n, err := strconv.Atoi(d.Name()); err == nil && !in[n] {
+			if st, err := procstat.Read(n); err == nil && st.Zombie() {
+				continue // an exited leader runs no code
+			}
 			return false
 		}
 	}
@@ -378,6 +384,17 @@ func (e *Engine) Release(tids []int) {
 		for _, tid := range ts {
 			e.flushTrap(p, tid)
 			e.stepOut(p, tid)
+		}
+		if !allStopped(pid, ts) {
+			// A thread did not stop for the detach (collect gave up on it):
+			// a jump's bytes written back, or the slot pages unmapped, under
+			// it could leave it inside an instruction or in unmapped memory.
+			// The one-byte int3s go back (written at once); the jumps and
+			// their pages stay, and run on correctly.
+			e.restoreInt3(p)
+			e.fail("pid %d: a thread did not stop for the detach: its jump probes and slot pages stay", pid)
+			e.finish(p)
+			continue
 		}
 		e.restore(p)
 		unmapped := p.slot == 0 // nothing was mapped
@@ -460,7 +477,7 @@ func (e *Engine) install(pid int, tids []int) {
 		e.fail("pid %d: %v", pid, err)
 		return
 	}
-	p := &proc{pid: pid, mem: mem, at: map[uint64]int{}, int3: map[uint64]int{}, tids: map[int]bool{}}
+	p := &proc{pid: pid, mem: mem, at: map[uint64]int{}, int3: map[uint64]int{}, tids: map[int]bool{}, tr: e.tr}
 	for _, t := range tids {
 		p.tids[t] = true
 	}
@@ -754,12 +771,9 @@ func inject(p *proc, tid int, nr uint64, args ...uint64) (uint64, error) {
 		if err := unix.PtraceSingleStep(tid); err != nil {
 			return 0, err
 		}
-		var ws unix.WaitStatus
-		if _, err := unix.Wait4(tid, &ws, unix.WALL, nil); err != nil {
-			return 0, err
-		}
-		if !ws.Stopped() {
-			return 0, fmt.Errorf("%w: thread %d ended during an injected system call", ErrEngine, tid)
+		ws, err := waitStep(p, tid)
+		if err != nil {
+			return 0, fmt.Errorf("%w: during an injected system call: %w", ErrEngine, err)
 		}
 		if ws.StopSignal() != unix.SIGTRAP {
 			sigs = append(sigs, int(ws.StopSignal()))
@@ -776,6 +790,43 @@ func inject(p *proc, tid int, nr uint64, args ...uint64) (uint64, error) {
 		// in (exec) comes before the instruction runs.
 	}
 	return 0, fmt.Errorf("%w: thread %d did not complete the injected system call", ErrEngine, tid)
+}
+
+// errEnded: the thread ended during a step kboost made it take.
+var errEnded = errors.New("the thread ended")
+
+// waitStep waits for tid's stop after a step or continue kboost asked for.
+// A blocking wait4 on tid never returns for a killed group leader while
+// other threads of its group are not yet reaped (the tracer's loop reaps
+// them, and it is waiting here), and an exit it takes is lost to the loop,
+// which then waits for that thread for ever: it polls, hands an exit it
+// took to the tracer, and gives up on a zombie.
+func waitStep(p *proc, tid int) (unix.WaitStatus, error) {
+	delay := 2 * time.Microsecond
+	for {
+		var ws unix.WaitStatus
+		got, err := unix.Wait4(tid, &ws, unix.WALL|unix.WNOHANG, nil)
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err != nil:
+			return ws, err
+		case got == tid && ws.Stopped():
+			return ws, nil
+		case got == tid:
+			if p.tr != nil {
+				p.tr.Reaped(tid, ws)
+			}
+			return ws, fmt.Errorf("thread %d: %w", tid, errEnded)
+		}
+		if st, err := procstat.Read(tid); err != nil || st.Zombie() {
+			return ws, fmt.Errorf("thread %d: %w", tid, errEnded)
+		}
+		time.Sleep(delay)
+		if delay < time.Millisecond {
+			delay *= 2
+		}
+	}
 }
 
 // flushTrap handles a thread stopped (by the detach's interrupt) right
@@ -801,8 +852,8 @@ func (e *Engine) flushTrap(p *proc, tid int) {
 	if err := unix.PtraceCont(tid, 0); err != nil {
 		return
 	}
-	var ws unix.WaitStatus
-	if _, err := unix.Wait4(tid, &ws, unix.WALL, nil); err != nil || !ws.Stopped() {
+	ws, err := waitStep(p, tid)
+	if err != nil {
 		return
 	}
 	if sig := ws.StopSignal(); sig != unix.SIGTRAP {
@@ -860,8 +911,8 @@ func (e *Engine) stepOut(p *proc, tid int) {
 		if err := unix.PtraceSingleStep(tid); err != nil {
 			return
 		}
-		var ws unix.WaitStatus
-		if _, err := unix.Wait4(tid, &ws, unix.WALL, nil); err != nil || !ws.Stopped() {
+		ws, err := waitStep(p, tid)
+		if err != nil {
 			return
 		}
 		if ws.StopSignal() != unix.SIGTRAP {
@@ -883,6 +934,17 @@ func (e *Engine) restore(p *proc) {
 	}
 }
 
+// restoreInt3 writes back the bytes of the int3 probes only.
+func (e *Engine) restoreInt3(p *proc) {
+	for i := range p.sites {
+		if s := &p.sites[i]; len(s.Patch) == 1 {
+			if _, err := p.mem.WriteAt(s.Orig, int64(s.Addr)); err != nil {
+				e.fail("%s: restore %#x in pid %d: %v", e.targets[i].Point, s.Addr, p.pid, err)
+			}
+		}
+	}
+}
+
 // forked gives a fork child its parent's probes: same addresses, same slot
 // pages (copied with the address space), the same counters (shared).
 // A fork child's records carry its own pid (written into its copy of the
@@ -898,7 +960,7 @@ func (e *Engine) forked(parent *proc, pid, tid int, shared bool) {
 		return
 	}
 	c := &proc{pid: pid, mem: mem, slot: parent.slot, ring: parent.ring, sites: parent.sites, at: parent.at, int3: parent.int3,
-		tids: map[int]bool{tid: true}}
+		tids: map[int]bool{tid: true}, tr: e.tr}
 	if c.ring != 0 && !shared {
 		if _, err := mem.WriteAt(binary.LittleEndian.AppendUint64(nil, uint64(pid)), int64(c.slot+PidAt)); err != nil {
 			e.fail("pid %d: the pid word of its records: %v", pid, err)

@@ -72,6 +72,31 @@ type Tracer struct {
 	quiet       bool
 	res         Result
 	h           Handler
+	// taken are exits a Prober's own wait4 took (Reaped), for the loop.
+	taken []takenExit
+}
+
+type takenExit struct {
+	tid int
+	ws  unix.WaitStatus
+}
+
+// Reaped hands the loop the exit of tid that a Prober's own wait4 took
+// (the thread ended during a step the prober made it take): the loop
+// processes it as if it had waited for it, at its next turn, so the trace
+// does not wait for that thread for ever. Tracer thread only.
+func (t *Tracer) Reaped(tid int, ws unix.WaitStatus) {
+	t.taken = append(t.taken, takenExit{tid, ws})
+}
+
+func (t *Tracer) goneTaken() {
+	for len(t.taken) > 0 {
+		x := t.taken[0]
+		t.taken = t.taken[1:]
+		if th := t.threads[x.tid]; th != nil {
+			t.gone(th, x.ws)
+		}
+	}
 }
 
 func ptrace(req int, pid int, addr, data uintptr) error {
@@ -303,12 +328,25 @@ func tgid(tid int) int {
 	return tid
 }
 
+// beforeWait and afterWait, when set (by tests only), run on the tracer
+// thread before the loop's wait4 and after it returned a stop or exit,
+// before that is processed: a delay there is the tracer being preempted
+// at that point.
+var (
+	beforeWait func()
+	afterWait  func(tid int, ws unix.WaitStatus)
+)
+
 func (t *Tracer) loop() error {
 	for {
+		t.goneTaken()
 		if len(t.threads) == 0 {
 			return nil
 		}
 		var ws unix.WaitStatus
+		if beforeWait != nil {
+			beforeWait()
+		}
 		tid, err := unix.Wait4(-1, &ws, unix.WALL, nil)
 		if err == unix.EINTR {
 			continue
@@ -323,6 +361,9 @@ func (t *Tracer) loop() error {
 			t.sentinel = 0
 			t.beginDetach()
 			continue
+		}
+		if afterWait != nil {
+			afterWait(tid, ws)
 		}
 		th := t.threads[tid]
 		if th == nil { // a new task's first stop before its creator's event
@@ -370,7 +411,15 @@ func (t *Tracer) stopped(th *thread, ws unix.WaitStatus) {
 	case sig == unix.SIGTRAP|0x80, ev == unix.PTRACE_EVENT_SECCOMP:
 		t.syscallStop(th)
 	case ev == unix.PTRACE_EVENT_FORK || ev == unix.PTRACE_EVENT_VFORK || ev == unix.PTRACE_EVENT_CLONE:
-		msg, _ := unix.PtraceGetEventMsg(th.tid)
+		msg, err := unix.PtraceGetEventMsg(th.tid)
+		if err != nil {
+			// Killed after wait4 reported the event (the new thread executed
+			// at once, killing its creator): the new task is unknown here,
+			// and it is added at its own first stop or exit. Taking 0 for it
+			// made a thread that never reports: the trace waited for ever.
+			t.resume(th, 0)
+			return
+		}
 		child := int(msg)
 		pid := child
 		if ev == unix.PTRACE_EVENT_CLONE {
@@ -389,8 +438,12 @@ func (t *Tracer) stopped(th *thread, ws unix.WaitStatus) {
 		}
 		t.resume(th, 0)
 	case ev == unix.PTRACE_EVENT_EXEC:
-		msg, _ := unix.PtraceGetEventMsg(th.tid)
-		former := int(msg)
+		former := th.tid
+		if msg, err := unix.PtraceGetEventMsg(th.tid); err == nil {
+			former = int(msg)
+		} else if f := t.formerOf(th); f != 0 {
+			former = f // killed after wait4 reported the exec
+		}
 		if f := t.threads[former]; former != th.tid && f != nil {
 			if th.call != nil && t.report(th) {
 				th.call.NoReturn = true
@@ -423,6 +476,23 @@ func (t *Tracer) stopped(th *thread, ws unix.WaitStatus) {
 		t.event(th, Event{Kind: EvSignal, Signal: int(sig)})
 		t.resume(th, int(sig))
 	}
+}
+
+// formerOf names the thread that executed in th's process when the exec
+// event's message cannot be read: the other threads ended (and were
+// reaped) before the exec event, so the one other thread of the process
+// left is the caller (0: none, or not only one).
+func (t *Tracer) formerOf(th *thread) int {
+	former := 0
+	for tid, o := range t.threads {
+		if o.pid == th.pid && tid != th.tid {
+			if former != 0 {
+				return 0
+			}
+			former = tid
+		}
+	}
+	return former
 }
 
 // syscallInfo is struct ptrace_syscall_info (linux/ptrace.h).
@@ -568,9 +638,8 @@ func (t *Tracer) detachStoppedAs(th *thread, ws unix.WaitStatus, consumed bool) 
 	deliver := 0
 	switch {
 	case ev == unix.PTRACE_EVENT_FORK || ev == unix.PTRACE_EVENT_VFORK || ev == unix.PTRACE_EVENT_CLONE:
-		msg, _ := unix.PtraceGetEventMsg(th.tid)
-		if c := int(msg); t.threads[c] == nil {
-			t.addThread(c, tgid(c), true) // detached at its first stop
+		if msg, err := unix.PtraceGetEventMsg(th.tid); err == nil && t.threads[int(msg)] == nil && !t.reaped[int(msg)] {
+			t.addThread(int(msg), tgid(int(msg)), true) // detached at its first stop
 		}
 	case sig == unix.SIGTRAP|0x80 || ev != 0:
 	case consumed:
