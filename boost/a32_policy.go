@@ -228,6 +228,11 @@ func init() {
 	visit(a32TopT16, true, seen)
 }
 
+func init() {
+	readers[decode.ModeA32] = (*probe).readA32
+	readers[decode.ModeT32] = (*probe).readA32
+}
+
 // readA32 fills the probe's instruction from the bytes at addr as the kernel
 // reads it: an A32 word (4 bytes) or a Thumb halfword plus, when it starts a
 // 32-bit instruction, the next (Thumb value order: first halfword in bits

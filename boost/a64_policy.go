@@ -149,6 +149,10 @@ func init() {
 	rOptUnsup.Policies += "," + a64All
 }
 
+func init() {
+	readers[decode.ModeA64] = func(pr *probe, dst *decode.Inst, b []byte, addr uint64, _ decode.Mode) { pr.readA64(dst, b, addr) }
+}
+
 // readA64 fills the probe's instruction word from the bytes at addr, as the
 // kernel reads it (le32_to_cpu(*addr)): any four bytes are a word, allocated or
 // not; fewer than four: no word. dst gets package decode's view for display.

@@ -243,22 +243,34 @@ func (p *Policy) runBytes(s *scratch, d *Decision, b []byte, mode decode.Mode, a
 		env = p.DefaultEnv()
 	}
 	s.pr = p.bareProbe(addr, env)
-	if mode == decode.ModeA64 {
-		s.pr.readA64(&s.inst, b, addr)
-		p.decide(s, d, env, explain, mode)
-		return
+	if read := readerOf(mode); read != nil {
+		read(&s.pr, &s.inst, b, addr, mode)
+	} else {
+		p.readX86(s, b, mode, addr)
 	}
-	if mode == decode.ModeA32 || mode == decode.ModeT32 {
-		s.pr.readA32(&s.inst, b, addr, mode)
-		p.decide(s, d, env, explain, mode)
-		return
+	p.decide(s, d, env, explain, mode)
+}
+
+// readers read an instruction's bytes into the probe's view, by decoder
+// mode; the ARM instruction sets' definitions register theirs (a64_policy.go,
+// a32_policy.go). A mode without one is read by the kernel's x86 decoder
+// (kdecode), which also reports what it cannot decode.
+var readers [decode.ModeT32 + 1]func(pr *probe, dst *decode.Inst, b []byte, addr uint64, mode decode.Mode)
+
+func readerOf(m decode.Mode) func(pr *probe, dst *decode.Inst, b []byte, addr uint64, mode decode.Mode) {
+	if int(m) < len(readers) {
+		return readers[m]
 	}
+	return nil
+}
+
+// readX86 is the kernel's x86 view of b (kdecode).
+func (p *Policy) readX86(s *scratch, b []byte, mode decode.Mode, addr uint64) {
 	if err := kdecode(p.kd(), &s.k, &s.inst, b, mode, addr); err != nil {
 		s.pr.decErr = err
 	} else {
 		s.pr.k = &s.k
 	}
-	p.decide(s, d, env, explain, mode)
 }
 
 // bareProbe is a probe with no function context; the ftrace location comes from
@@ -281,18 +293,12 @@ func (p *Policy) run(s *scratch, d *Decision, inst *decode.Inst, env *Env, expla
 		env = p.DefaultEnv()
 	}
 	s.pr = p.bareProbe(inst.Addr, env)
-	if inst.Mode == decode.ModeA64 {
-		s.pr.readA64(&s.inst, inst.Bytes(), inst.Addr)
-	} else if inst.Mode == decode.ModeA32 || inst.Mode == decode.ModeT32 {
-		s.pr.readA32(&s.inst, inst.Bytes(), inst.Addr, inst.Mode)
+	if read := readerOf(inst.Mode); read != nil {
+		read(&s.pr, &s.inst, inst.Bytes(), inst.Addr, inst.Mode)
 	} else if inst.Len > 0 {
 		// Re-derive the kernel view from the raw bytes (i64 opcodes; an emulate
 		// prefix needs the following bytes: use ClassifyBytes).
-		if err := kdecode(p.kd(), &s.k, &s.inst, inst.Bytes(), inst.Mode, inst.Addr); err != nil {
-			s.pr.decErr = err
-		} else {
-			s.pr.k = &s.k
-		}
+		p.readX86(s, inst.Bytes(), inst.Mode, inst.Addr)
 	} else {
 		s.pr.decErr = decode.ErrTruncated
 	}
