@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/kboost/kboost/kimage"
+	"github.com/kboost/kboost/vm/guest"
 )
 
 // ia32Suite is one package's tests whose behaviour depends on how i386
@@ -217,11 +218,13 @@ func TestOracleIA32Refused(t *testing.T) {
 	req := IA32Request{Static386: static386, FuzzN: 2000}
 	for _, s := range ia32Suites {
 		req.Tests = append(req.Tests, IA32Tests{Name: filepath.Base(s.pkg), Binary: bins[s.pkg], Dir: s.pkg, Run: s.runPattern(),
-			Env: append([]string{"KBOOST_EXPECT_I386_EXEC=qemu", "KBOOST_TEST_BINARY=/bin/kboost", "KBOOST_TEST_FAULTY_BINARY=/bin/kboost-faulty"}, s.guestEnv...)})
+			Env: append([]string{"KBOOST_EXPECT_I386_EXEC=qemu", "KBOOST_TEST_BINARY=" + guest.KboostPath, "KBOOST_TEST_FAULTY_BINARY=/bin/kboost-faulty"}, s.guestEnv...)})
 	}
-	// the kboost binaries; /bin/true, which the cli campaign tests sample
-	// from (read, not run); the reference findings the replay test reads
-	for g, h := range map[string]string{"/bin/kboost": kboost, "/bin/kboost-faulty": faulty, "/bin/true": "/bin/true"} {
+	// the faulty kboost (the step's own kboost, the one built above, is
+	// packed by Run at guest.KboostPath through Config.KboostBinary); /bin/true,
+	// which the cli campaign tests sample from (read, not run); the reference
+	// findings the replay test reads
+	for g, h := range map[string]string{"/bin/kboost-faulty": faulty, "/bin/true": "/bin/true"} {
 		b, err := os.ReadFile(h)
 		if err != nil {
 			t.Fatal(err)
@@ -237,7 +240,7 @@ func TestOracleIA32Refused(t *testing.T) {
 		req.Files = append(req.Files, File{Name: "/src/testdata/kernelsim/" + filepath.Base(f), Data: b})
 	}
 	start = time.Now()
-	rep, err := IA32Refused(ctx, deb, req, Config{MemoryMB: 2048, Timeout: 30 * time.Minute})
+	rep, err := IA32Refused(ctx, deb, req, Config{MemoryMB: 2048, Timeout: 30 * time.Minute, KboostBinary: kboost})
 	guestSeconds := time.Since(start).Seconds()
 	if err != nil {
 		t.Fatal(err)
