@@ -250,3 +250,15 @@ func (v *ARMVerification) WriteTable(w io.Writer) error {
 
 // FormatARMRecord is one line describing a probe.
 func FormatARMRecord(r *guest.VerifyRecord) string { return formatFixedRecord(r, armView) }
+
+// ARMVerifier runs VerifyARM: Debian linux-image-armmp.
+var ARMVerifier = &Verifier{Arch: ARM, DebianMeta: "linux-image-armmp", DefaultPolicy: guest.ARMProbes.DefaultPolicy,
+	Fields: guest.ARMFields, Cached: true, NonBoundary: "misaligned offsets", run: verifyARM}
+
+func verifyARM(ctx context.Context, v *Verifier, req VerifyRequest) (*VerifyOutcome, error) {
+	r, err := VerifyARM(ctx, ARMVerifyConfig{Deb: req.Deb, Args: fixedArgs(req), VM: req.VM, NoCache: req.NoCache})
+	if err != nil {
+		return nil, err
+	}
+	return fixedOutcome(v, &r.Report, armViewOf(&r.Report), r.Cached, r.WriteTable), nil
+}

@@ -470,3 +470,17 @@ func cachedValue(deb string, arch *Arch, cfg Config, version int, args guest.ARM
 	}
 	return "", nil
 }
+
+// ARM64Verifier runs VerifyARM64: Debian linux-image-arm64.
+var ARM64Verifier = &Verifier{Arch: ARM64, DebianMeta: "linux-image-arm64", DefaultPolicy: guest.ARM64Probes.DefaultPolicy,
+	Fields: guest.ARM64Fields, Cached: true, UprobeTrials: true, NonBoundary: "misaligned offsets", run: verifyARM64}
+
+func verifyARM64(ctx context.Context, v *Verifier, req VerifyRequest) (*VerifyOutcome, error) {
+	r, err := VerifyARM64(ctx, ARM64VerifyConfig{Deb: req.Deb, Args: fixedArgs(req), VM: req.VM, NoCache: req.NoCache, Uprobes: req.Uprobes})
+	if err != nil {
+		return nil, err
+	}
+	o := fixedOutcome(v, &r.Report, arm64View, r.Cached, r.WriteTable)
+	o.Uprobes = r.Uprobes
+	return o, nil
+}
