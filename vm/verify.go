@@ -12,10 +12,14 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kboost/kboost/decode"
 	"github.com/kboost/kboost/vm/guest"
 )
 
-// VerifySummary counts agreements per field (see guest.VerifyRecord.Compare).
+// VerifySummary is the one summary of every architecture's records
+// (recordView.summarize): probes, agreements per compared field and the
+// kernel's outcomes. The fields tagged "-" are the tables' and stay out of
+// the --json summary (schemas/vm-verify.json).
 type VerifySummary struct {
 	Functions int            `json:"functions"`
 	Probes    int            `json:"probes"`
@@ -29,42 +33,96 @@ type VerifySummary struct {
 	// BoostPredicted counts accepted boundary probes kboost predicts Boost;
 	// SlotJumpsBack those whose kernel slot ends with a jmp back (see
 	// guest.SlotJumpsBack). The jmpback field compares them probe by probe.
+	// Both stay 0 where kprobes never boost (recordView.jumpsBack).
 	BoostPredicted int `json:"boost_predicted"`
 	SlotJumpsBack  int `json:"slot_jumps_back"`
+
+	// Outcomes counts the kernel's outcome (KernelOutcome) of the boundary
+	// probes that ran, NonBoundOutcomes of the others; ByMnemonic the
+	// boundaries' outcomes per instruction mnemonic (architectures whose
+	// view names one), the probes of notrace functions under "notrace-fn".
+	Outcomes         map[string]int            `json:"-"`
+	NonBoundOutcomes map[string]int            `json:"-"`
+	ByMnemonic       map[string]map[string]int `json:"-"`
+	// The recorded functions' facts (recorders that keep guest.KernelFunc):
+	// notrace ones, those of them refused at every offset, those
+	// overlapping kprobes' blacklist, __init ones.
+	Notrace, NotraceAllRefused, Blacklisted, Init int `json:"-"`
 }
 
-// summarizeRecords is the one summary of every architecture's records:
-// probes that ran, boundaries and the rest, and, when compare is set (the
-// architecture's comparison of a record's fields), agreements per field.
-// jumpBack counts BoostPredicted and SlotJumpsBack (a slot that ends with a
-// jmp back: the architectures whose kprobes boost).
-func summarizeRecords(functions int, recs []guest.VerifyRecord, compare func(*guest.VerifyRecord) map[string]bool, jumpBack bool) VerifySummary {
-	s := VerifySummary{Functions: functions, Agree: map[string]int{}, Disagree: map[string]int{}}
-	for i := range recs {
-		r := &recs[i]
+// recordView is one architecture's value for what every verification does
+// with its records on the host: summary, tables, JSON (x86View, arm64View,
+// armView in the per-arch files).
+type recordView struct {
+	arch *decode.Arch // its Name is the "arch" of the --json records
+	// fields are the compared fields in table order; compare says per field
+	// whether a record agrees (absent: the field does not apply).
+	fields  []string
+	compare func(*guest.VerifyRecord) map[string]bool
+	// mnemonic names a record's instruction (hex) for the outcome table
+	// per mnemonic; nil: the architecture prints none.
+	mnemonic func(hexBytes string) (string, bool)
+	// jumpsBack, where kprobes boost, says whether an accepted boundary's
+	// kernel slot ends with the jump back (BoostPredicted, SlotJumpsBack).
+	jumpsBack func(r *guest.VerifyRecord) bool
+}
+
+// summarize is the one summary of every architecture's records: rep's
+// probes, the kernel's outcomes, the functions' facts from funcs (nil when
+// the recorder keeps none: then rep.Functions counts them) and, when
+// predicted, agreements per field.
+func (view *recordView) summarize(rep *guest.VerifyReport, funcs []guest.KernelFunc, predicted bool) VerifySummary {
+	s := VerifySummary{Functions: len(rep.Functions), Agree: map[string]int{}, Disagree: map[string]int{},
+		Outcomes: map[string]int{}, NonBoundOutcomes: map[string]int{}, ByMnemonic: map[string]map[string]int{}}
+	if funcs != nil {
+		s.Functions = len(funcs)
+	}
+	refused, traced := map[string]bool{}, map[string]bool{}
+	for _, f := range funcs {
+		refused[f.Name], traced[f.Name] = true, f.Traced
+	}
+	for i := range rep.Records {
+		r := &rep.Records[i]
 		if r.Round < 0 {
 			s.NotRun++
 			continue
 		}
 		s.Probes++
+		if r.Kernel.Errno == "" {
+			refused[r.Func] = false
+		}
+		o := KernelOutcome(r)
 		if r.Boundary {
 			s.Boundary++
+			s.Outcomes[o]++
 		} else {
 			s.NonBound++
+			s.NonBoundOutcomes[o]++
 		}
-		if jumpBack && r.Boundary && r.Kernel.Errno == "" {
+		if view.mnemonic != nil && r.Boundary {
+			if mn, ok := view.mnemonic(r.Bytes); ok {
+				if s.ByMnemonic[mn] == nil {
+					s.ByMnemonic[mn] = map[string]int{}
+				}
+				if funcs != nil && !traced[r.Func] {
+					o = "notrace-fn" // refused for the function, whatever the word
+				}
+				s.ByMnemonic[mn][o]++
+			}
+		}
+		if view.jumpsBack != nil && r.Boundary && r.Kernel.Errno == "" {
 			if r.Verdict == "boost" {
 				s.BoostPredicted++
 			}
-			if r.Kernel.Slot != "" && guest.SlotJumpsBack(r.Kernel.Slot, r.Kernel.SlotAddr, r.Kernel.Addr, len(r.Bytes)/2) {
+			if r.Kernel.Slot != "" && view.jumpsBack(r) {
 				s.SlotJumpsBack++
 			}
 		}
-		if compare == nil {
+		if !predicted {
 			continue
 		}
 		all := true
-		for f, ok := range compare(r) {
+		for f, ok := range view.compare(r) {
 			if ok {
 				s.Agree[f]++
 			} else {
@@ -76,7 +134,58 @@ func summarizeRecords(functions int, recs []guest.VerifyRecord, compare func(*gu
 			s.AllAgree++
 		}
 	}
+	for _, f := range funcs {
+		if !f.Traced {
+			s.Notrace++
+			if refused[f.Name] {
+				s.NotraceAllRefused++
+			}
+		}
+		if len(f.Blacklist) > 0 {
+			s.Blacklisted++
+		}
+		if f.Init {
+			s.Init++
+		}
+	}
 	return s
+}
+
+// disagreements returns the records that ran and disagree on some field.
+func (view *recordView) disagreements(recs []guest.VerifyRecord) []*guest.VerifyRecord {
+	var out []*guest.VerifyRecord
+	for i := range recs {
+		r := &recs[i]
+		if r.Round < 0 {
+			continue
+		}
+		for _, ok := range view.compare(r) {
+			if !ok {
+				out = append(out, r)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// KernelOutcome names what the kernel did with one probe: the errno when it
+// refused, "slot" when it copied the instruction to a slot (single-step out of
+// line), "ftrace" for an [FTRACE] probe, "noslot" when it accepted without a
+// slot (simulated, or boosted without one).
+func KernelOutcome(r *guest.VerifyRecord) string {
+	switch {
+	case r.Round < 0:
+		return "not-run"
+	case r.Kernel.Errno != "":
+		return r.Kernel.Errno
+	case r.Kernel.Ftrace:
+		return "ftrace"
+	case r.Kernel.Slot != "":
+		return "slot"
+	default:
+		return "noslot"
+	}
 }
 
 func fmtOutcome(o *guest.Outcome) string {
@@ -181,12 +290,14 @@ func ParseRecordJSON(line []byte) (guest.VerifyRecord, error) {
 	return r, err
 }
 
-// writeRecordsJSON prints one JSON object per record that keep accepts (the
-// probes of the rounds, not the set-up entries), then the summary object.
-func writeRecordsJSON(w io.Writer, arch, policy string, records []guest.VerifyRecord, summary any) error {
+// writeVerifyJSON prints `vm verify --json` of any architecture: one JSON
+// object per record that ran (the probes of the rounds, not the set-up
+// entries), then the summary object.
+func writeVerifyJSON(w io.Writer, view *recordView, policy string, rep *guest.VerifyReport, s VerifySummary, cached string) error {
 	enc := json.NewEncoder(w)
-	for i := range records {
-		r := &records[i]
+	arch := view.arch.Name
+	for i := range rep.Records {
+		r := &rep.Records[i]
 		if r.Round < 0 {
 			continue
 		}
@@ -195,7 +306,15 @@ func writeRecordsJSON(w io.Writer, arch, policy string, records []guest.VerifyRe
 			return err
 		}
 	}
-	return enc.Encode(summary)
+	return enc.Encode(struct {
+		Summary VerifySummary `json:"summary"`
+		Arch    string        `json:"arch"`
+		Release string        `json:"release"`
+		Policy  string        `json:"policy"`
+		Rounds  int           `json:"rounds"`
+		Cached  string        `json:"cached,omitempty"`
+		Notes   []string      `json:"notes,omitempty"`
+	}{s, arch, rep.Release, policy, rep.Rounds, cached, rep.Notes})
 }
 
 // bootRecorder boots cfg with a verify recorder's step (then, with up, the

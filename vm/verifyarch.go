@@ -169,33 +169,18 @@ func fixedArgs(req VerifyRequest) guest.ARM64VerifyArgs {
 		Seed: req.Seed, MaxSize: req.MaxSize, Misaligned: req.NonBoundary}
 }
 
-// FixedSummary is the architecture-neutral summary of a fixed-width
-// record: misaligned offsets count as non-boundaries.
-func FixedSummary(s *ARM64Summary) VerifySummary {
-	return VerifySummary{Functions: s.Functions, Probes: s.Probes, NotRun: s.NotRun, Boundary: s.Boundary,
-		NonBound: s.Misaligned, Agree: s.Agree, Disagree: s.Disagree, AllAgree: s.AllAgree}
-}
+// FixedSummary is a fixed-width record's summary as every architecture's
+// (the same VerifySummary since the one summary: kept for its callers).
+func FixedSummary(s *ARM64Summary) VerifySummary { return *s }
 
-func fixedOutcome(v *Verifier, rep *guest.ARM64Report, view fixedView, cached string, table func(io.Writer) error) *VerifyOutcome {
-	s := summarizeFixed(rep, view)
-	o := &VerifyOutcome{Verifier: v, Release: rep.Release, Summary: FixedSummary(&s), Fields: view.fields,
+func fixedOutcome(v *Verifier, rep *guest.ARM64Report, view *recordView, cached string, table func(io.Writer) error) *VerifyOutcome {
+	o := &VerifyOutcome{Verifier: v, Release: rep.Release, Summary: summarizeFixed(rep, view), Fields: view.fields,
 		Cached: cached, table: table}
 	if rep.Predicted {
 		o.Policy = rep.Policy
 	}
-	o.json = func(w io.Writer) error { return writeFixedJSON(w, rep, o) }
+	o.json = func(w io.Writer) error {
+		return writeVerifyJSON(w, view, o.Policy, &rep.VerifyReport, o.Summary, o.Cached)
+	}
 	return o
-}
-
-// writeFixedJSON prints a fixed-width record as Verification.WriteJSON does.
-func writeFixedJSON(w io.Writer, rep *guest.ARM64Report, o *VerifyOutcome) error {
-	return writeRecordsJSON(w, rep.Arch, o.Policy, rep.Records, struct {
-		Summary VerifySummary `json:"summary"`
-		Arch    string        `json:"arch"`
-		Release string        `json:"release"`
-		Policy  string        `json:"policy"`
-		Rounds  int           `json:"rounds"`
-		Cached  string        `json:"cached,omitempty"`
-		Notes   []string      `json:"notes,omitempty"`
-	}{o.Summary, rep.Arch, rep.Release, o.Policy, rep.Rounds, o.Cached, rep.Notes})
 }

@@ -14,6 +14,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/kboost/kboost/decode"
 	"github.com/kboost/kboost/kimage"
 	"github.com/kboost/kboost/vm/guest"
 )
@@ -50,24 +51,26 @@ type Verification struct {
 	Uprobes *guest.UprobeReport
 }
 
-// Summarize compares every record that ran.
-func Summarize(rep *guest.VerifyReport) VerifySummary {
-	return summarizeRecords(len(rep.Functions), rep.Records, (*guest.VerifyRecord).Compare, true)
+// x86View is x86-64's recordView: the seven fields of guest.VerifyFields,
+// and kprobes that boost (a slot ending with the jmp back).
+var x86View = &recordView{
+	arch:    decode.X86_64,
+	fields:  guest.VerifyFields,
+	compare: (*guest.VerifyRecord).Compare,
+	jumpsBack: func(r *guest.VerifyRecord) bool {
+		return guest.SlotJumpsBack(r.Kernel.Slot, r.Kernel.SlotAddr, r.Kernel.Addr, len(r.Bytes)/2)
+	},
 }
+
+// Summarize compares every record that ran (recordView.summarize, the
+// summary of every architecture).
+func Summarize(rep *guest.VerifyReport) VerifySummary { return x86View.summarize(rep, nil, true) }
 
 // Disagreements returns the records that disagree on some field.
 func Disagreements(rep *guest.VerifyReport) []guest.VerifyRecord {
 	var out []guest.VerifyRecord
-	for _, r := range rep.Records {
-		if r.Round < 0 {
-			continue
-		}
-		for _, ok := range r.Compare() {
-			if !ok {
-				out = append(out, r)
-				break
-			}
-		}
+	for _, r := range x86View.disagreements(rep.Records) {
+		out = append(out, *r)
 	}
 	return out
 }
@@ -162,14 +165,7 @@ func FormatRecord(r *guest.VerifyRecord) string {
 
 // WriteJSON prints one JSON record per probe and then the summary object.
 func (v *Verification) WriteJSON(w io.Writer) error {
-	return writeRecordsJSON(w, "x86-64", v.Report.Policy, v.Report.Records, struct {
-		Summary VerifySummary `json:"summary"`
-		Arch    string        `json:"arch"`
-		Release string        `json:"release"`
-		Policy  string        `json:"policy"`
-		Rounds  int           `json:"rounds"`
-		Notes   []string      `json:"notes,omitempty"`
-	}{v.Summary, "x86-64", v.Report.Release, v.Report.Policy, v.Report.Rounds, v.Report.Notes})
+	return writeVerifyJSON(w, x86View, v.Report.Policy, &v.Report, v.Summary, v.Cached)
 }
 
 // x86Cached is a cached x86 record: the guest's report and, when trials were
