@@ -256,13 +256,7 @@ func writeFixedTable(w io.Writer, rep *guest.ARM64Report, timing Timing, cached 
 		return err
 	}
 	if rep.Predicted {
-		tw = tabwriter.NewWriter(w, 0, 8, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintln(tw, "field\tcompared\tagree\tdisagree\t")
-		for _, f := range view.fields {
-			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t\n", f, s.Agree[f]+s.Disagree[f], s.Agree[f], s.Disagree[f])
-		}
-		fmt.Fprintf(tw, "all fields\t%d\t%d\t%d\t\n", s.Probes, s.AllAgree, s.Probes-s.AllAgree)
-		if err := tw.Flush(); err != nil {
+		if err := view.writeAgreement(w, &s); err != nil {
 			return err
 		}
 	}

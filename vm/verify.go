@@ -10,6 +10,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"text/tabwriter"
 	"time"
 
 	"github.com/kboost/kboost/decode"
@@ -149,6 +150,19 @@ func (view *recordView) summarize(rep *guest.VerifyReport, funcs []guest.KernelF
 		}
 	}
 	return s
+}
+
+// writeAgreement prints the agreement table of every architecture: per
+// compared field, the probes compared, agreeing and disagreeing, then all
+// fields at once.
+func (view *recordView) writeAgreement(w io.Writer, s *VerifySummary) error {
+	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "field\tcompared\tagree\tdisagree\t")
+	for _, f := range view.fields {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t\n", f, s.Agree[f]+s.Disagree[f], s.Agree[f], s.Disagree[f])
+	}
+	fmt.Fprintf(tw, "all fields\t%d\t%d\t%d\t\n", s.Probes, s.AllAgree, s.Probes-s.AllAgree)
+	return tw.Flush()
 }
 
 // disagreements returns the records that ran and disagree on some field.

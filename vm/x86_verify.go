@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/kboost/kboost/decode"
@@ -78,15 +77,9 @@ func Disagreements(rep *guest.VerifyReport) []guest.VerifyRecord {
 // WriteTable prints the agreement table and every disagreement.
 func (v *Verification) WriteTable(w io.Writer) error {
 	s := &v.Summary
-	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(w, "kernel %s, policy %s: %d functions, %d probes (%d boundaries, %d non-boundaries), %d rounds, %d not run\n",
 		v.Report.Release, v.Report.Policy, s.Functions, s.Probes, s.Boundary, s.NonBound, v.Report.Rounds, s.NotRun)
-	fmt.Fprintln(tw, "field\tcompared\tagree\tdisagree\t")
-	for _, f := range guest.VerifyFields {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t\n", f, s.Agree[f]+s.Disagree[f], s.Agree[f], s.Disagree[f])
-	}
-	fmt.Fprintf(tw, "all fields\t%d\t%d\t%d\t\n", s.Probes, s.AllAgree, s.Probes-s.AllAgree)
-	if err := tw.Flush(); err != nil {
+	if err := x86View.writeAgreement(w, s); err != nil {
 		return err
 	}
 	counts := map[string]int{}
