@@ -208,7 +208,8 @@ func ARMMnemonic(w uint32) string {
 	return decode.ARMMnemonic(&in, 0, false)
 }
 
-var armView = fixedView{
+var armView = &recordView{
+	arch:    decode.ARM,
 	fields:  guest.ARMFields,
 	compare: guest.CompareARM,
 	mnemonic: func(h string) (string, bool) {
@@ -222,12 +223,13 @@ var armView = fixedView{
 
 // armViewOf is armView for a record: slots compared on both sides when the
 // slot pages were read, else only where the kernel's slot is known.
-func armViewOf(rep *guest.ARM64Report) fixedView {
-	v := armView
-	if !rep.SlotsRead {
-		v.compare = guest.CompareARMNoSlots
+func armViewOf(rep *guest.ARM64Report) *recordView {
+	if rep.SlotsRead {
+		return armView
 	}
-	return v
+	v := *armView
+	v.compare = guest.CompareARMNoSlots
+	return &v
 }
 
 // Compare is the comparison that applies to v's records (guest.CompareARM,
@@ -250,3 +252,15 @@ func (v *ARMVerification) WriteTable(w io.Writer) error {
 
 // FormatARMRecord is one line describing a probe.
 func FormatARMRecord(r *guest.VerifyRecord) string { return formatFixedRecord(r, armView) }
+
+// ARMVerifier runs VerifyARM: Debian linux-image-armmp.
+var ARMVerifier = &Verifier{Arch: ARM, DebianMeta: "linux-image-armmp", DefaultPolicy: guest.ARMProbes.DefaultPolicy,
+	Fields: guest.ARMFields, Cached: true, NonBoundary: "misaligned offsets", run: verifyARM}
+
+func verifyARM(ctx context.Context, v *Verifier, req VerifyRequest) (*VerifyOutcome, error) {
+	r, err := VerifyARM(ctx, ARMVerifyConfig{Deb: req.Deb, Args: fixedArgs(req), VM: req.VM, NoCache: req.NoCache})
+	if err != nil {
+		return nil, err
+	}
+	return fixedOutcome(v, &r.Report, armViewOf(&r.Report), r.Cached, r.WriteTable), nil
+}

@@ -15,6 +15,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/kboost/kboost/decode"
 	"github.com/kboost/kboost/kimage"
 	"github.com/kboost/kboost/vm/guest"
 	"golang.org/x/arch/arm64/arm64asm"
@@ -172,25 +173,6 @@ func bootFixed(ctx context.Context, cfg Config, dk *kimage.DebKernel, args json.
 	return nil
 }
 
-// KernelOutcome names what the kernel did with one probe: the errno when it
-// refused, "slot" when it copied the instruction to a slot (single-step out of
-// line), "ftrace" for an [FTRACE] probe, "noslot" when it accepted without a
-// slot (simulated).
-func KernelOutcome(r *guest.VerifyRecord) string {
-	switch {
-	case r.Round < 0:
-		return "not-run"
-	case r.Kernel.Errno != "":
-		return r.Kernel.Errno
-	case r.Kernel.Ftrace:
-		return "ftrace"
-	case r.Kernel.Slot != "":
-		return "slot"
-	default:
-		return "noslot"
-	}
-}
-
 // A64Mnemonic names an instruction word for tables: golang.org/x/arch's
 // mnemonic, else "hint#N" / "sys" / "?" with the top byte.
 func A64Mnemonic(w uint32) string {
@@ -212,34 +194,12 @@ func A64Mnemonic(w uint32) string {
 	return fmt.Sprintf("?%02x", w>>24)
 }
 
-// ARM64Summary is a fixed-width record's summary (summarizeRecords, the one
-// every architecture's records get: FixedSummary) with the kernel's outcome
-// tables the fixed-width report prints.
-type ARM64Summary struct {
-	Functions, Probes, Boundary, Misaligned, NotRun int
-	Outcomes                                        map[string]int // KernelOutcome -> probes (boundaries)
-	MisalignedOutcomes                              map[string]int
-	// ByMnemonic counts boundary outcomes per mnemonic (the probes of notrace
-	// functions, all refused, under "notrace-fn").
-	ByMnemonic map[string]map[string]int
-	// Function-level facts.
-	Notrace, Blacklisted, NotraceAllRefused, Init int
-	// Agree and Disagree count probes per compared field (boundaries and
-	// misaligned offsets), AllAgree those agreeing on every field.
-	Agree, Disagree map[string]int
-	AllAgree        int
-}
+// ARM64Summary is the summary of a fixed-width record: VerifySummary, the
+// one of every architecture (misaligned offsets are its non-boundaries).
+type ARM64Summary = VerifySummary
 
-// fixedView is what the outcome and agreement tables of a fixed-width
-// architecture need: the compared fields, the comparison and the mnemonic of
-// a record's instruction bytes ("" when there are none).
-type fixedView struct {
-	fields   []string
-	compare  func(*guest.VerifyRecord) map[string]bool
-	mnemonic func(hexBytes string) (string, bool)
-}
-
-var arm64View = fixedView{
+var arm64View = &recordView{
+	arch:    decode.ARM64,
 	fields:  guest.ARM64Fields,
 	compare: guest.CompareARM64,
 	mnemonic: func(h string) (string, bool) {
@@ -254,58 +214,9 @@ var arm64View = fixedView{
 // Summarize counts v's records.
 func (v *ARM64Verification) Summarize() ARM64Summary { return summarizeFixed(&v.Report, arm64View) }
 
-func summarizeFixed(rep *guest.ARM64Report, view fixedView) ARM64Summary {
-	var compare func(*guest.VerifyRecord) map[string]bool
-	if rep.Predicted {
-		compare = view.compare
-	}
-	c := summarizeRecords(len(rep.Funcs), rep.Records, compare, false)
-	s := ARM64Summary{Functions: c.Functions, Probes: c.Probes, Boundary: c.Boundary, Misaligned: c.NonBound, NotRun: c.NotRun,
-		Agree: c.Agree, Disagree: c.Disagree, AllAgree: c.AllAgree,
-		Outcomes: map[string]int{}, MisalignedOutcomes: map[string]int{}, ByMnemonic: map[string]map[string]int{}}
-	refused, traced := map[string]bool{}, map[string]bool{}
-	for _, f := range rep.Funcs {
-		refused[f.Name], traced[f.Name] = true, f.Traced
-	}
-	for i := range rep.Records {
-		r := &rep.Records[i]
-		o := KernelOutcome(r)
-		if r.Round < 0 {
-			continue
-		}
-		if r.Kernel.Errno == "" {
-			refused[r.Func] = false
-		}
-		if !r.Boundary {
-			s.MisalignedOutcomes[o]++
-			continue
-		}
-		s.Outcomes[o]++
-		if mn, ok := view.mnemonic(r.Bytes); ok {
-			if s.ByMnemonic[mn] == nil {
-				s.ByMnemonic[mn] = map[string]int{}
-			}
-			if !traced[r.Func] {
-				o = "notrace-fn" // refused for the function, whatever the word
-			}
-			s.ByMnemonic[mn][o]++
-		}
-	}
-	for _, f := range rep.Funcs {
-		if !f.Traced {
-			s.Notrace++
-			if refused[f.Name] {
-				s.NotraceAllRefused++
-			}
-		}
-		if len(f.Blacklist) > 0 {
-			s.Blacklisted++
-		}
-		if f.Init {
-			s.Init++
-		}
-	}
-	return s
+// summarizeFixed is recordView.summarize of a fixed-width recorder's report.
+func summarizeFixed(rep *guest.ARM64Report, view *recordView) VerifySummary {
+	return view.summarize(&rep.VerifyReport, rep.Funcs, rep.Predicted)
 }
 
 // WriteTable prints the kernel's outcome table (per mnemonic) and, when the
@@ -314,15 +225,15 @@ func (v *ARM64Verification) WriteTable(w io.Writer) error {
 	return writeFixedTable(w, &v.Report, v.Timing, v.Cached, arm64View)
 }
 
-func writeFixedTable(w io.Writer, rep *guest.ARM64Report, timing Timing, cached string, view fixedView) error {
+func writeFixedTable(w io.Writer, rep *guest.ARM64Report, timing Timing, cached string, view *recordView) error {
 	s := summarizeFixed(rep, view)
 	policy := rep.Policy
 	if !rep.Predicted {
 		policy = "none (kernel outcomes only)"
 	}
 	fmt.Fprintf(w, "kernel %s (%s), policy %s: %d functions (%d notrace, %d of them refused at every offset; %d overlapping kprobes/blacklist; %d __init), %d probes (%d boundaries, %d misaligned), %d rounds, %d not run\n",
-		rep.Release, rep.Arch, policy, s.Functions, s.Notrace, s.NotraceAllRefused, s.Blacklisted, s.Init, s.Probes, s.Boundary, s.Misaligned, rep.Rounds, s.NotRun)
-	fmt.Fprintf(w, "boundaries: %s\nmisaligned: %s\n", fmtCounts(s.Outcomes), fmtCounts(s.MisalignedOutcomes))
+		rep.Release, rep.Arch, policy, s.Functions, s.Notrace, s.NotraceAllRefused, s.Blacklisted, s.Init, s.Probes, s.Boundary, s.NonBound, rep.Rounds, s.NotRun)
+	fmt.Fprintf(w, "boundaries: %s\nmisaligned: %s\n", fmtCounts(s.Outcomes), fmtCounts(s.NonBoundOutcomes))
 	cols := map[string]bool{}
 	for _, m := range s.ByMnemonic {
 		for o := range m {
@@ -345,13 +256,7 @@ func writeFixedTable(w io.Writer, rep *guest.ARM64Report, timing Timing, cached 
 		return err
 	}
 	if rep.Predicted {
-		tw = tabwriter.NewWriter(w, 0, 8, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintln(tw, "field\tcompared\tagree\tdisagree\t")
-		for _, f := range view.fields {
-			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t\n", f, s.Agree[f]+s.Disagree[f], s.Agree[f], s.Disagree[f])
-		}
-		fmt.Fprintf(tw, "all fields\t%d\t%d\t%d\t\n", s.Probes, s.AllAgree, s.Probes-s.AllAgree)
-		if err := tw.Flush(); err != nil {
+		if err := view.writeAgreement(w, &s); err != nil {
 			return err
 		}
 	}
@@ -367,17 +272,8 @@ func writeFixedTable(w io.Writer, rep *guest.ARM64Report, timing Timing, cached 
 		fmt.Fprintf(w, "LEFTOVER kprobes after the run:\n%s\n", rep.Leftover)
 	}
 	if rep.Predicted {
-		for i := range rep.Records {
-			r := &rep.Records[i]
-			if r.Round < 0 {
-				continue
-			}
-			for _, ok := range view.compare(r) {
-				if !ok {
-					fmt.Fprintf(w, "DISAGREE %s\n", formatFixedRecord(r, view))
-					break
-				}
-			}
+		for _, r := range view.disagreements(rep.Records) {
+			fmt.Fprintf(w, "DISAGREE %s\n", formatFixedRecord(r, view))
 		}
 	}
 	var parts []string
@@ -397,7 +293,7 @@ func writeFixedTable(w io.Writer, rep *guest.ARM64Report, timing Timing, cached 
 // FormatARM64Record is one line describing a probe.
 func FormatARM64Record(r *guest.VerifyRecord) string { return formatFixedRecord(r, arm64View) }
 
-func formatFixedRecord(r *guest.VerifyRecord, view fixedView) string {
+func formatFixedRecord(r *guest.VerifyRecord, view *recordView) string {
 	mn := ""
 	if w, ok := guest.A64Word(r.Bytes); ok {
 		m, _ := view.mnemonic(r.Bytes)
@@ -469,4 +365,18 @@ func cachedValue(deb string, arch *Arch, cfg Config, version int, args guest.ARM
 		_ = writeFileAtomic(cache, b, 0o644)
 	}
 	return "", nil
+}
+
+// ARM64Verifier runs VerifyARM64: Debian linux-image-arm64.
+var ARM64Verifier = &Verifier{Arch: ARM64, DebianMeta: "linux-image-arm64", DefaultPolicy: guest.ARM64Probes.DefaultPolicy,
+	Fields: guest.ARM64Fields, Cached: true, UprobeTrials: true, NonBoundary: "misaligned offsets", run: verifyARM64}
+
+func verifyARM64(ctx context.Context, v *Verifier, req VerifyRequest) (*VerifyOutcome, error) {
+	r, err := VerifyARM64(ctx, ARM64VerifyConfig{Deb: req.Deb, Args: fixedArgs(req), VM: req.VM, NoCache: req.NoCache, Uprobes: req.Uprobes})
+	if err != nil {
+		return nil, err
+	}
+	o := fixedOutcome(v, &r.Report, arm64View, r.Cached, r.WriteTable)
+	o.Uprobes = r.Uprobes
+	return o, nil
 }

@@ -44,11 +44,11 @@ func TestARM64Summary(t *testing.T) {
 		{Func: "g", Off: 4, Boundary: true, Bytes: "c0035fd6", Round: -1},
 	}
 	s := v.Summarize()
-	if s.Probes != 5 || s.Boundary != 4 || s.Misaligned != 1 || s.NotRun != 1 {
+	if s.Probes != 5 || s.Boundary != 4 || s.NonBound != 1 || s.NotRun != 1 {
 		t.Errorf("counts %+v", s)
 	}
-	if s.Outcomes["slot"] != 1 || s.Outcomes["noslot"] != 1 || s.Outcomes["EINVAL"] != 2 || s.MisalignedOutcomes["EINVAL"] != 1 {
-		t.Errorf("outcomes %v %v", s.Outcomes, s.MisalignedOutcomes)
+	if s.Outcomes["slot"] != 1 || s.Outcomes["noslot"] != 1 || s.Outcomes["EINVAL"] != 2 || s.NonBoundOutcomes["EINVAL"] != 1 {
+		t.Errorf("outcomes %v %v", s.Outcomes, s.NonBoundOutcomes)
 	}
 	if s.Notrace != 1 || s.NotraceAllRefused != 1 {
 		t.Errorf("notrace %d, all refused %d", s.Notrace, s.NotraceAllRefused)

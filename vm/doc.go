@@ -128,7 +128,12 @@
 // policy, compared fields and what it accepts (a boost kernel, probe spacing,
 // cached records). Verifier.Verify runs a VerifyRequest and returns a
 // VerifyOutcome whose WriteTable, WriteJSON and Summary are the same for every
-// architecture; `kboost vm verify --arch` is built on it. Without a policy,
+// architecture; `kboost vm verify --arch` is built on it. Every
+// architecture's records get one summary (VerifySummary, from
+// recordView.summarize) and one --json writer; what differs per architecture
+// is a recordView value (x86View, arm64View, armView, in the x86_, a64_ and
+// a32_ files: compared fields, comparison, mnemonic table, whether slots jump
+// back). The shared types are in verify.go here and in package guest. Without a policy,
 // the booted kernel's release picks one (boost.ForKernel: the same
 // major.minor, else the nearest older modelled version, said in the notes).
 // The x86-64 guest boots with clocksource=hpet: it times its waits by its own

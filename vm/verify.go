@@ -8,50 +8,19 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
-	"github.com/kboost/kboost/kimage"
+	"github.com/kboost/kboost/decode"
 	"github.com/kboost/kboost/vm/guest"
 )
 
-// VerifyConfig is one verification run: which kernel and which functions.
-type VerifyConfig struct {
-	// Deb is the kernel package (.deb) to boot; the vmlinux and config inside it
-	// go into the initramfs so that the guest can read the kernel's tables.
-	Deb string
-	// Build, when not nil, is booted instead of Deb: a kernel from
-	// BuildBoostKernel, whose vmlinux and .config go into the initramfs.
-	Build *KernelBuild
-	Args  guest.VerifyArgs
-	// VM settings (Kernel and Files are filled in).
-	VM Config
-	// NoCache boots even when the record of the same package (its sha256),
-	// guest binary, QEMU machine and arguments is cached (a Deb only; a
-	// Build always boots).
-	NoCache bool
-	// Uprobes, when set, runs the uprobe-trial step in the same boot, after
-	// kboost-verify (Verification.Uprobes).
-	Uprobes *UprobeTrialRequest
-}
-
-// Verification is the outcome of Verify: the guest's report and the summary.
-type Verification struct {
-	Report  guest.VerifyReport
-	Summary VerifySummary
-	Timing  Timing
-	// Cached is the cache file the report came from ("" when booted).
-	Cached string
-	// Uprobes is the uprobe-trial step's report (VerifyConfig.Uprobes; nil
-	// when not requested).
-	Uprobes *guest.UprobeReport
-}
-
-// VerifySummary counts agreements per field (see guest.VerifyRecord.Compare).
+// VerifySummary is the one summary of every architecture's records
+// (recordView.summarize): probes, agreements per compared field and the
+// kernel's outcomes. The fields tagged "-" are the tables' and stay out of
+// the --json summary (schemas/vm-verify.json).
 type VerifySummary struct {
 	Functions int            `json:"functions"`
 	Probes    int            `json:"probes"`
@@ -65,47 +34,96 @@ type VerifySummary struct {
 	// BoostPredicted counts accepted boundary probes kboost predicts Boost;
 	// SlotJumpsBack those whose kernel slot ends with a jmp back (see
 	// guest.SlotJumpsBack). The jmpback field compares them probe by probe.
+	// Both stay 0 where kprobes never boost (recordView.jumpsBack).
 	BoostPredicted int `json:"boost_predicted"`
 	SlotJumpsBack  int `json:"slot_jumps_back"`
+
+	// Outcomes counts the kernel's outcome (KernelOutcome) of the boundary
+	// probes that ran, NonBoundOutcomes of the others; ByMnemonic the
+	// boundaries' outcomes per instruction mnemonic (architectures whose
+	// view names one), the probes of notrace functions under "notrace-fn".
+	Outcomes         map[string]int            `json:"-"`
+	NonBoundOutcomes map[string]int            `json:"-"`
+	ByMnemonic       map[string]map[string]int `json:"-"`
+	// The recorded functions' facts (recorders that keep guest.KernelFunc):
+	// notrace ones, those of them refused at every offset, those
+	// overlapping kprobes' blacklist, __init ones.
+	Notrace, NotraceAllRefused, Blacklisted, Init int `json:"-"`
 }
 
-// Summarize compares every record that ran.
-func Summarize(rep *guest.VerifyReport) VerifySummary {
-	return summarizeRecords(len(rep.Functions), rep.Records, (*guest.VerifyRecord).Compare, true)
+// recordView is one architecture's value for what every verification does
+// with its records on the host: summary, tables, JSON (x86View, arm64View,
+// armView in the per-arch files).
+type recordView struct {
+	arch *decode.Arch // its Name is the "arch" of the --json records
+	// fields are the compared fields in table order; compare says per field
+	// whether a record agrees (absent: the field does not apply).
+	fields  []string
+	compare func(*guest.VerifyRecord) map[string]bool
+	// mnemonic names a record's instruction (hex) for the outcome table
+	// per mnemonic; nil: the architecture prints none.
+	mnemonic func(hexBytes string) (string, bool)
+	// jumpsBack, where kprobes boost, says whether an accepted boundary's
+	// kernel slot ends with the jump back (BoostPredicted, SlotJumpsBack).
+	jumpsBack func(r *guest.VerifyRecord) bool
 }
 
-// summarizeRecords is the one summary of every architecture's records:
-// probes that ran, boundaries and the rest, and, when compare is set (the
-// architecture's comparison of a record's fields), agreements per field.
-// jumpBack counts BoostPredicted and SlotJumpsBack (a slot that ends with a
-// jmp back: the architectures whose kprobes boost).
-func summarizeRecords(functions int, recs []guest.VerifyRecord, compare func(*guest.VerifyRecord) map[string]bool, jumpBack bool) VerifySummary {
-	s := VerifySummary{Functions: functions, Agree: map[string]int{}, Disagree: map[string]int{}}
-	for i := range recs {
-		r := &recs[i]
+// summarize is the one summary of every architecture's records: rep's
+// probes, the kernel's outcomes, the functions' facts from funcs (nil when
+// the recorder keeps none: then rep.Functions counts them) and, when
+// predicted, agreements per field.
+func (view *recordView) summarize(rep *guest.VerifyReport, funcs []guest.KernelFunc, predicted bool) VerifySummary {
+	s := VerifySummary{Functions: len(rep.Functions), Agree: map[string]int{}, Disagree: map[string]int{},
+		Outcomes: map[string]int{}, NonBoundOutcomes: map[string]int{}, ByMnemonic: map[string]map[string]int{}}
+	if funcs != nil {
+		s.Functions = len(funcs)
+	}
+	refused, traced := map[string]bool{}, map[string]bool{}
+	for _, f := range funcs {
+		refused[f.Name], traced[f.Name] = true, f.Traced
+	}
+	for i := range rep.Records {
+		r := &rep.Records[i]
 		if r.Round < 0 {
 			s.NotRun++
 			continue
 		}
 		s.Probes++
+		if r.Kernel.Errno == "" {
+			refused[r.Func] = false
+		}
+		o := KernelOutcome(r)
 		if r.Boundary {
 			s.Boundary++
+			s.Outcomes[o]++
 		} else {
 			s.NonBound++
+			s.NonBoundOutcomes[o]++
 		}
-		if jumpBack && r.Boundary && r.Kernel.Errno == "" {
+		if view.mnemonic != nil && r.Boundary {
+			if mn, ok := view.mnemonic(r.Bytes); ok {
+				if s.ByMnemonic[mn] == nil {
+					s.ByMnemonic[mn] = map[string]int{}
+				}
+				if funcs != nil && !traced[r.Func] {
+					o = "notrace-fn" // refused for the function, whatever the word
+				}
+				s.ByMnemonic[mn][o]++
+			}
+		}
+		if view.jumpsBack != nil && r.Boundary && r.Kernel.Errno == "" {
 			if r.Verdict == "boost" {
 				s.BoostPredicted++
 			}
-			if r.Kernel.Slot != "" && guest.SlotJumpsBack(r.Kernel.Slot, r.Kernel.SlotAddr, r.Kernel.Addr, len(r.Bytes)/2) {
+			if r.Kernel.Slot != "" && view.jumpsBack(r) {
 				s.SlotJumpsBack++
 			}
 		}
-		if compare == nil {
+		if !predicted {
 			continue
 		}
 		all := true
-		for f, ok := range compare(r) {
+		for f, ok := range view.compare(r) {
 			if ok {
 				s.Agree[f]++
 			} else {
@@ -117,17 +135,45 @@ func summarizeRecords(functions int, recs []guest.VerifyRecord, compare func(*gu
 			s.AllAgree++
 		}
 	}
+	for _, f := range funcs {
+		if !f.Traced {
+			s.Notrace++
+			if refused[f.Name] {
+				s.NotraceAllRefused++
+			}
+		}
+		if len(f.Blacklist) > 0 {
+			s.Blacklisted++
+		}
+		if f.Init {
+			s.Init++
+		}
+	}
 	return s
 }
 
-// Disagreements returns the records that disagree on some field.
-func Disagreements(rep *guest.VerifyReport) []guest.VerifyRecord {
-	var out []guest.VerifyRecord
-	for _, r := range rep.Records {
+// writeAgreement prints the agreement table of every architecture: per
+// compared field, the probes compared, agreeing and disagreeing, then all
+// fields at once.
+func (view *recordView) writeAgreement(w io.Writer, s *VerifySummary) error {
+	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "field\tcompared\tagree\tdisagree\t")
+	for _, f := range view.fields {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t\n", f, s.Agree[f]+s.Disagree[f], s.Agree[f], s.Disagree[f])
+	}
+	fmt.Fprintf(tw, "all fields\t%d\t%d\t%d\t\n", s.Probes, s.AllAgree, s.Probes-s.AllAgree)
+	return tw.Flush()
+}
+
+// disagreements returns the records that ran and disagree on some field.
+func (view *recordView) disagreements(recs []guest.VerifyRecord) []*guest.VerifyRecord {
+	var out []*guest.VerifyRecord
+	for i := range recs {
+		r := &recs[i]
 		if r.Round < 0 {
 			continue
 		}
-		for _, ok := range r.Compare() {
+		for _, ok := range view.compare(r) {
 			if !ok {
 				out = append(out, r)
 				break
@@ -137,92 +183,23 @@ func Disagreements(rep *guest.VerifyReport) []guest.VerifyRecord {
 	return out
 }
 
-// WriteTable prints the agreement table and every disagreement.
-func (v *Verification) WriteTable(w io.Writer) error {
-	s := &v.Summary
-	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(w, "kernel %s, policy %s: %d functions, %d probes (%d boundaries, %d non-boundaries), %d rounds, %d not run\n",
-		v.Report.Release, v.Report.Policy, s.Functions, s.Probes, s.Boundary, s.NonBound, v.Report.Rounds, s.NotRun)
-	fmt.Fprintln(tw, "field\tcompared\tagree\tdisagree\t")
-	for _, f := range guest.VerifyFields {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t\n", f, s.Agree[f]+s.Disagree[f], s.Agree[f], s.Disagree[f])
+// KernelOutcome names what the kernel did with one probe: the errno when it
+// refused, "slot" when it copied the instruction to a slot (single-step out of
+// line), "ftrace" for an [FTRACE] probe, "noslot" when it accepted without a
+// slot (simulated, or boosted without one).
+func KernelOutcome(r *guest.VerifyRecord) string {
+	switch {
+	case r.Round < 0:
+		return "not-run"
+	case r.Kernel.Errno != "":
+		return r.Kernel.Errno
+	case r.Kernel.Ftrace:
+		return "ftrace"
+	case r.Kernel.Slot != "":
+		return "slot"
+	default:
+		return "noslot"
 	}
-	fmt.Fprintf(tw, "all fields\t%d\t%d\t%d\t\n", s.Probes, s.AllAgree, s.Probes-s.AllAgree)
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	counts := map[string]int{}
-	for _, r := range v.Report.Records {
-		if r.Round >= 0 {
-			k := r.Verdict
-			if r.Predicted.Errno != "" {
-				k += " " + r.Predicted.Errno
-			}
-			if r.Predicted.Optimized {
-				k += " +optimized"
-			}
-			counts[k]++
-		}
-	}
-	keys := make([]string, 0, len(counts))
-	for k := range counts {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	fmt.Fprint(w, "predicted:")
-	for _, k := range keys {
-		fmt.Fprintf(w, " %s=%d", k, counts[k])
-	}
-	fmt.Fprintf(w, "\noptprobes: %d detour buffers compared (template, copied instructions, jmp back)", s.Agree["optslot"]+s.Disagree["optslot"])
-	fmt.Fprintf(w, "\nboost: kboost predicts Boost for %d accepted probes; the kernel's slot jumps back (E9 rel32 to the next instruction) in %d\n", s.BoostPredicted, s.SlotJumpsBack)
-	fmt.Fprintf(w, "kcore bytes differ from the vmlinux in %d of %d functions; optimizer on: %v\n", v.Report.KcoreDiffers, s.Functions, v.Report.Optimization)
-	for _, n := range v.Report.Notes {
-		fmt.Fprintf(w, "note: %s\n", n)
-	}
-	if v.Report.Leftover != "" {
-		fmt.Fprintf(w, "LEFTOVER kprobes after the run:\n%s\n", v.Report.Leftover)
-	}
-	for _, r := range Disagreements(&v.Report) {
-		fmt.Fprintf(w, "DISAGREE %s\n", FormatRecord(&r))
-	}
-	fmt.Fprintf(w, "timing: %s\n", v.TimingString())
-	return nil
-}
-
-// TimingString summarizes where the time went.
-func (v *Verification) TimingString() string {
-	var parts []string
-	keys := make([]string, 0, len(v.Report.TimingMS))
-	for k := range v.Report.TimingMS {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		parts = append(parts, fmt.Sprintf("guest %s %v", k, time.Duration(v.Report.TimingMS[k])*time.Millisecond))
-	}
-	parts = append(parts, fmt.Sprintf("host prepare %v boot+steps %v transfer %v total %v",
-		v.Timing.Prepare.Round(time.Millisecond), v.Timing.Boot.Round(time.Millisecond),
-		v.Timing.Transfer.Round(time.Millisecond), v.Timing.Total.Round(time.Millisecond)))
-	return strings.Join(parts, ", ")
-}
-
-// FormatRecord is one line describing a probe's prediction and the kernel's answer.
-func FormatRecord(r *guest.VerifyRecord) string {
-	var bad []string
-	for _, f := range guest.VerifyFields {
-		if ok, cmp := r.Compare()[f]; cmp && !ok {
-			bad = append(bad, f)
-		}
-	}
-	s := fmt.Sprintf("%s+%#x bytes=%s boundary=%v verdict=%s rules=%s predicted=%s kernel=%s",
-		r.Func, r.Off, r.Bytes, r.Boundary, r.Verdict, strings.Join(r.Rules, ","), fmtOutcome(&r.Predicted), fmtOutcome(&r.Kernel))
-	if len(bad) > 0 {
-		s += " fields=" + strings.Join(bad, ",")
-	}
-	if r.Note != "" {
-		s += " note=" + r.Note
-	}
-	return s
 }
 
 func fmtOutcome(o *guest.Outcome) string {
@@ -243,18 +220,6 @@ func fmtOutcome(o *guest.Outcome) string {
 		s += fmt.Sprintf(" detour@%#x=%s", o.OptAddr, o.OptSlot)
 	}
 	return s + "}"
-}
-
-// WriteJSON prints one JSON record per probe and then the summary object.
-func (v *Verification) WriteJSON(w io.Writer) error {
-	return writeRecordsJSON(w, "x86-64", v.Report.Policy, v.Report.Records, struct {
-		Summary VerifySummary `json:"summary"`
-		Arch    string        `json:"arch"`
-		Release string        `json:"release"`
-		Policy  string        `json:"policy"`
-		Rounds  int           `json:"rounds"`
-		Notes   []string      `json:"notes,omitempty"`
-	}{v.Summary, "x86-64", v.Report.Release, v.Report.Policy, v.Report.Rounds, v.Report.Notes})
 }
 
 // verifyRecordJSON is a VerifyRecord as `kboost vm verify --json` prints it
@@ -339,12 +304,14 @@ func ParseRecordJSON(line []byte) (guest.VerifyRecord, error) {
 	return r, err
 }
 
-// writeRecordsJSON prints one JSON object per record that keep accepts (the
-// probes of the rounds, not the set-up entries), then the summary object.
-func writeRecordsJSON(w io.Writer, arch, policy string, records []guest.VerifyRecord, summary any) error {
+// writeVerifyJSON prints `vm verify --json` of any architecture: one JSON
+// object per record that ran (the probes of the rounds, not the set-up
+// entries), then the summary object.
+func writeVerifyJSON(w io.Writer, view *recordView, policy string, rep *guest.VerifyReport, s VerifySummary, cached string) error {
 	enc := json.NewEncoder(w)
-	for i := range records {
-		r := &records[i]
+	arch := view.arch.Name
+	for i := range rep.Records {
+		r := &rep.Records[i]
 		if r.Round < 0 {
 			continue
 		}
@@ -353,155 +320,15 @@ func writeRecordsJSON(w io.Writer, arch, policy string, records []guest.VerifyRe
 			return err
 		}
 	}
-	return enc.Encode(summary)
-}
-
-// x86Cached is a cached x86 record: the guest's report and, when trials were
-// requested, the uprobe-trial report of the same boot.
-type x86Cached struct {
-	*guest.VerifyReport
-	Uprobes *guest.UprobeReport `json:"uprobe_trial,omitempty"`
-}
-
-// Verify boots the kernel of vc.Deb (or vc.Build) with the kboost-verify step
-// (and the uprobe-trial step after it when vc.Uprobes is set) and returns
-// the comparison. The record of a Deb is cached under $KBOOST_CACHE/verify
-// (x86RecordPath; vc.NoCache boots again), together with the uprobe report
-// when trials were requested; the summary is made anew from it on every call.
-func Verify(ctx context.Context, vc VerifyConfig) (*Verification, error) {
-	cfg := vc.VM
-	if cfg.MemoryMB == 0 {
-		cfg.MemoryMB = 1024
-	}
-	// Expedited RCU grace periods: unregistering a kprobe waits for one, and
-	// under TCG a normal grace period costs ~20 ms per probe. Kprobes' decisions
-	// do not depend on it.
-	cfg.Append = append(cfg.Append, "rcupdate.rcu_expedited=1")
-	// The guest times its waits (the optimizer's above all) by its own clock.
-	// Under TCG on a loaded host the kernel's TSC calibration can fail ("Fast
-	// TSC calibration failed", "Unable to calibrate against PIT"), and in one
-	// boot of Debian 7.2.13 the guest's clock ran 86 times faster than the
-	// host's (4 h of guest time in a 2m49s run): the 3 s optimizer wait was
-	// over in milliseconds and 1,181 detour buffers were not written yet. The
-	// HPET counts QEMU's virtual clock, whatever the calibration; kprobes'
-	// decisions do not depend on the clocksource.
-	cfg.Append = append(cfg.Append, "clocksource=hpet")
-	if os.Getenv("KBOOST_VERIFY_APPEND") != "" {
-		cfg.Append = append(cfg.Append, strings.Fields(os.Getenv("KBOOST_VERIFY_APPEND"))...)
-	}
-	// E.g. "-cpu max": a CPU with SMAP, whose clac the kernel writes into
-	// every optprobe detour buffer.
-	if os.Getenv("KBOOST_VERIFY_QEMUARGS") != "" {
-		cfg.QEMUArgs = append(cfg.QEMUArgs, strings.Fields(os.Getenv("KBOOST_VERIFY_QEMUARGS"))...)
-	}
-	if cfg.Timeout == 0 {
-		cfg.Timeout = 20 * time.Minute
-		if vc.Uprobes != nil {
-			cfg.Timeout += uprobeTimeout
-		}
-	}
-	v := &Verification{}
-	cache := ""
-	if vc.Build == nil {
-		// The guest predicts as well as records, so its binary is part of
-		// the key: a changed kboost-guest boots again.
-		var err error
-		if cfg.GuestBinary, err = guestBinary(ctx, cfg); err != nil {
-			return nil, err
-		}
-		key, err := json.Marshal(vc.Args)
-		if err != nil {
-			return nil, err
-		}
-		if vc.Uprobes != nil {
-			// A record cached without trials (or with other ones) must not
-			// answer a request with them.
-			k, err := vc.Uprobes.cacheKey()
-			if err != nil {
-				return nil, err
-			}
-			key = append(append(key, '\n'), k...)
-		}
-		if cache, err = x86RecordPath(vc.Deb, cfg, key); err != nil {
-			return nil, err
-		}
-		var c x86Cached
-		c.VerifyReport = &v.Report
-		if b, err := os.ReadFile(cache); err == nil && !vc.NoCache && json.Unmarshal(b, &c) == nil && len(v.Report.Records) > 0 &&
-			(vc.Uprobes == nil || (c.Uprobes != nil && len(c.Uprobes.Records) > 0)) {
-			v.Cached = cache
-			v.Uprobes = c.Uprobes
-			v.Summary = Summarize(&v.Report)
-			return v, nil
-		}
-		v.Report = guest.VerifyReport{}
-	}
-	var kernel, vml, config []byte
-	rel := ""
-	if vc.Build != nil {
-		var err error
-		if kernel, err = os.ReadFile(vc.Build.BzImage); err != nil {
-			return nil, err
-		}
-		if vml, err = os.ReadFile(vc.Build.Vmlinux); err != nil {
-			return nil, err
-		}
-		if config, err = os.ReadFile(vc.Build.Config); err != nil {
-			return nil, err
-		}
-		rel = vc.Build.Release
-	} else {
-		dk, err := kimage.ReadDeb(vc.Deb)
-		if err != nil {
-			return nil, err
-		}
-		if vml, err = kimage.ExtractVmlinux(dk.Vmlinuz); err != nil {
-			return nil, err
-		}
-		kernel, config, rel = dk.Vmlinuz, dk.Config, dk.Version
-	}
-	dir, err := os.MkdirTemp("", "kboost-verify-")
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(dir)
-	cfg.Kernel = dir + "/vmlinuz"
-	if err := os.WriteFile(cfg.Kernel, kernel, 0o644); err != nil {
-		return nil, err
-	}
-	if rel == "" {
-		rel = "unknown"
-	}
-	args := vc.Args
-	args.Vmlinux = "/boot/vmlinux-" + rel
-	args.Config = "/boot/config-" + rel
-	cfg.Files = append(append([]File{}, cfg.Files...),
-		File{Name: args.Vmlinux, Data: vml},
-		File{Name: args.Config, Data: config})
-	raw, err := json.Marshal(args)
-	if err != nil {
-		return nil, err
-	}
-	res, err := bootRecorder(ctx, cfg, guest.Step{Name: "kboost-verify", Args: raw}, "kboost-verify.json", &v.Report, vc.Uprobes)
-	if err != nil {
-		return nil, err
-	}
-	v.Timing = res.Timing
-	if note := guestClockNote(time.Duration(v.Report.TimingMS["total"])*time.Millisecond, res.Timing.Boot); note != "" {
-		v.Report.Notes = append(v.Report.Notes, note)
-	}
-	v.Summary = Summarize(&v.Report)
-	if vc.Uprobes != nil {
-		if v.Uprobes, err = uprobeReport(res, v.Report.Release); err != nil {
-			return nil, err
-		}
-	}
-	if cache != "" {
-		if b, err := json.Marshal(x86Cached{&v.Report, v.Uprobes}); err == nil {
-			_ = writeFileAtomic(cache, b, 0o644)
-		}
-	}
-	return v, nil
+	return enc.Encode(struct {
+		Summary VerifySummary `json:"summary"`
+		Arch    string        `json:"arch"`
+		Release string        `json:"release"`
+		Policy  string        `json:"policy"`
+		Rounds  int           `json:"rounds"`
+		Cached  string        `json:"cached,omitempty"`
+		Notes   []string      `json:"notes,omitempty"`
+	}{s, arch, rep.Release, policy, rep.Rounds, cached, rep.Notes})
 }
 
 // bootRecorder boots cfg with a verify recorder's step (then, with up, the
@@ -535,23 +362,6 @@ func bootRecorder(ctx context.Context, cfg Config, step guest.Step, file string,
 }
 
 // x86RecordPath is where Verify caches the record of booting deb: keyed by
-// the package's contents (sha256), the guest binary's (which records and
-// predicts), the QEMU machine (AMD64.Machine, cfg.QEMUArgs, cfg.Append,
-// memory) and the recorder's arguments as the caller gave them (the paths
-// Verify adds follow from the package).
-func x86RecordPath(deb string, cfg Config, args []byte) (string, error) {
-	debSum, err := fileSHA256(deb)
-	if err != nil {
-		return "", err
-	}
-	guestSum, err := fileSHA256(cfg.GuestBinary)
-	if err != nil {
-		return "", err
-	}
-	machine := strings.Join(append(append(append([]string{}, AMD64.Machine...), cfg.QEMUArgs...), cfg.Append...), " ")
-	h := sha256.Sum256([]byte(fmt.Sprintf("x86 record v1\n%s\n%s\n%s\n%d\n%s", debSum, guestSum, machine, cfg.MemoryMB, args)))
-	return filepath.Join(CacheDir(), "verify", fmt.Sprintf("%s-x86-%s.json", strings.TrimSuffix(filepath.Base(deb), ".deb"), hex.EncodeToString(h[:])[:16])), nil
-}
 
 func fileSHA256(path string) (string, error) {
 	f, err := os.Open(path)

@@ -113,20 +113,6 @@ type Verifier struct {
 
 func (v *Verifier) String() string { return v.Arch.Name }
 
-var (
-	// AMD64Verifier runs Verify: Debian linux-image-amd64 (or the boost
-	// kernel, never cached), slots and detour buffers read from /proc/kcore.
-	AMD64Verifier = &Verifier{Arch: AMD64, DebianMeta: "linux-image-amd64", DefaultPolicy: "linux-6.1",
-		Fields: guest.VerifyFields, BoostKernel: true, Spacing: true, Cached: true, UprobeTrials: true,
-		NonBoundary: "offsets inside instructions", run: verifyAMD64}
-	// ARM64Verifier runs VerifyARM64: Debian linux-image-arm64.
-	ARM64Verifier = &Verifier{Arch: ARM64, DebianMeta: "linux-image-arm64", DefaultPolicy: guest.ARM64Probes.DefaultPolicy,
-		Fields: guest.ARM64Fields, Cached: true, UprobeTrials: true, NonBoundary: "misaligned offsets", run: verifyARM64}
-	// ARMVerifier runs VerifyARM: Debian linux-image-armmp.
-	ARMVerifier = &Verifier{Arch: ARM, DebianMeta: "linux-image-armmp", DefaultPolicy: guest.ARMProbes.DefaultPolicy,
-		Fields: guest.ARMFields, Cached: true, NonBoundary: "misaligned offsets", run: verifyARM}
-)
-
 // Verifiers lists the architectures with a verification scenario.
 var Verifiers = []*Verifier{AMD64Verifier, ARM64Verifier, ARMVerifier}
 
@@ -175,17 +161,6 @@ func (v *Verifier) Verify(ctx context.Context, req VerifyRequest) (*VerifyOutcom
 	return v.run(ctx, v, req)
 }
 
-func verifyAMD64(ctx context.Context, v *Verifier, req VerifyRequest) (*VerifyOutcome, error) {
-	va := guest.VerifyArgs{Policy: req.Policy, Funcs: req.Funcs, Pattern: req.Pattern, Sample: req.Sample,
-		Seed: req.Seed, MaxSize: req.MaxSize, NonBoundary: req.NonBoundary, Spacing: req.Spacing, Boundaries: req.Boundaries}
-	r, err := Verify(ctx, VerifyConfig{Deb: req.Deb, Build: req.Build, Args: va, VM: req.VM, NoCache: req.NoCache, Uprobes: req.Uprobes})
-	if err != nil {
-		return nil, err
-	}
-	return &VerifyOutcome{Verifier: v, Release: r.Report.Release, Policy: r.Report.Policy,
-		Summary: r.Summary, Fields: v.Fields, Cached: r.Cached, Uprobes: r.Uprobes, table: r.WriteTable, json: r.WriteJSON}, nil
-}
-
 // fixedArgs maps a request to the fixed-width recorder's arguments (zero
 // values stay zero, so that a request with the defaults finds the records
 // cached by the oracle tests).
@@ -194,51 +169,18 @@ func fixedArgs(req VerifyRequest) guest.ARM64VerifyArgs {
 		Seed: req.Seed, MaxSize: req.MaxSize, Misaligned: req.NonBoundary}
 }
 
-func verifyARM64(ctx context.Context, v *Verifier, req VerifyRequest) (*VerifyOutcome, error) {
-	r, err := VerifyARM64(ctx, ARM64VerifyConfig{Deb: req.Deb, Args: fixedArgs(req), VM: req.VM, NoCache: req.NoCache, Uprobes: req.Uprobes})
-	if err != nil {
-		return nil, err
-	}
-	o := fixedOutcome(v, &r.Report, arm64View, r.Cached, r.WriteTable)
-	o.Uprobes = r.Uprobes
-	return o, nil
-}
+// FixedSummary is a fixed-width record's summary as every architecture's
+// (the same VerifySummary since the one summary: kept for its callers).
+func FixedSummary(s *ARM64Summary) VerifySummary { return *s }
 
-func verifyARM(ctx context.Context, v *Verifier, req VerifyRequest) (*VerifyOutcome, error) {
-	r, err := VerifyARM(ctx, ARMVerifyConfig{Deb: req.Deb, Args: fixedArgs(req), VM: req.VM, NoCache: req.NoCache})
-	if err != nil {
-		return nil, err
-	}
-	return fixedOutcome(v, &r.Report, armViewOf(&r.Report), r.Cached, r.WriteTable), nil
-}
-
-// FixedSummary is the architecture-neutral summary of a fixed-width
-// record: misaligned offsets count as non-boundaries.
-func FixedSummary(s *ARM64Summary) VerifySummary {
-	return VerifySummary{Functions: s.Functions, Probes: s.Probes, NotRun: s.NotRun, Boundary: s.Boundary,
-		NonBound: s.Misaligned, Agree: s.Agree, Disagree: s.Disagree, AllAgree: s.AllAgree}
-}
-
-func fixedOutcome(v *Verifier, rep *guest.ARM64Report, view fixedView, cached string, table func(io.Writer) error) *VerifyOutcome {
-	s := summarizeFixed(rep, view)
-	o := &VerifyOutcome{Verifier: v, Release: rep.Release, Summary: FixedSummary(&s), Fields: view.fields,
+func fixedOutcome(v *Verifier, rep *guest.ARM64Report, view *recordView, cached string, table func(io.Writer) error) *VerifyOutcome {
+	o := &VerifyOutcome{Verifier: v, Release: rep.Release, Summary: summarizeFixed(rep, view), Fields: view.fields,
 		Cached: cached, table: table}
 	if rep.Predicted {
 		o.Policy = rep.Policy
 	}
-	o.json = func(w io.Writer) error { return writeFixedJSON(w, rep, o) }
+	o.json = func(w io.Writer) error {
+		return writeVerifyJSON(w, view, o.Policy, &rep.VerifyReport, o.Summary, o.Cached)
+	}
 	return o
-}
-
-// writeFixedJSON prints a fixed-width record as Verification.WriteJSON does.
-func writeFixedJSON(w io.Writer, rep *guest.ARM64Report, o *VerifyOutcome) error {
-	return writeRecordsJSON(w, rep.Arch, o.Policy, rep.Records, struct {
-		Summary VerifySummary `json:"summary"`
-		Arch    string        `json:"arch"`
-		Release string        `json:"release"`
-		Policy  string        `json:"policy"`
-		Rounds  int           `json:"rounds"`
-		Cached  string        `json:"cached,omitempty"`
-		Notes   []string      `json:"notes,omitempty"`
-	}{o.Summary, rep.Arch, rep.Release, o.Policy, rep.Rounds, o.Cached, rep.Notes})
 }

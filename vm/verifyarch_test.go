@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"sort"
 	"strings"
 	"testing"
 
@@ -87,5 +88,47 @@ func TestFixedOutcomeJSON(t *testing.T) {
 	}
 	if sum.Arch != "arm64" || sum.Summary.Agree["errno"] != 2 || sum.Summary.Disagree["errno"] != 1 || sum.Summary.Agree["slot"] != 1 {
 		t.Errorf("summary %+v", sum)
+	}
+}
+
+// TestSummaryJSONKeys: the --json summary object of every architecture has
+// the keys it had before the summaries were one (schemas/vm-verify.json
+// admits any counts there, so the schema alone would not catch the tables'
+// fields leaking into it).
+func TestSummaryJSONKeys(t *testing.T) {
+	want := "agree all_agree boost_predicted boundary disagree functions non_boundary not_run probes slot_jumps_back"
+	rep := guest.ARM64Report{Arch: "arm64", Predicted: true, Funcs: []guest.KernelFunc{{Name: "f"}}}
+	rep.Records = []guest.VerifyRecord{{Func: "f", Boundary: true, Bytes: "c0035fd6", Round: 1, Kernel: guest.Outcome{Errno: "EINVAL"}, Predicted: guest.Outcome{Errno: "EINVAL"}}}
+	x86 := &Verification{Report: guest.VerifyReport{Release: "6.1.0-test-amd64", Policy: "linux-6.1", Records: []guest.VerifyRecord{
+		{Func: "f", Boundary: true, Bytes: "55", Verdict: "boost", Round: 1, Kernel: guest.Outcome{Addr: 0x10, Slot: "55e9"}, Predicted: guest.Outcome{Addr: 0x10, Slot: "55e9"}}}}}
+	x86.Summary = Summarize(&x86.Report)
+	for name, write := range map[string]func(io.Writer) error{
+		"x86-64": x86.WriteJSON,
+		"arm64":  fixedOutcome(ARM64Verifier, &rep, arm64View, "", nil).WriteJSON,
+	} {
+		var buf bytes.Buffer
+		if err := write(&buf); err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+		var sum struct {
+			Summary map[string]json.RawMessage `json:"summary"`
+		}
+		if err := json.Unmarshal([]byte(lines[len(lines)-1]), &sum); err != nil {
+			t.Fatal(err)
+		}
+		var keys []string
+		for k := range sum.Summary {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		if got := strings.Join(keys, " "); got != want {
+			t.Errorf("%s: summary keys %s, want %s", name, got, want)
+		}
+	}
+	// The x86 slot 55 e9 (cut after the E9) jumps back: counted in the
+	// summary as the jmpback field compares it.
+	if x86.Summary.BoostPredicted != 1 || x86.Summary.SlotJumpsBack != 1 || x86.Summary.Agree["jmpback"] != 1 || x86.Summary.Outcomes["slot"] != 1 {
+		t.Errorf("x86 summary %+v", x86.Summary)
 	}
 }

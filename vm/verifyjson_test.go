@@ -42,7 +42,7 @@ func TestParseRecordJSONRoundTrip(t *testing.T) {
 		Predicted: guest.Outcome{Addr: 0xffff800008010004, Slot: "1f2003d5c00020d4", OptSlot: "90..90", OptAddr: 0xffff800000800000},
 		Kernel:    guest.Outcome{Errno: "EINVAL", Ftrace: true, Optimized: true, SlotAddr: 0xffff800000801000}}
 	var b bytes.Buffer
-	if err := writeRecordsJSON(&b, "arm64", "linux-6.1-arm64", []guest.VerifyRecord{rec}, struct{}{}); err != nil {
+	if err := writeVerifyJSON(&b, arm64View, "linux-6.1-arm64", &guest.VerifyReport{Records: []guest.VerifyRecord{rec}}, VerifySummary{}, ""); err != nil {
 		t.Fatal(err)
 	}
 	line, _, _ := bytes.Cut(b.Bytes(), []byte("\n"))
