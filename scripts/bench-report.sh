@@ -9,7 +9,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 cache=${KBOOST_CACHE:-$HOME/.cache/kboost}
 vmlinux=${1:-$(ls "$cache"/vmlinux/linux-image-*-amd64_*_amd64.elf 2>/dev/null | tail -1)}
-kallsyms=${2:-$(ls "$cache"/kallsyms/linux-image-*-amd64_*_amd64.txt 2>/dev/null | tail -1)}
+# The kallsyms must be the same package's: pair it by the vmlinux's file name
+# (a newest-file glob paired 6.1's vmlinux with 6.12's kallsyms).
+kallsyms=${2:-}
+if [ -z "$kallsyms" ] && [ -n "$vmlinux" ]; then
+  kallsyms="$cache/kallsyms/$(basename "$vmlinux" .elf).txt"
+  [ -f "$kallsyms" ] || kallsyms=
+fi
 if [ -z "$vmlinux" ] || [ -z "$kallsyms" ]; then
   echo "bench-report: no cached Debian kernel: run 'KBOOST_ORACLE=1 go test -run TestReturnPatcherMatchesObjdump ./internal/cli' once, or give VMLINUX KALLSYMS" >&2
   exit 2
