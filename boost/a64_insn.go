@@ -48,8 +48,9 @@ var (
 // (kernel-evolution.md section 10); the rest is 6.1's.
 type a64Kernel struct {
 	name string
-	// bcond is aarch64_insn_is_bcond: 6.1's mask 0xFF000010 misses the hinted
-	// BC.cond (bit 4 set), which 6.12.94+ (0xFF000000) simulates.
+	// bcond is aarch64_insn_is_bcond: 6.1's and 6.18.0's mask 0xFF000010
+	// misses the hinted BC.cond (bit 4 set), which Debian's 6.12.117 and 7.2.13
+	// (0xFF000000) simulate.
 	bcond a64Enc
 	// mops: aarch64_insn_is_steppable refuses FEAT_MOPS CPY*/SET* (6.12).
 	mops bool
@@ -67,16 +68,20 @@ type a64Kernel struct {
 var (
 	a64K61  = &a64Kernel{name: "6.1", bcond: a64Bcond, loadEx: a64LoadEx, storeEx: a64StoreEx}
 	a64K612 = &a64Kernel{name: "6.12", bcond: a64Enc{0xFF000000, 0x54000000}, mops: true, loadEx: a64LoadEx, storeEx: a64StoreEx}
-	// a64K618 is 6.18's: 6.12 plus the three upstream changes of 6.13-6.18.
-	// No Debian suite carries a 6.18 source; the state of 6.18 was read from
-	// upstream (decode-insn.c of 6.17-rc3 already simulates NOP; the RET split
-	// was applied to arm64 for-next/uprobes on 2025-09-16, after 6.17).
-	a64K618 = &a64Kernel{name: "6.18", bcond: a64Enc{0xFF000000, 0x54000000}, mops: true,
+	// a64K618 is 6.18.0's, read from its source (fetched by hand; see
+	// testdata/linux-6.18-arm64.golden): 6.12's MOPS refusal, NOP simulated
+	// (upstream 6.13), RET split from BR/BLR (47687aa4d9c9, the 6.18 merge), the
+	// exclusive masks with bit 23 (6.15), and 6.1's B.cond mask 0xFF000010:
+	// the hinted BC.cond is stepped, not simulated as Debian's 6.12.117 and
+	// 7.2.13 do (6.18.2, 6.18.3 and 6.18.32 copies have the same insn.h).
+	a64K618 = &a64Kernel{name: "6.18", bcond: a64Bcond, mops: true,
 		loadEx: a64Enc{0x3FC00000, 0x08400000}, storeEx: a64Enc{0x3FC00000, 0x08000000}, nopSim: true, splitRet: true}
-	// a64K72: every change kernel-evolution.md section 10 finds between
-	// Debian's 6.12.117 and 7.2.13 had landed by 6.18, so 7.2 is 6.18 here (the
-	// GCS handling inside simulate_ret and update_lr is run-time only).
-	a64K72 = a64K618
+	// a64K72 is 6.18 with the B.cond mask 0xFF000000 (BC.cond simulated):
+	// the other changes kernel-evolution.md section 10 finds between Debian's
+	// 6.12.117 and 7.2.13 had landed by 6.18 (the GCS handling inside
+	// simulate_ret and update_lr is run-time only).
+	a64K72 = &a64Kernel{name: "7.2", bcond: a64Enc{0xFF000000, 0x54000000}, mops: true,
+		loadEx: a64K618.loadEx, storeEx: a64K618.storeEx, nopSim: true, splitRet: true}
 	// a64MOPS is 6.12 insn.h's mops: CPY*/SET* (prologue, main, epilogue).
 	a64MOPS = a64Enc{0x3B200C00, 0x19000400}
 )

@@ -71,15 +71,17 @@ var uprobes612ARM64 = &Policy{
 	user:          true,
 }
 
-// uprobes618ARM64 is uprobes-6.12-arm64 with 6.18's changes (a64K618): NOP
-// simulated (6.13) and RET with a handler of its own (6.18). No Debian suite
-// carries linux-source-6.18 (trixie-backports, forky, sid and experimental
-// have 7.2 and 7.3), so it is read from upstream and checked against 7.2.13's
-// compiled code, whose uprobe decisions are 6.18's (a64K72).
+// uprobes618ARM64 is uprobes-6.12-arm64 with 6.18.0's code (a64K618): NOP
+// simulated (6.13), RET with a handler of its own (6.18), and the hinted
+// BC.cond stepped again (6.18.0's B.cond mask is 6.1's 0xFF000010; Debian's
+// 6.12.117 simulates it). No Debian suite carries linux-source-6.18
+// (trixie-backports, forky, sid and experimental have 7.2 and 7.3): it is
+// checked against testdata/linux-6.18-arm64.golden, compiled from 6.18.0's
+// files fetched by hand.
 var uprobes618ARM64 = &Policy{
 	Name:          "uprobes-6.18-arm64",
-	Title:         "arm64 uprobes of Linux 6.18: uprobes-6.12-arm64 plus NOP simulated and RET split from BR/BLR",
-	Source:        "no Debian source: upstream 6.18 arch/arm64/kernel/probes/decode-insn.c (simulate_nop, 6.13; simulate_ret, 47687aa4d9c9 in the 6.18 merge), uprobes.c unchanged; checked against Debian 7.2.13's compiled decision code",
+	Title:         "arm64 uprobes of Linux 6.18: uprobes-6.12-arm64 plus NOP simulated and RET split from BR/BLR, hinted BC.cond stepped (B.cond mask 0xFF000010)",
+	Source:        "Linux 6.18.0 (no Debian source; files fetched by hand, see testdata/linux-6.18-arm64.golden): arch/arm64/kernel/probes/decode-insn.c (simulate_nop; simulate_ret, 47687aa4d9c9), arch/arm64/include/asm/insn.h (bcond 0xFF000010), uprobes.c",
 	Modes:         []decode.Mode{decode.ModeA64},
 	MaxInsnSize:   4,
 	CheckBoundary: true,
@@ -87,10 +89,11 @@ var uprobes618ARM64 = &Policy{
 	user:          true,
 }
 
-// linux72ARM64 and uprobes72ARM64 add Debian 7.2.13's changes to 6.12 (a64K72,
-// which is 6.18's): NOP simulated, RET and BR/BLR with handlers of their own,
-// and the exclusive masks of the atomic back-scan with bit 23 (LDAR/STLR no
-// longer count).
+// linux72ARM64 and uprobes72ARM64 add Debian 7.2.13's changes to 6.12 (a64K72):
+// NOP simulated, RET and BR/BLR with handlers of their own, and the exclusive
+// masks of the atomic back-scan with bit 23 (LDAR/STLR no longer count), as
+// 6.18.0 has them; unlike 6.18.0, the hinted BC.cond simulated (B.cond mask
+// 0xFF000000, as in 6.12.117).
 var linux72ARM64 = &Policy{
 	Name:          "linux-7.2-arm64",
 	Title:         "Linux 7.2 kprobes on arm64: linux-6.12-arm64 plus NOP simulated, RET split from BR/BLR, exclusive masks fixed",
@@ -105,7 +108,7 @@ var linux72ARM64 = &Policy{
 
 var uprobes72ARM64 = &Policy{
 	Name:          "uprobes-7.2-arm64",
-	Title:         "arm64 uprobes of Linux 7.2: uprobes-6.18-arm64 unchanged (NOP simulated, RET split from BR/BLR)",
+	Title:         "arm64 uprobes of Linux 7.2: uprobes-6.18-arm64 with the hinted BC.cond simulated (B.cond mask 0xFF000000)",
 	Source:        "Debian linux-source-7.2 (7.2.13, unstable): arch/arm64/kernel/probes/uprobes.c, decode-insn.c",
 	Modes:         []decode.Mode{decode.ModeA64},
 	MaxInsnSize:   4,

@@ -57,7 +57,7 @@ var (
 	rA64NSMOPS = newRule("arm64.not_steppable.mops", a64V612, a64DecodeC+" aarch64_insn_is_steppable(); "+a64InsnH+" mops (0x3B200C00/0x19000400)",
 		"FEAT_MOPS CPY*/SET* (prologue, main and epilogue must run consecutively): not steppable, refused (6.12)")
 	rA64SimBCond = newRule("arm64.simulate.b_cond", a64All, a64DecodeC+" arm_probe_decode_insn(); "+a64SimC+" simulate_b_cond()",
-		"B.cond (6.1 mask 0xFF000010/0x54000000; 6.12 0xFF000000, so the hinted BC.cond too): simulated, no slot")
+		"B.cond (6.1 and 6.18.0 mask 0xFF000010/0x54000000; Debian's 6.12.117 and 7.2.13 0xFF000000, so the hinted BC.cond too): simulated, no slot")
 	rA64SimCBZ = newRule("arm64.simulate.cbz_cbnz", a64All, a64DecodeC+" arm_probe_decode_insn(); "+a64SimC+" simulate_cbz_cbnz()",
 		"CBZ/CBNZ: simulated, no slot")
 	rA64SimTBZ = newRule("arm64.simulate.tbz_tbnz", a64All, a64DecodeC+" arm_probe_decode_insn(); "+a64SimC+" simulate_tbz_tbnz()",

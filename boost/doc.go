@@ -15,8 +15,9 @@
 // 6.18 host) and uprobes-7.2, whose Decision.Optimizable says the kernel
 // rewrites the NOP into a call after its first hit; for ARM64 linux-6.1-arm64, uprobes-arm64
 // (and per version linux-6.12-arm64, linux-7.2-arm64, uprobes-6.12-arm64,
-// uprobes-6.18-arm64, which has no Debian source and is checked against 7.2's
-// code, and uprobes-7.2-arm64: the a64Kernel that changed) and the boost-arm64 model (steppable, PC-free instructions run from the slot
+// uprobes-6.18-arm64, which has no Debian source and is checked against 6.18.0's
+// code compiled from files fetched by hand, and uprobes-7.2-arm64: the
+// a64Kernel that changed) and the boost-arm64 model (steppable, PC-free instructions run from the slot
 // followed by B addr+4), which decide from the raw A64 word with the kernel's
 // own insn.h masks (a64_insn.go; rule ids arm64.*, uprobe_arm64.*,
 // boost_arm64.*). Lookup finds one by name.

@@ -2,6 +2,7 @@ package kernelref
 
 import (
 	_ "embed"
+	"fmt"
 	"os"
 	"path/filepath"
 )
@@ -101,7 +102,10 @@ var generatedA64 = []genFile{
 type BuildA64 struct {
 	Dir     string // holds krefa64 and the generated sources
 	Version string // kernel version from the top Makefile
-	Tarball string
+	Tarball string // "" for a hand tree
+	// Tree and Provenance: the hand tree it was built from (Options.Tree) and
+	// that tree's PROVENANCE text.
+	Tree, Provenance string
 }
 
 // Bin is the oracle program.
@@ -120,7 +124,15 @@ func PrepareA64(opts Options) (*BuildA64, error) {
 	if err := ensureDir(dir, func(tmp string) error { return buildA64(tree, tmp) }); err != nil {
 		return nil, err
 	}
-	return &BuildA64{Dir: dir, Version: src.version, Tarball: src.tarball}, nil
+	b := &BuildA64{Dir: dir, Version: src.version, Tarball: src.tarball}
+	if opts.Tree != "" {
+		p, err := os.ReadFile(filepath.Join(opts.Tree, ProvenanceFile))
+		if err != nil {
+			return nil, fmt.Errorf("a hand tree needs its %s: %v: %w", ProvenanceFile, err, ErrNoHandTree)
+		}
+		b.Tree, b.Provenance = opts.Tree, string(p)
+	}
+	return b, nil
 }
 
 func buildA64(tree, dir string) error {

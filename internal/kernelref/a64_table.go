@@ -193,21 +193,9 @@ func (o *OracleA64) Resolve(r *A64Row) error {
 // kernel's code.
 func (o *OracleA64) WriteA64Table(w io.Writer) error {
 	var buf bytes.Buffer
-	fmt.Fprintf(&buf, `# kboost golden table: arm64 kprobes and uprobes decisions of Linux %s (Debian %s).
-# Generated from %s by the kernel's own code, compiled for the host by
-# internal/kernelref (arch/arm64/include/asm/insn.h predicates, arch/arm64/lib/insn.c,
-# arch/arm64/kernel/probes/decode-insn.c, kprobes.c arch_prepare_kprobe,
-# uprobes.c arch_uprobe_analyze_insn, kernel/events/uprobes.c is_trap_insn).
-# Do not edit; regenerate with
-#   KBOOST_ORACLE=1 KBOOST_UPDATE=1 go test ./internal/kernelref -run TestOracleA64Golden
-# (without KBOOST_UPDATE the test checks this file against the kernel source).
-#
-# Format: [PRE,...:]WORD <TAB> OPTS <TAB> KPROBE <TAB> UPROBE [<TAB># note]
-#   PRE: the function's words before the probed WORD (the symbol starts at the first).
-#   OPTS: - | nosym (no symbol: no atomic back-scan), extable, mis=N (address + N bytes).
-#   KPROBE: reject ERRNO | simulate HANDLER | slot INSN,BRK (the instruction slot words).
-#   UPROBE: reject ERRNO | simulate HANDLER | xol (a uprobe on WORD at a user address + mis).
-`, o.Build.Version, sourceName(o.Build.Tarball), filepath.Base(o.Build.Tarball))
+	if err := a64Header(&buf, o.Build); err != nil {
+		return err
+	}
 	seen := map[string]bool{}
 	for _, c := range A64Cases() {
 		r := c
@@ -223,6 +211,56 @@ func (o *OracleA64) WriteA64Table(w io.Writer) error {
 	}
 	_, err := w.Write(buf.Bytes())
 	return err
+}
+
+const a64Code = `# internal/kernelref (arch/arm64/include/asm/insn.h predicates, arch/arm64/lib/insn.c,
+# arch/arm64/kernel/probes/decode-insn.c, kprobes.c arch_prepare_kprobe,
+# uprobes.c arch_uprobe_analyze_insn, kernel/events/uprobes.c is_trap_insn).
+`
+
+const a64Format = `#
+# Format: [PRE,...:]WORD <TAB> OPTS <TAB> KPROBE <TAB> UPROBE [<TAB># note]
+#   PRE: the function's words before the probed WORD (the symbol starts at the first).
+#   OPTS: - | nosym (no symbol: no atomic back-scan), extable, mis=N (address + N bytes).
+#   KPROBE: reject ERRNO | simulate HANDLER | slot INSN,BRK (the instruction slot words).
+#   UPROBE: reject ERRNO | simulate HANDLER | xol (a uprobe on WORD at a user address + mis).
+`
+
+// a64Header writes the table's header: where the kernel code came from (a
+// Debian tarball, or a hand tree with its provenance and the sha256 of every
+// input file), how to regenerate it, and the format.
+func a64Header(w io.Writer, b *BuildA64) error {
+	if b.Tree == "" {
+		fmt.Fprintf(w, `# kboost golden table: arm64 kprobes and uprobes decisions of Linux %s (Debian %s).
+# Generated from %s by the kernel's own code, compiled for the host by
+%s# Do not edit; regenerate with
+#   KBOOST_ORACLE=1 KBOOST_UPDATE=1 go test ./internal/kernelref -run TestOracleA64Golden
+# (without KBOOST_UPDATE the test checks this file against the kernel source).
+%s`, b.Version, sourceName(b.Tarball), filepath.Base(b.Tarball), a64Code, a64Format)
+		return nil
+	}
+	inputs, err := treeInputs(b.Tree, sourceMembersA64)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, `# kboost golden table: arm64 kprobes and uprobes decisions of Linux %s (files fetched by hand).
+# Generated from the kernel files below by the kernel's own code, compiled for the host by
+%s# No Debian suite carries this version: the files were fetched by hand into
+# $KBOOST_CACHE/hand/%s (see internal/kernelref HandTree). Provenance:
+`, b.Version, a64Code, filepath.Base(b.Tree))
+	for _, l := range strings.Split(strings.TrimSpace(b.Provenance), "\n") {
+		fmt.Fprintf(w, "#   %s\n", strings.TrimSpace(l))
+	}
+	fmt.Fprintf(w, "# Inputs (sha256, path below the tree):\n")
+	for _, l := range inputs {
+		fmt.Fprintf(w, "#   %s\n", l)
+	}
+	fmt.Fprintf(w, `# Do not edit; regenerate (with the files in place) with
+#   KBOOST_UPDATE=1 go test ./internal/kernelref -run TestOracleA64GoldenHand
+# (without KBOOST_UPDATE the test checks this file against those files; without
+# them it checks only that this header names every input).
+%s`, a64Format)
+	return nil
 }
 
 // a64Masks are the (mask, value) pairs the kernel's arm64 probe code tests

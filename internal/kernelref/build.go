@@ -39,10 +39,15 @@ type Options struct {
 	// CacheDir holds the extracted files and the built oracle; default
 	// $KBOOST_CACHE, then $HOME/.cache/kboost.
 	CacheDir string
+	// Tree, when set, is a kernel tree already on disk holding the files the
+	// oracle needs at their paths (a hand tree, see HandTree); Tarball and
+	// Version are then not used. Source sets with directory members (x86)
+	// refuse one.
+	Tree string
 }
 
 func (o Options) withDefaults() (Options, error) {
-	if o.Tarball == "" && o.Version != "" {
+	if o.Tarball == "" && o.Version != "" && o.Tree == "" {
 		t, err := SourceTarball(o, o.Version)
 		if err != nil {
 			return o, err
@@ -123,6 +128,9 @@ func prepareSource(opts Options, set sourceSet) (*source, error) {
 	opts, err := opts.withDefaults()
 	if err != nil {
 		return nil, err
+	}
+	if opts.Tree != "" {
+		return treeSource(opts, set)
 	}
 	st, err := os.Stat(opts.Tarball)
 	if err != nil {

@@ -43,8 +43,17 @@
 // once into the cache with apt-get under an apt configuration of its own
 // (the system's sources are untouched) and dpkg-deb.
 //
+// HandTree finds the kernel files of a version no Debian suite carries (6.18),
+// fetched by hand into CacheDir/hand/linux-V with a PROVENANCE file; the arm64
+// oracle builds from such a tree (Options.Tree) as from a tarball, and the
+// golden table it writes (boost/testdata/linux-6.18-arm64.golden) records the
+// provenance and the sha256 of every input in its header, so CI, which has no
+// copy of the files, checks the policy against the table as committed and
+// TestOracleA64GoldenHand regenerates it wherever the files are in place.
+//
 // Needs: tar and xz (to unpack), awk, gcc, and the linux-source-6.1 and
 // linux-source-6.12 packages; HostUprobes needs root and uprobes.
-// Errors: ErrNoSource when the tarball is missing, ErrTool when a host tool fails,
+// Errors: ErrNoSource when the tarball is missing, ErrNoHandTree when a hand
+// tree is, ErrTool when a host tool fails,
 // ErrSyntax for a malformed golden table.
 package kernelref
