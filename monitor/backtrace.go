@@ -318,7 +318,9 @@ func (b *backtracer) walk(c *tracer.Call, tab *sysent.Table) []Frame {
 					va-- // inside the call instruction: a call may be its function's last
 				}
 				sp, _ := regs.Get(a.SP)
-				regs.Set(a.PC, pc)
+				if !a.LinkReg {
+					regs.Set(a.PC, pc)
+				}
 				ret, signal, end, err := t.Step(a, va, &regs, st.read)
 				if err == nil {
 					nsp, _ := regs.Get(a.SP)

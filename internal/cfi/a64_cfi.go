@@ -8,5 +8,5 @@ import "github.com/kboost/kboost/decode"
 // is not evaluated (an FDE using it is a format error): Debian's arm64 C
 // library has none.
 func init() {
-	arches[decode.ARM64] = &Arch{SP: 31, FP: 29, PC: 30, Regs: 32, PtrSize: 8}
+	arches[decode.ARM64] = &Arch{SP: 31, FP: 29, PC: 30, Regs: 32, PtrSize: 8, LinkReg: true}
 }

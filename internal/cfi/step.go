@@ -13,9 +13,13 @@ var ErrStack = errors.New("cfi: stack or register not available")
 
 // Arch is an instruction set's DWARF register columns.
 type Arch struct {
-	SP, FP  int // stack pointer and frame pointer columns
-	PC      int // the program counter's column (the one CIEs name as return address)
-	Regs    int // the columns a register set fills (0..Regs-1)
+	SP, FP int // stack pointer and frame pointer columns
+	PC     int // the program counter's column (the one CIEs name as return address)
+	Regs   int // the columns a register set fills (0..Regs-1)
+	// LinkReg: the return address column is a real register (arm64's
+	// x30), not a pc pseudo-column; an unwinder must not overwrite it with
+	// the frame's pc (a leaf's caller is in it).
+	LinkReg bool
 	PtrSize int
 }
 
