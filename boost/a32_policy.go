@@ -25,6 +25,11 @@ var linux61ARM = &Policy{
 	CheckBoundary: true,
 	FtraceEntry:   true,
 	Optprobes:     true,
+	classify:      func(c *cls) { classifyA32(c, false) },
+	canBoost:      neverBoosts,
+	indirectRule:  noIndirectRule,
+	audit:         auditA32,
+	explainAt:     explainAtA32,
 }
 
 var linux61Thumb = &Policy{
@@ -38,6 +43,11 @@ var linux61Thumb = &Policy{
 	// decodes its second halfword.
 	CheckBoundary: false,
 	FtraceEntry:   true,
+	classify:      func(c *cls) { classifyA32(c, true) },
+	canBoost:      neverBoosts,
+	indirectRule:  noIndirectRule,
+	audit:         auditA32,
+	explainAt:     explainAtA32,
 }
 
 const (
@@ -177,19 +187,6 @@ func a32ActRule(thumb bool, verdict string, act a32Act) *rule {
 }
 
 func init() {
-	linux61ARM.classify = func(c *cls) { classifyA32(c, false) }
-	linux61Thumb.classify = func(c *cls) { classifyA32(c, true) }
-	for _, p := range []*Policy{linux61ARM, linux61Thumb} {
-		p.canBoost = func(*cls, *kinsn, uint64, *Env) bool { return false }
-		p.indirectRule = func(Config) (bool, bool) { return false, false }
-		p.audit = auditA32
-		p.explainAt = explainAtA32
-	}
-	for _, r := range []*rule{rNotrace, rFtraceLoc, rFtraceNoKOF, rNotText, rInitText, rBlNokprobe, rBlKprobes,
-		rBlNoinstr, rBlEntry, rBlIRQ, rBlOther, rBlAny, rJumpLbl, rStatCall, rBug} {
-		r.Policies += "," + a32Both
-	}
-	rOptUnsup.Policies += "," + t32Pol
 	// Every rule a table can name exists before Rules() is asked.
 	var visit func(t *a32Table, thumb bool, seen map[*a32Table]bool)
 	visit = func(t *a32Table, thumb bool, seen map[*a32Table]bool) {

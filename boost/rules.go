@@ -51,6 +51,11 @@ const (
 	lup18 = "uprobes-6.18"
 	lup72 = "uprobes-7.2"
 	lall  = "all"
+	// The generic kernel/kprobes.c and trace_kprobe rules apply to the ARM
+	// kprobe policies as they are (the CFI preamble test to arm64 only).
+	lgen  = l6x + "," + a32Both + "," + a64Kpol
+	lgenA = lall + "," + a32Both + "," + a64Kpol
+	lcfi  = l6x + "," + a64Kpol
 
 	coreC   = "arch/x86/kernel/kprobes/core.c"
 	optC    = "arch/x86/kernel/kprobes/opt.c"
@@ -70,7 +75,7 @@ var (
 		"the kernel decoder folds a Xen/KVM emulate prefix (ud2 + \"xen\"/\"kvm\") into the next instruction's length")
 
 	// trace_kprobe (kprobe_events / perf)
-	rNotrace = newRule("trace_kprobe.notrace", l6x, "kernel/trace/trace_kprobe.c within_notrace_func()",
+	rNotrace = newRule("trace_kprobe.notrace", lgen, "kernel/trace/trace_kprobe.c within_notrace_func()",
 		"kprobe_events and perf refuse functions without an ftrace location (notrace) unless CONFIG_KPROBE_EVENTS_ON_NOTRACE: EINVAL")
 
 	// _kprobe_addr / arch_adjust_kprobe_addr
@@ -80,32 +85,32 @@ var (
 		"the offset is beyond the symbol: the kernel resolves the address to another symbol")
 
 	// check_kprobe_address_safe
-	rFtraceLoc = newRule("ftrace.entry", l6x, kprobeC+" check_ftrace_location()",
+	rFtraceLoc = newRule("ftrace.entry", lgen, kprobeC+" check_ftrace_location()",
 		"the address is an ftrace location (the 5-byte fentry call/nop): with CONFIG_KPROBES_ON_FTRACE the probe is ftrace-based [FTRACE]")
-	rFtraceNoKOF = newRule("ftrace.no_kprobes_on_ftrace", l6x, kprobeC+" check_ftrace_location()",
+	rFtraceNoKOF = newRule("ftrace.no_kprobes_on_ftrace", lgen, kprobeC+" check_ftrace_location()",
 		"ftrace location without CONFIG_KPROBES_ON_FTRACE: EINVAL")
-	rNotText = newRule("address_safe.not_text", lall, kprobeC+" check_kprobe_address_safe()",
+	rNotText = newRule("address_safe.not_text", lgenA, kprobeC+" check_kprobe_address_safe()",
 		"not kernel or module text: EINVAL")
-	rInitText = newRule("address_safe.init_text", l6x, kprobeC+" check_kprobe_address_safe() / core_kernel_text()",
+	rInitText = newRule("address_safe.init_text", lgen, kprobeC+" check_kprobe_address_safe() / core_kernel_text()",
 		"__init text is no longer text after boot (freed): EINVAL")
-	rBlNokprobe = newRule("blacklist.nokprobe", l6x, kprobeC+" within_kprobe_blacklist()",
+	rBlNokprobe = newRule("blacklist.nokprobe", lgen, kprobeC+" within_kprobe_blacklist()",
 		"NOKPROBE_SYMBOL() function: EINVAL")
-	rBlKprobes = newRule("blacklist.kprobes_text", lall, kprobeC+" within_kprobe_blacklist() (2.6.17: in_kprobes_functions())",
+	rBlKprobes = newRule("blacklist.kprobes_text", lgenA, kprobeC+" within_kprobe_blacklist() (2.6.17: in_kprobes_functions())",
 		".kprobes.text (__kprobes): EINVAL")
-	rBlNoinstr = newRule("blacklist.noinstr", l6x, kprobeC+" populate_kprobe_blacklist()",
+	rBlNoinstr = newRule("blacklist.noinstr", lgen, kprobeC+" populate_kprobe_blacklist()",
 		".noinstr.text: EINVAL")
-	rBlEntry = newRule("blacklist.entry_text", l6x, coreC+" arch_populate_kprobe_blacklist()",
+	rBlEntry = newRule("blacklist.entry_text", lgen, coreC+" arch_populate_kprobe_blacklist()",
 		"entry text (__entry_text_start..__entry_text_end): EINVAL")
-	rBlIRQ   = newRule("blacklist.irqentry", l6x, kprobeC+" populate_kprobe_blacklist()", "irq/softirq entry text: EINVAL")
-	rBlOther = newRule("blacklist.other", l6x, kprobeC+" within_kprobe_blacklist()", "other kprobe blacklist range: EINVAL")
-	rBlAny   = newRule("blacklist.lookup", l6x, kprobeC+" within_kprobe_blacklist()", "kprobe blacklist lookup")
-	rJumpLbl = newRule("site.jump_label", l6x, "kernel/jump_label.c jump_label_text_reserved()",
+	rBlIRQ   = newRule("blacklist.irqentry", lgen, kprobeC+" populate_kprobe_blacklist()", "irq/softirq entry text: EINVAL")
+	rBlOther = newRule("blacklist.other", lgen, kprobeC+" within_kprobe_blacklist()", "other kprobe blacklist range: EINVAL")
+	rBlAny   = newRule("blacklist.lookup", lgen, kprobeC+" within_kprobe_blacklist()", "kprobe blacklist lookup")
+	rJumpLbl = newRule("site.jump_label", lgen, "kernel/jump_label.c jump_label_text_reserved()",
 		"a jump-label (static key) site overlaps the address: EINVAL")
-	rStatCall = newRule("site.static_call", l6x, "kernel/static_call_inline.c static_call_text_reserved()",
+	rStatCall = newRule("site.static_call", lgen, "kernel/static_call_inline.c static_call_text_reserved()",
 		"a static-call site overlaps the address: EINVAL")
-	rBug = newRule("site.bug", l6x, "lib/bug.c find_bug()",
+	rBug = newRule("site.bug", lgen, "lib/bug.c find_bug()",
 		"a BUG()/WARN() (ud2) site: EINVAL")
-	rCFI = newRule("site.cfi_preamble", l6x, kprobeC+" is_cfi_preamble_symbol()",
+	rCFI = newRule("site.cfi_preamble", lcfi, kprobeC+" is_cfi_preamble_symbol()",
 		"__cfi_/__pfx_ symbol: EINVAL")
 	rSMPLock = newRule("site.smp_lock", l6x, "arch/x86/kernel/alternative.c alternatives_text_reserved()",
 		"an SMP lock-prefix site (.smp_locks, registered only on a uniprocessor boot); for a single kprobe the kernel passes [addr, addr) and the exclusive end never matches")
@@ -178,7 +183,7 @@ var (
 
 	// optprobes
 	rOptConfig   = newRule("can_optimize.config", l6x, "CONFIG_OPTPROBES", "optprobes not configured (or the kprobes-optimization sysctl is off)")
-	rOptUnsup    = newRule("can_optimize.unsupported", l2617+","+lup, "-", "this policy has no jump optimization")
+	rOptUnsup    = newRule("can_optimize.unsupported", l2617+","+lup+","+t32Pol+","+a64All, "-", "this policy has no jump optimization")
 	rOptFtrace   = newRule("can_optimize.ftrace", l6x, kprobeC+" try_to_optimize_kprobe()", "ftrace-based probes are never optimized")
 	rOptRejected = newRule("can_optimize.rejected", l6x, kprobeC+" register_kprobe()", "the probe itself is rejected")
 	rOptPostH    = newRule("can_optimize.post_handler", l6x, kprobeC+" optimize_kprobe()", "probes with a post_handler are never optimized")
