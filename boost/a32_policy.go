@@ -25,6 +25,11 @@ var linux61ARM = &Policy{
 	CheckBoundary: true,
 	FtraceEntry:   true,
 	Optprobes:     true,
+	classify:      func(c *cls) { classifyA32(c, false) },
+	canBoost:      neverBoosts,
+	indirectRule:  noIndirectRule,
+	audit:         auditA32,
+	explainAt:     explainAtA32,
 }
 
 var linux61Thumb = &Policy{
@@ -38,6 +43,11 @@ var linux61Thumb = &Policy{
 	// decodes its second halfword.
 	CheckBoundary: false,
 	FtraceEntry:   true,
+	classify:      func(c *cls) { classifyA32(c, true) },
+	canBoost:      neverBoosts,
+	indirectRule:  noIndirectRule,
+	audit:         auditA32,
+	explainAt:     explainAtA32,
 }
 
 const (
@@ -50,34 +60,20 @@ const (
 )
 
 var (
-	rA32Align = newRule("arm.align", a32Pol, a32CoreC+" arch_prepare_kprobe()",
-		"the address is not 4-byte aligned: EINVAL")
-	rA32Read = newRule("arm.read", a32Pol, a32CoreC+" arch_prepare_kprobe()",
-		"no whole instruction word at the address")
-	rA32Cond = newRule("arm.condition", a32Pol, a32CoreC+" arch_arm_kprobe(); "+a32Dir+"decode-arm.c arm_probes_decode_insn()",
-		"a conditional instruction: the breakpoint (0x07f001f8) takes its condition, the table walk sees it made unconditional, and the handler tests the condition (probes_condition_checks)")
-	rA32Regs = newRule("arm.regs", a32Pol, a32Dir+"decode.c decode_regs()",
-		"a register field breaks the entry's REGS() constraint (PC, SP, or PC with writeback): INSN_REJECTED, EINVAL")
-	rA32Stack = newRule("arm.stack_space", a32Pol, a32CoreC+" arch_prepare_kprobe(); "+a32Dir+"kprobes/checkers-arm.c arm_check_stack()",
-		"the instruction stores below SP by an unknown amount or by more than MAX_STACK_SIZE (64) bytes: EINVAL")
-	rA32OptDirect = newRule("arm.opt.direct_exec", a32Pol, a32OptC+" arch_prepare_optimized_kprobe() can_kprobe_direct_exec()",
-		"optimizable: B (same condition) to a detour within +-32 MiB; the instruction does not use PC, so the detour restores r0-r14, runs it verbatim and branches back to addr+4")
-	rA32OptEmul = newRule("arm.opt.emulated", a32Pol, a32OptC+" optimized_callback()",
-		"optimizable: B (same condition) to a detour within +-32 MiB; the instruction may use PC (or has no register checker), so the callback simulates/emulates it")
-	rA32OptStack = newRule("arm.opt.stack", a32Pol, a32OptC+" can_optimize()",
-		"stack_space above 255 - sizeof(struct pt_regs): not optimized")
-	rA32OptPost = newRule("arm.opt.post_handler", a32Pol, "kernel/kprobes.c optimize_kprobe()",
-		"the probe has a post_handler: never optimized")
-	rA32OptRange = newRule("arm.opt.range", a32Pol, a32OptC+" arch_prepare_optimized_kprobe()",
-		"the detour buffer is beyond B's +-32 MiB: ERANGE, the probe stays a breakpoint")
-	rT32Read = newRule("thumb.read", t32Pol, a32CoreC+" arch_prepare_kprobe()",
-		"no whole instruction at the address (a 32-bit Thumb instruction needs two halfwords)")
-	rT32Regs = newRule("thumb.regs", t32Pol, a32Dir+"decode.c decode_regs()",
-		"a register field breaks the entry's REGS() constraint (PC, SP, or PC with writeback): INSN_REJECTED, EINVAL")
-	rT32Stack = newRule("thumb.stack_space", t32Pol, a32CoreC+" arch_prepare_kprobe(); "+a32Dir+"kprobes/checkers-thumb.c t32_check_stack()",
-		"the instruction stores below SP by an unknown amount or by more than MAX_STACK_SIZE (64) bytes: EINVAL")
-	rT32IT = newRule("thumb.it_block", t32Pol, a32Dir+"decode-thumb.c thumb_check_cc(); "+a32CoreC+" arch_prepare_kprobe()",
-		"probes inside an IT block are accepted: arch_prepare_kprobe has no IT test; at run time thumb_check_cc() applies the ITSTATE condition and the single-step advances ITSTATE")
+	rA32Align     = newRule("arm.align", a32Pol, a32CoreC+" arch_prepare_kprobe()", "the address is not 4-byte aligned: EINVAL")
+	rA32Read      = newRule("arm.read", a32Pol, a32CoreC+" arch_prepare_kprobe()", "no whole instruction word at the address")
+	rA32Cond      = newRule("arm.condition", a32Pol, a32CoreC+" arch_arm_kprobe(); "+a32Dir+"decode-arm.c arm_probes_decode_insn()", "a conditional instruction: the breakpoint (0x07f001f8) takes its condition, the table walk sees it made unconditional, and the handler tests the condition (probes_condition_checks)")
+	rA32Regs      = newRule("arm.regs", a32Pol, a32Dir+"decode.c decode_regs()", "a register field breaks the entry's REGS() constraint (PC, SP, or PC with writeback): INSN_REJECTED, EINVAL")
+	rA32Stack     = newRule("arm.stack_space", a32Pol, a32CoreC+" arch_prepare_kprobe(); "+a32Dir+"kprobes/checkers-arm.c arm_check_stack()", "the instruction stores below SP by an unknown amount or by more than MAX_STACK_SIZE (64) bytes: EINVAL")
+	rA32OptDirect = newRule("arm.opt.direct_exec", a32Pol, a32OptC+" arch_prepare_optimized_kprobe() can_kprobe_direct_exec()", "optimizable: B (same condition) to a detour within +-32 MiB; the instruction does not use PC, so the detour restores r0-r14, runs it verbatim and branches back to addr+4")
+	rA32OptEmul   = newRule("arm.opt.emulated", a32Pol, a32OptC+" optimized_callback()", "optimizable: B (same condition) to a detour within +-32 MiB; the instruction may use PC (or has no register checker), so the callback simulates/emulates it")
+	rA32OptStack  = newRule("arm.opt.stack", a32Pol, a32OptC+" can_optimize()", "stack_space above 255 - sizeof(struct pt_regs): not optimized")
+	rA32OptPost   = newRule("arm.opt.post_handler", a32Pol, kprobeC+" optimize_kprobe()", "the probe has a post_handler: never optimized")
+	rA32OptRange  = newRule("arm.opt.range", a32Pol, a32OptC+" arch_prepare_optimized_kprobe()", "the detour buffer is beyond B's +-32 MiB: ERANGE, the probe stays a breakpoint")
+	rT32Read      = newRule("thumb.read", t32Pol, a32CoreC+" arch_prepare_kprobe()", "no whole instruction at the address (a 32-bit Thumb instruction needs two halfwords)")
+	rT32Regs      = newRule("thumb.regs", t32Pol, a32Dir+"decode.c decode_regs()", "a register field breaks the entry's REGS() constraint (PC, SP, or PC with writeback): INSN_REJECTED, EINVAL")
+	rT32Stack     = newRule("thumb.stack_space", t32Pol, a32CoreC+" arch_prepare_kprobe(); "+a32Dir+"kprobes/checkers-thumb.c t32_check_stack()", "the instruction stores below SP by an unknown amount or by more than MAX_STACK_SIZE (64) bytes: EINVAL")
+	rT32IT        = newRule("thumb.it_block", t32Pol, a32Dir+"decode-thumb.c thumb_check_cc(); "+a32CoreC+" arch_prepare_kprobe()", "probes inside an IT block are accepted: arch_prepare_kprobe has no IT test; at run time thumb_check_cc() applies the ITSTATE condition and the single-step advances ITSTATE")
 )
 
 // a32RejectDesc documents the reject labels of a32_tables.go.
@@ -177,19 +173,6 @@ func a32ActRule(thumb bool, verdict string, act a32Act) *rule {
 }
 
 func init() {
-	linux61ARM.classify = func(c *cls) { classifyA32(c, false) }
-	linux61Thumb.classify = func(c *cls) { classifyA32(c, true) }
-	for _, p := range []*Policy{linux61ARM, linux61Thumb} {
-		p.canBoost = func(*cls, *kinsn, uint64, *Env) bool { return false }
-		p.indirectRule = func(Config) (bool, bool) { return false, false }
-		p.audit = auditA32
-		p.explainAt = explainAtA32
-	}
-	for _, r := range []*rule{rNotrace, rFtraceLoc, rFtraceNoKOF, rNotText, rInitText, rBlNokprobe, rBlKprobes,
-		rBlNoinstr, rBlEntry, rBlIRQ, rBlOther, rBlAny, rJumpLbl, rStatCall, rBug} {
-		r.Policies += "," + a32Both
-	}
-	rOptUnsup.Policies += "," + t32Pol
 	// Every rule a table can name exists before Rules() is asked.
 	var visit func(t *a32Table, thumb bool, seen map[*a32Table]bool)
 	visit = func(t *a32Table, thumb bool, seen map[*a32Table]bool) {

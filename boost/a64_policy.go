@@ -21,26 +21,42 @@ import (
 // no ARM64_BTI_KERNEL. arm64 6.1 has no KPROBES_ON_FTRACE and no OPTPROBES.
 var debianARM64 = Config{DynamicFtrace: true, SMP: true}
 
-var linux61ARM64 = &Policy{
-	Name:          "linux-6.1-arm64",
-	Title:         "Linux 6.1 kprobes on arm64 (BRK + single-step slot [insn, BRK #6], simulation, no boosting, no optprobes)",
-	Source:        "Debian linux-source-6.1: arch/arm64/kernel/probes/{kprobes,decode-insn}.c, arch/arm64/lib/insn.c, arch/arm64/include/asm/insn.h, kernel/kprobes.c, kernel/trace/ftrace.c",
-	Modes:         []decode.Mode{decode.ModeA64},
-	Defaults:      debianARM64,
-	MaxInsnSize:   8, // MAX_INSN_SIZE = 2 words
-	CheckBoundary: true,
-	FtraceEntry:   true,
+// a64Kprobes is an arm64 kprobe policy: BRK at the address and, for a word the
+// kernel steps, a slot of MAX_INSN_SIZE = 2 words; k is the kernel's probe
+// decoding (nil: 6.1's); boostModel: the boost-arm64 model after the decode.
+func a64Kprobes(name string, defaults Config, k *a64Kernel, boostModel bool, title, source string) *Policy {
+	p := a64Policy(name, k, title, source)
+	p.Defaults = defaults
+	p.MaxInsnSize = 8
+	p.FtraceEntry = true
+	p.classify = func(c *cls) { classifyA64Kprobe(c, boostModel) }
+	return p
 }
 
-var uprobesARM64 = &Policy{
-	Name:          "uprobes-arm64",
-	Title:         "arm64 uprobes (user space): arm_probe_decode_insn, simulation, XOL hardware single-step (AArch32 tasks, not modelled, get EOPNOTSUPP)",
-	Source:        "Debian linux-source-6.1: arch/arm64/kernel/probes/uprobes.c (arch_uprobe_analyze_insn), decode-insn.c, kernel/events/uprobes.c (prepare_uprobe)",
-	Modes:         []decode.Mode{decode.ModeA64},
-	MaxInsnSize:   4, // UPROBE_XOL_SLOT_BYTES
-	CheckBoundary: true,
-	user:          true,
+// a64Uprobes is an arm64 uprobe policy: the word stepped in an XOL slot of
+// UPROBE_XOL_SLOT_BYTES (4), with k's probe decoding (nil: 6.1's).
+func a64Uprobes(name string, k *a64Kernel, title, source string) *Policy {
+	p := a64Policy(name, k, title, source)
+	p.MaxInsnSize = 4
+	p.user = true
+	p.classify = classifyA64Uprobe
+	return p
 }
+
+// a64Policy is what every arm64 policy shares: A64 words, a boundary check
+// (word alignment), no x86 boosting or optprobes, the fixed-width audit.
+func a64Policy(name string, k *a64Kernel, title, source string) *Policy {
+	return &Policy{Name: name, Title: title, Source: source, Modes: []decode.Mode{decode.ModeA64}, CheckBoundary: true, a64: k,
+		canBoost: neverBoosts, indirectRule: noIndirectRule, audit: auditA64, explainAt: explainAtA64}
+}
+
+var linux61ARM64 = a64Kprobes("linux-6.1-arm64", debianARM64, nil, false,
+	"Linux 6.1 kprobes on arm64 (BRK + single-step slot [insn, BRK #6], simulation, no boosting, no optprobes)",
+	"Debian linux-source-6.1: arch/arm64/kernel/probes/{kprobes,decode-insn}.c, arch/arm64/lib/insn.c, arch/arm64/include/asm/insn.h, kernel/kprobes.c, kernel/trace/ftrace.c")
+
+var uprobesARM64 = a64Uprobes("uprobes-arm64", nil,
+	"arm64 uprobes (user space): arm_probe_decode_insn, simulation, XOL hardware single-step (AArch32 tasks, not modelled, get EOPNOTSUPP)",
+	"Debian linux-source-6.1: arch/arm64/kernel/probes/uprobes.c (arch_uprobe_analyze_insn), decode-insn.c, kernel/events/uprobes.c (prepare_uprobe)")
 
 // debianARM64612 is Debian's arm64 6.12 configuration as far as these rules go
 // (kernel-evolution.md did not collect the arm64 configs: assumed as 6.1).
@@ -48,28 +64,13 @@ var debianARM64612 = debianARM64
 
 // linux612ARM64 and uprobes612ARM64 are the 6.1 policies with the rules Debian's
 // 6.12.117 changed (a64K612): MOPS refused, hinted BC.cond simulated.
-var linux612ARM64 = &Policy{
-	Name:          "linux-6.12-arm64",
-	Title:         "Linux 6.12 kprobes on arm64: 6.1 plus MOPS refused and hinted BC.cond simulated",
-	Source:        "Debian linux-source-6.12 (6.12.117): arch/arm64/kernel/probes/decode-insn.c, arch/arm64/include/asm/insn.h (mops, bcond 0xFF000000)",
-	Modes:         []decode.Mode{decode.ModeA64},
-	Defaults:      debianARM64612,
-	MaxInsnSize:   8,
-	CheckBoundary: true,
-	FtraceEntry:   true,
-	a64:           a64K612,
-}
+var linux612ARM64 = a64Kprobes("linux-6.12-arm64", debianARM64612, a64K612, false,
+	"Linux 6.12 kprobes on arm64: 6.1 plus MOPS refused and hinted BC.cond simulated",
+	"Debian linux-source-6.12 (6.12.117): arch/arm64/kernel/probes/decode-insn.c, arch/arm64/include/asm/insn.h (mops, bcond 0xFF000000)")
 
-var uprobes612ARM64 = &Policy{
-	Name:          "uprobes-6.12-arm64",
-	Title:         "arm64 uprobes of Linux 6.12: uprobes-arm64 plus MOPS refused and hinted BC.cond simulated",
-	Source:        "Debian linux-source-6.12 (6.12.117): arch/arm64/kernel/probes/uprobes.c, decode-insn.c, arch/arm64/include/asm/insn.h",
-	Modes:         []decode.Mode{decode.ModeA64},
-	MaxInsnSize:   4,
-	CheckBoundary: true,
-	a64:           a64K612,
-	user:          true,
-}
+var uprobes612ARM64 = a64Uprobes("uprobes-6.12-arm64", a64K612,
+	"arm64 uprobes of Linux 6.12: uprobes-arm64 plus MOPS refused and hinted BC.cond simulated",
+	"Debian linux-source-6.12 (6.12.117): arch/arm64/kernel/probes/uprobes.c, decode-insn.c, arch/arm64/include/asm/insn.h")
 
 // uprobes618ARM64 is uprobes-6.12-arm64 with 6.18.0's code (a64K618): NOP
 // simulated (6.13), RET with a handler of its own (6.18), and the hinted
@@ -78,79 +79,26 @@ var uprobes612ARM64 = &Policy{
 // (trixie-backports, forky, sid and experimental have 7.2 and 7.3): it is
 // checked against testdata/linux-6.18-arm64.golden, compiled from 6.18.0's
 // files fetched by hand.
-var uprobes618ARM64 = &Policy{
-	Name:          "uprobes-6.18-arm64",
-	Title:         "arm64 uprobes of Linux 6.18: uprobes-6.12-arm64 plus NOP simulated and RET split from BR/BLR, hinted BC.cond stepped (B.cond mask 0xFF000010)",
-	Source:        "Linux 6.18.0 (no Debian source; files fetched by hand, see testdata/linux-6.18-arm64.golden): arch/arm64/kernel/probes/decode-insn.c (simulate_nop; simulate_ret, 47687aa4d9c9), arch/arm64/include/asm/insn.h (bcond 0xFF000010), uprobes.c",
-	Modes:         []decode.Mode{decode.ModeA64},
-	MaxInsnSize:   4,
-	CheckBoundary: true,
-	a64:           a64K618,
-	user:          true,
-}
+var uprobes618ARM64 = a64Uprobes("uprobes-6.18-arm64", a64K618,
+	"arm64 uprobes of Linux 6.18: uprobes-6.12-arm64 plus NOP simulated and RET split from BR/BLR, hinted BC.cond stepped (B.cond mask 0xFF000010)",
+	"Linux 6.18.0 (no Debian source; files fetched by hand, see testdata/linux-6.18-arm64.golden): arch/arm64/kernel/probes/decode-insn.c (simulate_nop; simulate_ret, 47687aa4d9c9), arch/arm64/include/asm/insn.h (bcond 0xFF000010), uprobes.c")
 
 // linux72ARM64 and uprobes72ARM64 add Debian 7.2.13's changes to 6.12 (a64K72):
 // NOP simulated, RET and BR/BLR with handlers of their own, and the exclusive
 // masks of the atomic back-scan with bit 23 (LDAR/STLR no longer count), as
 // 6.18.0 has them; unlike 6.18.0, the hinted BC.cond simulated (B.cond mask
 // 0xFF000000, as in 6.12.117).
-var linux72ARM64 = &Policy{
-	Name:          "linux-7.2-arm64",
-	Title:         "Linux 7.2 kprobes on arm64: linux-6.12-arm64 plus NOP simulated, RET split from BR/BLR, exclusive masks fixed",
-	Source:        "Debian linux-source-7.2 (7.2.13, unstable): arch/arm64/kernel/probes/decode-insn.c, arch/arm64/include/asm/insn.h (load_ex/store_ex 0x3FC00000)",
-	Modes:         []decode.Mode{decode.ModeA64},
-	Defaults:      debianARM64612,
-	MaxInsnSize:   8,
-	CheckBoundary: true,
-	FtraceEntry:   true,
-	a64:           a64K72,
-}
+var linux72ARM64 = a64Kprobes("linux-7.2-arm64", debianARM64612, a64K72, false,
+	"Linux 7.2 kprobes on arm64: linux-6.12-arm64 plus NOP simulated, RET split from BR/BLR, exclusive masks fixed",
+	"Debian linux-source-7.2 (7.2.13, unstable): arch/arm64/kernel/probes/decode-insn.c, arch/arm64/include/asm/insn.h (load_ex/store_ex 0x3FC00000)")
 
-var uprobes72ARM64 = &Policy{
-	Name:          "uprobes-7.2-arm64",
-	Title:         "arm64 uprobes of Linux 7.2: uprobes-6.18-arm64 with the hinted BC.cond simulated (B.cond mask 0xFF000000)",
-	Source:        "Debian linux-source-7.2 (7.2.13, unstable): arch/arm64/kernel/probes/uprobes.c, decode-insn.c",
-	Modes:         []decode.Mode{decode.ModeA64},
-	MaxInsnSize:   4,
-	CheckBoundary: true,
-	a64:           a64K72,
-	user:          true,
-}
+var uprobes72ARM64 = a64Uprobes("uprobes-7.2-arm64", a64K72,
+	"arm64 uprobes of Linux 7.2: uprobes-6.18-arm64 with the hinted BC.cond simulated (B.cond mask 0xFF000000)",
+	"Debian linux-source-7.2 (7.2.13, unstable): arch/arm64/kernel/probes/uprobes.c, decode-insn.c")
 
-var boostARM64 = &Policy{
-	Name:          "boost-arm64",
-	Title:         "model: arm64 kprobes (6.1 rules) with PC-free steppable instructions boosted: slot [insn, B addr+4] (+-128 MiB), kernel mask gaps closed",
-	Source:        "kboost model on top of linux-6.1-arm64; gaps from comparing aarch64_insn_is_steppable() with the A64 encoding space (Arm ARM), BC.cond as Linux 6.12 simulates it, MOPS as 6.12 refuses it",
-	Modes:         []decode.Mode{decode.ModeA64},
-	Defaults:      debianARM64,
-	MaxInsnSize:   8,
-	CheckBoundary: true,
-	FtraceEntry:   true,
-}
-
-func init() {
-	linux61ARM64.classify = func(c *cls) { classifyA64Kprobe(c, false) }
-	linux612ARM64.classify = linux61ARM64.classify
-	linux72ARM64.classify = linux61ARM64.classify
-	uprobes618ARM64.classify = classifyA64Uprobe
-	uprobes72ARM64.classify = classifyA64Uprobe
-	boostARM64.classify = func(c *cls) { classifyA64Kprobe(c, true) }
-	uprobesARM64.classify = classifyA64Uprobe
-	uprobes612ARM64.classify = classifyA64Uprobe
-	for _, p := range []*Policy{linux61ARM64, linux612ARM64, linux72ARM64, uprobesARM64, uprobes612ARM64, uprobes618ARM64, uprobes72ARM64, boostARM64} {
-		p.canBoost = func(*cls, *kinsn, uint64, *Env) bool { return false }
-		p.indirectRule = func(Config) (bool, bool) { return false, false }
-		p.audit = auditA64
-		p.explainAt = explainAtA64
-	}
-	// The generic kernel/kprobes.c and trace_kprobe rules apply to the arm64
-	// kprobe policies as they are.
-	for _, r := range []*rule{rNotrace, rFtraceLoc, rFtraceNoKOF, rNotText, rInitText, rBlNokprobe, rBlKprobes,
-		rBlNoinstr, rBlEntry, rBlIRQ, rBlOther, rBlAny, rJumpLbl, rStatCall, rBug, rCFI} {
-		r.Policies += "," + a64Kpol
-	}
-	rOptUnsup.Policies += "," + a64All
-}
+var boostARM64 = a64Kprobes("boost-arm64", debianARM64, nil, true,
+	"model: arm64 kprobes (6.1 rules) with PC-free steppable instructions boosted: slot [insn, B addr+4] (+-128 MiB), kernel mask gaps closed",
+	"kboost model on top of linux-6.1-arm64; gaps from comparing aarch64_insn_is_steppable() with the A64 encoding space (Arm ARM), BC.cond as Linux 6.12 simulates it, MOPS as 6.12 refuses it")
 
 func init() {
 	readers[decode.ModeA64] = func(pr *probe, dst *decode.Inst, b []byte, addr uint64, _ decode.Mode) { pr.readA64(dst, b, addr) }

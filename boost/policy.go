@@ -48,7 +48,11 @@ type Policy struct {
 	explainAt func(a *FuncAudit, off uint64) ([]Step, Decision, error)
 }
 
-var policies []*Policy
+// policies is every policy, in a stable order (Policies); each is a complete
+// value at its declaration, so none depends on init order.
+var policies = []*Policy{linux61, linux612, linux72, booster2617, uprobesX86, uprobes612, uprobes618, uprobes72,
+	linux61ARM64, linux612ARM64, linux72ARM64, uprobesARM64, uprobes612ARM64, uprobes618ARM64, uprobes72ARM64, boostARM64,
+	linux61ARM, linux61Thumb}
 
 // Policies returns every policy, in a stable order.
 func Policies() []*Policy { return append([]*Policy(nil), policies...) }
@@ -334,9 +338,12 @@ func writeRel32(dst []byte, from, to uint64) {
 	dst[1], dst[2], dst[3], dst[4] = byte(rel), byte(rel>>8), byte(rel>>16), byte(rel>>24)
 }
 
-func init() {
-	policies = []*Policy{linux61, linux612, linux72, booster2617, uprobesX86, uprobes612, uprobes618, uprobes72, linux61ARM64, linux612ARM64, linux72ARM64, uprobesARM64, uprobes612ARM64, uprobes618ARM64, uprobes72ARM64, boostARM64, linux61ARM, linux61Thumb}
-}
+// neverBoosts is canBoost for the policies that never boost.
+func neverBoosts(*cls, *kinsn, uint64, *Env) bool { return false }
+
+// noIndirectRule is indirectRule for the policies without x86 optprobes'
+// indirect-jump tests.
+func noIndirectRule(Config) (indirect, thunk bool) { return false, false }
 
 func rejectSite(c *cls, q func(Span) (bool, bool), s Span, r *rule) bool {
 	hit, known := q(s)

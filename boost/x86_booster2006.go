@@ -22,13 +22,12 @@ var booster2617 = &Policy{
 	Defaults:      Config{SMP: true},
 	MaxInsnSize:   max2006,
 	CheckBoundary: false,
+	classify:      classify2006,
 	canBoost: func(c *cls, k *kinsn, a uint64, env *Env) bool {
 		ok, _ := canBoost2006(k.in.Bytes())
 		return ok
 	},
 }
-
-func init() { booster2617.classify = classify2006 }
 
 // BoostState is the 2006 booster's p->ainsn.boostable.
 type BoostState int8

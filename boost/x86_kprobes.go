@@ -11,6 +11,9 @@ type linuxVersion struct {
 	canProbeInsn bool
 }
 
+// classify is classifyLinux for version v: a policy's classify function.
+func (v linuxVersion) classify(c *cls) { classifyLinux(c, v) }
+
 var linux61 = &Policy{
 	Name:   "linux-6.1",
 	Title:  "Linux 6.1 kprobes on x86-64 and i386 (int3 + emulation + boost, optprobes)",
@@ -22,6 +25,7 @@ var linux61 = &Policy{
 	CheckBoundary: true,
 	FtraceEntry:   true,
 	Optprobes:     true,
+	classify:      linuxVersion{}.classify,
 	canBoost:      canBoost61,
 	indirectRule: func(cfg Config) (bool, bool) {
 		return true, cfg.Retpoline
@@ -43,6 +47,7 @@ var linux612 = &Policy{
 	CheckBoundary: true,
 	FtraceEntry:   true,
 	Optprobes:     true,
+	classify:      linuxVersion{canProbeInsn: true}.classify,
 	canBoost:      canBoost612,
 	dec:           kdec612,
 	indirectRule: func(cfg Config) (bool, bool) {
@@ -66,16 +71,11 @@ var linux72 = &Policy{
 	CheckBoundary: true,
 	FtraceEntry:   true,
 	Optprobes:     true,
+	classify:      linux612.classify,
 	canBoost:      canBoost612,
 	dec:           kdec72,
 	indirectRule:  linux612.indirectRule,
 	endbrPoison:   endbrPoison72,
-}
-
-func init() {
-	linux61.classify = func(c *cls) { classifyLinux(c, linuxVersion{}) }
-	linux612.classify = func(c *cls) { classifyLinux(c, linuxVersion{canProbeInsn: true}) }
-	linux72.classify = linux612.classify
 }
 
 // classifyLinux follows register_kprobe() (reached through kprobe_events or perf):

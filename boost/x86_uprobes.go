@@ -26,6 +26,9 @@ type uprobeVersion struct {
 	opt5, opt10 bool
 }
 
+// classify is classifyUprobe for version v: a policy's classify function.
+func (v uprobeVersion) classify(c *cls) { classifyUprobe(c, v) }
+
 var uprobesX86 = &Policy{
 	Name:          "uprobes-x86",
 	Title:         "x86 uprobes of Linux 6.1 (user space): good-instruction tables, emulated nop/jmp/call/jcc/push, XOL single-step",
@@ -34,7 +37,8 @@ var uprobesX86 = &Policy{
 	Defaults:      Config{},
 	MaxInsnSize:   16, // MAX_UINSN_BYTES
 	CheckBoundary: false,
-	canBoost:      func(*cls, *kinsn, uint64, *Env) bool { return false },
+	classify:      uprobeVersion{keep90: true}.classify,
+	canBoost:      neverBoosts,
 }
 
 // uprobes612: the decision code of 6.12.117 is 6.1's line for line (the
@@ -48,6 +52,7 @@ var uprobes612 = &Policy{
 	MaxInsnSize:   16,
 	CheckBoundary: false,
 	dec:           kdec612,
+	classify:      uprobesX86.classify,
 	canBoost:      uprobesX86.canBoost,
 }
 
@@ -64,6 +69,7 @@ var uprobes618 = &Policy{
 	MaxInsnSize:   16,
 	CheckBoundary: false,
 	dec:           kdec72,
+	classify:      uprobeVersion{nops: isX86Nop618, nopR: rUpNopForms, keep90: true, opt5: true}.classify,
 	canBoost:      uprobesX86.canBoost,
 }
 
@@ -75,18 +81,8 @@ var uprobes72 = &Policy{
 	MaxInsnSize:   16,
 	CheckBoundary: false,
 	dec:           kdec72,
+	classify:      uprobeVersion{nops: (*kinsn).isNop72, nopR: rUpIsNop, opt10: true}.classify,
 	canBoost:      uprobesX86.canBoost,
-}
-
-func init() {
-	uprobesX86.classify = func(c *cls) { classifyUprobe(c, uprobeVersion{keep90: true}) }
-	uprobes612.classify = uprobesX86.classify
-	uprobes618.classify = func(c *cls) {
-		classifyUprobe(c, uprobeVersion{nops: isX86Nop618, nopR: rUpNopForms, keep90: true, opt5: true})
-	}
-	uprobes72.classify = func(c *cls) {
-		classifyUprobe(c, uprobeVersion{nops: (*kinsn).isNop72, nopR: rUpIsNop, opt10: true})
-	}
 }
 
 // goodInsns64 / goodInsns32 / good2Byte are the 6.1 tables.
