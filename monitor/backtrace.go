@@ -289,7 +289,11 @@ func (st *stack) read(addr uint64) (uint64, bool) {
 // frame-pointer walk alone cannot tell a function that keeps no frame
 // pointer (a C library's system call wrappers, code built with
 // -fomit-frame-pointer), whose caller it then skips or whose garbage rbp it
-// follows.
+// follows. The stack must grow toward its base frame by frame but at a
+// frame whose pc is exact (the innermost, or one a signal interrupted)
+// where the return address is in a register (cfi.Arch.LinkReg): a leaf
+// there, arm64's system call wrappers, may keep no stack frame at all, its
+// caller's stack pointer its own.
 func (b *backtracer) walk(c *tracer.Call, tab *sysent.Table) []Frame {
 	s := b.space(c.Pid)
 	if !s.holds(c.IP) { // mapped by a call kboost did not stop at (an attach, a missed event)
@@ -324,7 +328,7 @@ func (b *backtracer) walk(c *tracer.Call, tab *sysent.Table) []Frame {
 				ret, signal, end, err := t.Step(a, va, &regs, st.read)
 				if err == nil {
 					nsp, _ := regs.Get(a.SP)
-					if end || ret == 0 || !s.holds(ret) || (nsp <= sp && !signal) {
+					if end || ret == 0 || !s.holds(ret) || (nsp <= sp && !signal && !(nsp == sp && exact && a.LinkReg)) {
 						break
 					}
 					frames = append(frames, b.symbolize(s, ret))

@@ -32,16 +32,18 @@ import (
 func TestOracleMonitorGuestARM64(t *testing.T) {
 	monitorGuest(t, "linux-image-arm64", ARM64, sysent.TableARM64, func(t *testing.T, bin string) []string {
 		return []string{"clang", "--target=aarch64-linux-gnu", "-O1", "-static", "-o", bin, "../monitor/testdata/guest.c"}
-	})
+	}, "aarch64-linux-gnu")
 }
 
 func TestOracleMonitorGuestARM(t *testing.T) {
 	monitorGuest(t, "linux-image-armmp", ARM, sysent.TableARM, func(t *testing.T, bin string) []string {
 		return []string{"go", "build", "-o", bin, "../monitor/testdata/guestgo"}
-	})
+	}, "")
 }
 
-func monitorGuest(t *testing.T, meta string, arch *Arch, tab *sysent.Table, build func(*testing.T, string) []string) {
+// btTriple, if not empty, is clang's target for the backtrace oracle's
+// tracees (monitorbt_oracle_linux_test.go), run in the same boot.
+func monitorGuest(t *testing.T, meta string, arch *Arch, tab *sysent.Table, build func(*testing.T, string) []string, btTriple string) {
 	oracleGate(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
@@ -59,8 +61,13 @@ func monitorGuest(t *testing.T, meta string, arch *Arch, tab *sysent.Table, buil
 	if out, err := c.CombinedOutput(); err != nil {
 		t.Fatalf("%s: %v\n%s", strings.Join(cmd, " "), err, out)
 	}
+	var cfg = Config{Arch: arch}
+	var bt []string
+	if btTriple != "" {
+		cfg.Files, bt = monitorBTBuild(t, btTriple)
+	}
 	start := time.Now()
-	rep, tm, err := MonitorTrial(ctx, deb, bin, Config{Arch: arch})
+	rep, tm, err := MonitorTrial(ctx, deb, bin, bt, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,4 +179,8 @@ func monitorGuest(t *testing.T, meta string, arch *Arch, tab *sysent.Table, buil
 		}
 	}
 	t.Logf("%d calls by name: %v", len(names), names)
+	if btTriple != "" {
+		compared, agreed := monitorBTCheck(t, rep.Backtraces, bt)
+		t.Logf("backtrace oracle: %d frames compared, %d agreed (%d runs)", compared, agreed, len(bt))
+	}
 }

@@ -1,0 +1,221 @@
+//go:build linux
+
+package vm
+
+import (
+	"bufio"
+	"debug/elf"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/kboost/kboost/monitor"
+	"github.com/kboost/kboost/vm/guest"
+)
+
+// The backtrace oracle of the guest monitor trials: vm/testdata/monitorbt
+// (bt.c, omit.c built with -fomit-frame-pointer, lib.c) is built with
+// clang for the guest's target twice, static and dynamic (lib.c then
+// libkbt.so, the C library, libgcc_s and the loader taken from the cross
+// sysroot into the guest), and run under the monitor with backtraces in
+// the trial's boot. Its leaf function unwinds its own stack with libgcc's
+// _Unwind_Backtrace, prints the frames, then calls getppid: the monitor's
+// backtrace of that getppid must be the wrapper's frame, a frame in leaf
+// (the symbol leaf, at leaf's address), then exactly the oracle's return
+// addresses from leaf's caller to _start, with dladdr's name and offset
+// wherever dladdr has one, and where the monitor names a symbol it must
+// start at the function's start by its FDE. The oracle's frame in leaf is not an address
+// comparison: it returns from _Unwind_Backtrace, the monitor's from
+// getppid.
+
+const (
+	monitorBTStatic = "/bin/kboost-bt-static"
+	monitorBTDyn    = "/bin/kboost-bt-dynamic"
+	monitorBTLib    = "/lib/kboost-bt" // the dynamic build's run path: every library it loads
+)
+
+// monitorBTBuild builds the two tracees for clang's target triple and
+// returns the guest files and the programs to run.
+func monitorBTBuild(t *testing.T, triple string) ([]File, []string) {
+	if _, err := exec.LookPath("clang"); err != nil {
+		t.Fatalf("clang: %v (scripts/setup.sh installs it)", err)
+	}
+	src, err := filepath.Abs("testdata/monitorbt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	cc := func(args ...string) {
+		t.Helper()
+		c := exec.Command("clang", append([]string{"--target=" + triple, "-O1", "-fno-optimize-sibling-calls"}, args...)...)
+		c.Dir = dir
+		if out, err := c.CombinedOutput(); err != nil {
+			t.Fatalf("clang %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+	cc("-fno-omit-frame-pointer", "-c", "-o", "bt.o", src+"/bt.c")
+	cc("-fomit-frame-pointer", "-c", "-o", "omit.o", src+"/omit.c")
+	cc("-fno-omit-frame-pointer", "-c", "-o", "lib.o", src+"/lib.c")
+	cc("-fno-omit-frame-pointer", "-fPIC", "-shared", "-o", "libkbt.so", src+"/lib.c")
+	cc("-static", "-o", "static", "bt.o", "omit.o", "lib.o")
+	cc("-rdynamic", "-Wl,-rpath,"+monitorBTLib, "-o", "dynamic", "bt.o", "omit.o", "-L.", "-lkbt")
+	read := func(p string) []byte {
+		t.Helper()
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	files := []File{{Name: monitorBTStatic, Mode: 0o755, Data: read(dir + "/static")},
+		{Name: monitorBTDyn, Mode: 0o755, Data: read(dir + "/dynamic")},
+		{Name: monitorBTLib + "/libkbt.so", Mode: 0o755, Data: read(dir + "/libkbt.so")}}
+	ef, err := elf.Open(dir + "/dynamic")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ef.Close()
+	needed, err := ef.DynString(elf.DT_NEEDED)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var interp string
+	for _, p := range ef.Progs {
+		if p.Type == elf.PT_INTERP {
+			b := make([]byte, p.Filesz)
+			if _, err := p.ReadAt(b, 0); err != nil {
+				t.Fatal(err)
+			}
+			interp = strings.TrimRight(string(b), "\x00")
+		}
+	}
+	if interp == "" {
+		t.Fatal("dynamic build: no PT_INTERP")
+	}
+	sysroot := func(name string) []byte {
+		t.Helper()
+		out, err := exec.Command("clang", "--target="+triple, "-print-file-name="+name).Output()
+		if err != nil {
+			t.Fatalf("clang -print-file-name=%s: %v", name, err)
+		}
+		p := strings.TrimSpace(string(out))
+		if !filepath.IsAbs(p) {
+			t.Fatalf("clang --target=%s: no %s in the cross sysroot (scripts/setup.sh installs it)", triple, name)
+		}
+		return read(p)
+	}
+	files = append(files, File{Name: interp, Mode: 0o755, Data: sysroot(path.Base(interp))})
+	for _, n := range needed {
+		if n != "libkbt.so" {
+			files = append(files, File{Name: monitorBTLib + "/" + n, Mode: 0o755, Data: sysroot(n)})
+		}
+	}
+	return files, []string{monitorBTStatic, monitorBTDyn}
+}
+
+type btOracleFrame struct {
+	pc, fn uint64
+	sym    string
+	off    uint64
+}
+
+var (
+	btLeafRe  = regexp.MustCompile(`(?m)^leaf=0x([0-9a-f]+)$`)
+	btFrameRe = regexp.MustCompile(`(?m)^frame (\d+) pc=0x([0-9a-f]+) fn=0x([0-9a-f]+) sym=(\S+)\+0x([0-9a-f]+)$`)
+)
+
+// monitorBTCheck compares each run's getppid backtrace with the frames the
+// program printed; it returns the frames compared and agreed.
+func monitorBTCheck(t *testing.T, runs []guest.BacktraceRun, want []string) (compared, agreed int) {
+	if len(runs) != len(want) {
+		t.Fatalf("%d backtrace runs reported, want %d (%v)", len(runs), len(want), want)
+	}
+	hex := func(s string) uint64 { v, _ := strconv.ParseUint(strings.TrimPrefix(s, "0x"), 16, 64); return v }
+	for _, run := range runs {
+		if run.Err != "" || run.Status != 0 {
+			t.Errorf("%s under the monitor: status %d, err %q, output %q", run.Bin, run.Status, run.Err, run.Out)
+			continue
+		}
+		lm := btLeafRe.FindStringSubmatch(run.Out)
+		if lm == nil {
+			t.Errorf("%s: output %q: no leaf address", run.Bin, run.Out)
+			continue
+		}
+		leaf := hex(lm[1])
+		var oracle []btOracleFrame
+		for i, m := range btFrameRe.FindAllStringSubmatch(run.Out, -1) {
+			if n, _ := strconv.Atoi(m[1]); n != i {
+				t.Fatalf("%s: frame %s printed as the %dth", run.Bin, m[1], i)
+			}
+			oracle = append(oracle, btOracleFrame{pc: hex(m[2]), fn: hex(m[3]), sym: m[4], off: hex(m[5])})
+		}
+		if len(oracle) < 5 || oracle[0].fn != leaf {
+			t.Errorf("%s: oracle frames %+v: want leaf's (0x%x) first, then its callers", run.Bin, oracle, leaf)
+			continue
+		}
+		var bt []monitor.Frame
+		sc := bufio.NewScanner(strings.NewReader(run.Records))
+		sc.Buffer(nil, 1<<20)
+		n := 0
+		for sc.Scan() {
+			var l struct {
+				Syscall   string
+				Backtrace []monitor.Frame
+			}
+			if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
+				t.Fatalf("%s: record %s: %v", run.Bin, sc.Bytes(), err)
+			}
+			if l.Syscall == "getppid" {
+				bt, n = l.Backtrace, n+1
+			}
+		}
+		if n != 1 {
+			t.Errorf("%s: %d getppid records, want 1", run.Bin, n)
+			continue
+		}
+		var lines []string
+		for i, f := range bt {
+			lines = append(lines, strconv.Itoa(i)+" "+f.Addr+" "+f.Sym+"+0x"+strconv.FormatUint(f.Off, 16)+" "+f.File)
+		}
+		t.Logf("%s: monitor's getppid backtrace:\n\t%s\noracle:\n%s", run.Bin, strings.Join(lines, "\n\t"), strings.Join(btFrameRe.FindAllString(run.Out, -1), "\n"))
+		// frame 0: the wrapper; frame 1: in leaf.
+		if len(bt) < 2 || !strings.Contains(bt[0].Sym, "getppid") {
+			t.Errorf("%s: monitor's frame 0 %+v: want the getppid wrapper", run.Bin, bt)
+			continue
+		}
+		if bt[1].Sym != "leaf" || hex(bt[1].Addr)-bt[1].Off != leaf {
+			t.Errorf("%s: monitor's frame 1 %+v: want in leaf (0x%x)", run.Bin, bt[1], leaf)
+		}
+		for k := 1; k < len(oracle); k++ {
+			compared++
+			o := oracle[k]
+			if k+1 >= len(bt) {
+				t.Errorf("%s: monitor's backtrace ends at %d frames; oracle frame %d is 0x%x %s", run.Bin, len(bt), k, o.pc, o.sym)
+				continue
+			}
+			f := bt[k+1]
+			ok := hex(f.Addr) == o.pc
+			if ok && o.sym != "-" && (f.Sym != o.sym || f.Off != o.off) {
+				ok = false // dladdr's dynamic symbol
+			}
+			if ok && f.Sym != "" && hex(f.Addr)-f.Off != o.fn {
+				ok = false // the symbol the monitor names must start where the FDE does
+			}
+			if !ok {
+				t.Errorf("%s: monitor's frame %d %s %s+0x%x; oracle's frame %d 0x%x %s+0x%x", run.Bin, k+1, f.Addr, f.Sym, f.Off, k, o.pc, o.sym, o.off)
+				continue
+			}
+			agreed++
+		}
+		if len(bt) > len(oracle)+1 {
+			t.Errorf("%s: monitor's backtrace has %d frames past the oracle's last (%+v)", run.Bin, len(bt)-len(oracle)-1, bt[len(oracle)+1:])
+		}
+	}
+	return compared, agreed
+}

@@ -1,0 +1,88 @@
+/* The backtrace oracle of the monitor's guest trial (vm package,
+ * TestOracleMonitorGuestARM64). A chain of calls, some through code built
+ * with -fomit-frame-pointer (omit.c) and one through a shared library
+ * (lib.c, libkbt.so, where the build is dynamic), reaches leaf, which
+ * unwinds its own stack with libgcc's _Unwind_Backtrace, prints each frame
+ * and then calls getppid, the program's only call of it: kboost monitor's
+ * backtrace of that call must name the same return addresses.
+ *
+ * Each line "frame I pc=0x.. fn=0x.. sym=NAME+0xOFF" is one frame from
+ * leaf's on:
+ * pc as _Unwind_GetIP gives it (a return address, but leaf's own), fn the
+ * start of its function by the FDE (_Unwind_FindEnclosingFunction), NAME
+ * and OFF what dladdr finds for pc ("-+0x0": nothing, as in a static
+ * build; OFF is pc's offset from the symbol). "leaf=0x.." is
+ * leaf's own address. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+#include <unwind.h>
+
+#include "kbt.h"
+
+struct walk {
+	int n, started;
+	char buf[4096];
+	size_t len;
+};
+
+static void emit(struct walk *w, const char *s) {
+	size_t l = strlen(s);
+	if (w->len + l < sizeof w->buf) {
+		memcpy(w->buf + w->len, s, l);
+		w->len += l;
+	}
+}
+
+static _Unwind_Reason_Code frame(struct _Unwind_Context *ctx, void *arg) {
+	struct walk *w = arg;
+	uintptr_t pc = _Unwind_GetIP(ctx);
+	if (pc == 0)
+		return _URC_END_OF_STACK; /* _start's caller: none */
+	/* a return address may be just past its function: look up pc-1 but
+	 * in the first frame kept, whose pc is also a return address */
+	void *fn = _Unwind_FindEnclosingFunction((void *)(pc - 1));
+	if (!w->started) {
+		if (fn != (void *)leaf)
+			return _URC_NO_REASON; /* _Unwind_Backtrace's own frame(s) */
+		w->started = 1;
+	}
+	const char *sym = "-";
+	unsigned long off = 0;
+	Dl_info di;
+	if (dladdr((void *)(pc - 1), &di) && di.dli_sname && di.dli_saddr) {
+		sym = di.dli_sname;
+		off = pc - (uintptr_t)di.dli_saddr;
+	}
+	char line[256];
+	snprintf(line, sizeof line, "frame %d pc=0x%lx fn=0x%lx sym=%s+0x%lx\n", w->n++, (unsigned long)pc,
+	         (unsigned long)(uintptr_t)fn, sym, off);
+	emit(w, line);
+	return _URC_NO_REASON;
+}
+
+__attribute__((noinline)) int leaf(int n) {
+	static struct walk w;
+	char line[64];
+	snprintf(line, sizeof line, "leaf=0x%lx\n", (unsigned long)(uintptr_t)leaf);
+	emit(&w, line);
+	_Unwind_Backtrace(frame, &w);
+	if (write(1, w.buf, w.len) != (ssize_t)w.len)
+		return -1;
+	pid_t p = getppid();
+	return p > 0 ? n + 1 : -1;
+}
+
+__attribute__((noinline)) static int outer(int n) {
+	int r = middle(n + 1);
+	return r + 1;
+}
+
+int main(void) {
+	int r = outer(1);
+	printf("result %d\n", r);
+	return r > 0 ? 0 : 1;
+}

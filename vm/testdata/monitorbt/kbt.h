@@ -1,0 +1,6 @@
+/* The call chain of bt.c: main, outer (bt.c) -> middle (omit.c) ->
+ * kbt_lib (lib.c) -> inner (omit.c) -> leaf (bt.c) -> getppid. */
+int leaf(int n);
+int middle(int n);
+int inner(int n);
+int kbt_lib(int n, int (*next)(int));
