@@ -62,6 +62,9 @@ type Memory func(addr uint64) (uint64, bool)
 // caller's pc is then exact, not a return address), and end at the
 // outermost frame (its return address is undefined).
 func (t *Table) Step(a *Arch, at uint64, r *Regs, mem Memory) (pc uint64, signal, end bool, err error) {
+	if t.step != nil {
+		return t.step(a, at, r, mem)
+	}
 	rw, err := t.rowAt(at)
 	if err != nil {
 		return 0, false, false, err

@@ -9,10 +9,13 @@
  * Each line "frame I pc=0x.. fn=0x.. sym=NAME+0xOFF" is one frame from
  * leaf's on:
  * pc as _Unwind_GetIP gives it (a return address, but leaf's own), fn the
- * start of its function by the FDE (_Unwind_FindEnclosingFunction), NAME
+ * start of its function by its unwind entry (_Unwind_GetRegionStart), NAME
  * and OFF what dladdr finds for pc ("-+0x0": nothing, as in a static
  * build; OFF is pc's offset from the symbol). "leaf=0x.." is
- * leaf's own address. */
+ * leaf's own address. "end=stack": the walk reached the outermost frame
+ * (its return address undefined or 0); "end=other N": it stopped at a
+ * frame it could not unwind (ARM EHABI's _start is EXIDX_CANTUNWIND), whose
+ * return address it does not print. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <stdint.h>
@@ -24,7 +27,7 @@
 #include "kbt.h"
 
 struct walk {
-	int n, started;
+	int n, started, end;
 	char buf[4096];
 	size_t len;
 };
@@ -40,11 +43,13 @@ static void emit(struct walk *w, const char *s) {
 static _Unwind_Reason_Code frame(struct _Unwind_Context *ctx, void *arg) {
 	struct walk *w = arg;
 	uintptr_t pc = _Unwind_GetIP(ctx);
-	if (pc == 0)
-		return _URC_END_OF_STACK; /* _start's caller: none */
-	/* a return address may be just past its function: look up pc-1 but
-	 * in the first frame kept, whose pc is also a return address */
-	void *fn = _Unwind_FindEnclosingFunction((void *)(pc - 1));
+	if (pc == 0) {
+		w->end = 1; /* _start's caller: none */
+		return _URC_END_OF_STACK;
+	}
+	/* the function start of the unwind entry libgcc found for the frame
+	 * (the FDE's, or ARM EHABI's index entry) */
+	void *fn = (void *)_Unwind_GetRegionStart(ctx);
 	if (!w->started) {
 		if (fn != (void *)leaf)
 			return _URC_NO_REASON; /* _Unwind_Backtrace's own frame(s) */
@@ -55,7 +60,11 @@ static _Unwind_Reason_Code frame(struct _Unwind_Context *ctx, void *arg) {
 	Dl_info di;
 	if (dladdr((void *)(pc - 1), &di) && di.dli_sname && di.dli_saddr) {
 		sym = di.dli_sname;
-		off = pc - (uintptr_t)di.dli_saddr;
+		uintptr_t start = (uintptr_t)di.dli_saddr;
+#ifdef __arm__
+		start &= ~(uintptr_t)1; /* a Thumb function's symbol value has the Thumb bit set */
+#endif
+		off = pc - start;
 	}
 	char line[256];
 	snprintf(line, sizeof line, "frame %d pc=0x%lx fn=0x%lx sym=%s+0x%lx\n", w->n++, (unsigned long)pc,
@@ -69,7 +78,9 @@ __attribute__((noinline)) int leaf(int n) {
 	char line[64];
 	snprintf(line, sizeof line, "leaf=0x%lx\n", (unsigned long)(uintptr_t)leaf);
 	emit(&w, line);
-	_Unwind_Backtrace(frame, &w);
+	_Unwind_Reason_Code rc = _Unwind_Backtrace(frame, &w);
+	snprintf(line, sizeof line, w.end || rc == _URC_END_OF_STACK ? "end=stack\n" : "end=other %d\n", (int)rc);
+	emit(&w, line);
 	if (write(1, w.buf, w.len) != (ssize_t)w.len)
 		return -1;
 	pid_t p = getppid();
