@@ -156,12 +156,19 @@ func (x *exidx) step(a *Arch, at uint64, r *Regs, mem Memory) (uint64, bool, boo
 		return 0, false, false, fmt.Errorf("%w: sp", ErrStack)
 	}
 	pcSet := false
+	// pop loads a register from vsp; a popped sp is the new vsp once the
+	// whole list is popped (a signal restorer's "pop {r0-r15}").
+	var newSP uint64
+	spSet := false
 	pop := func(reg int) error {
 		v, ok := mem(vsp & 0xffffffff)
 		if !ok {
 			return fmt.Errorf("%w: r%d at 0x%x", ErrStack, reg, vsp)
 		}
-		if reg >= 0 {
+		switch reg {
+		case a.SP:
+			newSP, spSet = v&0xffffffff, true
+		default:
 			r.Set(reg, v&0xffffffff)
 			pcSet = pcSet || reg == a32PC
 		}
@@ -175,6 +182,9 @@ func (x *exidx) step(a *Arch, at uint64, r *Regs, mem Memory) (uint64, bool, boo
 					return err
 				}
 			}
+		}
+		if spSet {
+			vsp, spSet = newSP, false
 		}
 		return nil
 	}

@@ -198,6 +198,10 @@ ops:
 				popped = popped || n == 15
 				vsp += 4
 			}
+			if sp, ok := want.Get(a.SP); ok && sp != sp0 { // popped r13: the new vsp (EHABI)
+				vsp = sp
+				want.Set(a.SP, sp0)
+			}
 		default:
 			t.Errorf("%s 0x%x: readelf's %q: not understood", path, start, l)
 			return false, generic
