@@ -63,7 +63,7 @@ func monitorGuest(t *testing.T, meta string, arch *Arch, tab *sysent.Table, buil
 		t.Fatalf("%s: %v\n%s", strings.Join(cmd, " "), err, out)
 	}
 	var cfg = Config{Arch: arch}
-	var bt []string
+	var bt [][]string
 	if btTriple != "" {
 		cfg.Files, bt = monitorBTBuild(t, btTriple)
 	}

@@ -7,10 +7,10 @@ package guest
 type MonitorArgs struct {
 	Bin  string `json:"bin"`
 	Deny string `json:"deny"`
-	// Backtrace lists programs run under the monitor with backtraces on
-	// (every call, no policy): the backtrace oracle's tracees, each
-	// printing its own stack (vm/testdata/monitorbt).
-	Backtrace []string `json:"backtrace,omitempty"`
+	// Backtrace lists the command lines run under the monitor with
+	// backtraces on (every call, no policy): the backtrace oracle's
+	// tracees, each printing its own stack (vm/testdata/monitorbt).
+	Backtrace [][]string `json:"backtrace,omitempty"`
 }
 
 // MonitorReport is the "monitor-trial" step's result (monitor-trial.json).
@@ -31,9 +31,9 @@ type MonitorReport struct {
 
 // BacktraceRun is one program run under the monitor with backtraces.
 type BacktraceRun struct {
-	Bin     string `json:"bin"`
-	Out     string `json:"out"`     // its stdout
-	Records string `json:"records"` // the monitor's JSON lines, each call with its backtrace
-	Status  int    `json:"status"`
-	Err     string `json:"err,omitempty"`
+	Argv    []string `json:"argv"`
+	Out     string   `json:"out"`     // its stdout
+	Records string   `json:"records"` // the monitor's JSON lines, each call with its backtrace
+	Status  int      `json:"status"`
+	Err     string   `json:"err,omitempty"`
 }

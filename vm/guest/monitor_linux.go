@@ -47,14 +47,14 @@ func monitorStep(e *Env, args MonitorArgs) error {
 		return err
 	}
 	rep.Traced, rep.Records, rep.Status, rep.Err = run.Out, run.Records, run.Status, run.Err
-	for _, bin := range args.Backtrace {
-		run, err := monitored(monitor.Options{Argv: []string{bin}, Backtrace: true})
+	for _, argv := range args.Backtrace {
+		run, err := monitored(monitor.Options{Argv: argv, Backtrace: true})
 		if err != nil {
 			return err
 		}
-		run.Bin = bin
+		run.Argv = argv
 		rep.Backtraces = append(rep.Backtraces, run)
-		e.Logf("monitor-trial: %s under the monitor with backtraces: status %d, %d bytes of records", bin, run.Status, len(run.Records))
+		e.Logf("monitor-trial: %q under the monitor with backtraces: status %d, %d bytes of records", argv, run.Status, len(run.Records))
 	}
 	rep.Leftover = []string{}
 	for _, pid := range procstat.Descendants(os.Getpid()) {

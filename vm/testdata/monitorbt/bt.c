@@ -18,6 +18,7 @@
  * return address it does not print. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -92,8 +93,26 @@ __attribute__((noinline)) static int outer(int n) {
 	return r + 1;
 }
 
-int main(void) {
-	int r = outer(1);
+static volatile int in_handler;
+
+static void handler(int sig) {
+	in_handler = outer(sig);
+}
+
+/* With the argument "signal" the chain runs in a SIGUSR1 handler: the
+ * stack then goes through the kernel's signal frame (on arm64 the vDSO's
+ * sigreturn trampoline) into raise. */
+int main(int argc, char **argv) {
+	int r;
+	if (argc > 1 && !strcmp(argv[1], "signal")) {
+		struct sigaction sa;
+		memset(&sa, 0, sizeof sa);
+		sa.sa_handler = handler;
+		if (sigaction(SIGUSR1, &sa, 0) != 0 || raise(SIGUSR1) != 0)
+			return 2;
+		r = in_handler;
+	} else
+		r = outer(1);
 	printf("result %d\n", r);
 	return r > 0 ? 0 : 1;
 }
