@@ -44,10 +44,16 @@ const (
 	monitorBTLib    = "/lib/kboost-bt" // the dynamic build's run path: every library it loads
 )
 
-// monitorBTBuild builds the two tracees for clang's target triple and
-// returns the guest files and the command lines to run: each build plain
-// and with the chain in a signal handler.
-func monitorBTBuild(t *testing.T, triple string) ([]File, [][]string) {
+// monitorBT is the backtrace oracle's build for one target.
+type monitorBT struct {
+	files   []File
+	runs    [][]string        // the command lines: each build plain and with the chain in a signal handler
+	host    map[string]string // the tracees' host copies by guest path
+	objdump string            // the target's objdump (binutils)
+}
+
+// monitorBTBuild builds the two tracees for clang's target triple.
+func monitorBTBuild(t *testing.T, triple string) *monitorBT {
 	if _, err := exec.LookPath("clang"); err != nil {
 		t.Fatalf("clang: %v (scripts/setup.sh installs it)", err)
 	}
@@ -121,7 +127,10 @@ func monitorBTBuild(t *testing.T, triple string) ([]File, [][]string) {
 			files = append(files, File{Name: monitorBTLib + "/" + n, Mode: 0o755, Data: sysroot(n)})
 		}
 	}
-	return files, [][]string{{monitorBTStatic}, {monitorBTDyn}, {monitorBTStatic, "signal"}, {monitorBTDyn, "signal"}}
+	return &monitorBT{files: files,
+		runs:    [][]string{{monitorBTStatic}, {monitorBTDyn}, {monitorBTStatic, "signal"}, {monitorBTDyn, "signal"}},
+		host:    map[string]string{monitorBTStatic: dir + "/static", monitorBTDyn: dir + "/dynamic"},
+		objdump: triple + "-objdump"}
 }
 
 type btOracleFrame struct {
@@ -132,15 +141,16 @@ type btOracleFrame struct {
 
 var (
 	btLeafRe  = regexp.MustCompile(`(?m)^leaf=0x([0-9a-f]+)$`)
+	btCallRe  = regexp.MustCompile(`\tblx?(\s|$)`) // objdump's ARM and AArch64 calls
 	btEndRe   = regexp.MustCompile(`(?m)^end=(stack|other -?\d+)$`)
 	btFrameRe = regexp.MustCompile(`(?m)^frame (\d+) pc=0x([0-9a-f]+) fn=0x([0-9a-f]+) sym=(\S+)\+0x([0-9a-f]+)$`)
 )
 
 // monitorBTCheck compares each run's getppid backtrace with the frames the
 // program printed; it returns the frames compared and agreed.
-func monitorBTCheck(t *testing.T, runs []guest.BacktraceRun, want [][]string) (compared, agreed int) {
-	if len(runs) != len(want) {
-		t.Fatalf("%d backtrace runs reported, want %d (%v)", len(runs), len(want), want)
+func monitorBTCheck(t *testing.T, runs []guest.BacktraceRun, b *monitorBT) (compared, agreed int) {
+	if len(runs) != len(b.runs) {
+		t.Fatalf("%d backtrace runs reported, want %d (%v)", len(runs), len(b.runs), b.runs)
 	}
 	hex := func(s string) uint64 { v, _ := strconv.ParseUint(strings.TrimPrefix(s, "0x"), 16, 64); return v }
 	for _, run := range runs {
@@ -222,15 +232,66 @@ func monitorBTCheck(t *testing.T, runs []guest.BacktraceRun, want [][]string) (c
 		}
 		// Past the oracle's last frame: nothing where it reached the
 		// outermost frame; where it stopped at a frame it could not
-		// unwind, at most that frame's return address (not compared).
+		// unwind, at most that frame's return address, which objdump
+		// must show right after a call (bl, blx) in the tracee.
 		extra := len(bt) - len(oracle) - 1
 		if em := btEndRe.FindStringSubmatch(run.Out); em == nil {
 			t.Errorf("%s: output %q: no end line", name, run.Out)
 		} else if extra > 0 && (em[1] == "stack" || extra > 1) {
 			t.Errorf("%s: monitor's backtrace has %d frames past the oracle's last (%+v; oracle's end %s)", name, extra, bt[len(oracle)+1:], em[1])
 		} else if extra > 0 {
-			t.Logf("%s: monitor's last frame %+v is past the oracle's (end %s): not compared", name, bt[len(bt)-1], em[1])
+			f := bt[len(bt)-1]
+			call := monitorBTCallBefore(t, b, f)
+			t.Logf("%s: monitor's last frame %+v is past the oracle's (end %s); objdump: %s", name, f, em[1], call)
+			compared++
+			if btCallRe.MatchString(call) {
+				agreed++
+			} else {
+				t.Errorf("%s: monitor's frame %d %+v: objdump shows no call before it (%q)", name, len(bt)-1, f, call)
+			}
 		}
 	}
 	return compared, agreed
+}
+
+// monitorBTCallBefore returns objdump's last instruction before frame f's
+// address (in a tracee's own executable, by its symbol and offset).
+func monitorBTCallBefore(t *testing.T, b *monitorBT, f monitor.Frame) string {
+	host, ok := b.host[f.File]
+	if !ok || f.Sym == "" {
+		return "not in a tracee's executable: " + f.File
+	}
+	ef, err := elf.Open(host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	syms, err := ef.Symbols()
+	ef.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var va uint64
+	for _, s := range syms {
+		if s.Name == f.Sym && elf.ST_TYPE(s.Info) == elf.STT_FUNC {
+			va = s.Value&^1 + f.Off // the Thumb bit is not part of the address
+		}
+	}
+	if va == 0 {
+		return "no symbol " + f.Sym
+	}
+	if _, err := exec.LookPath(b.objdump); err != nil {
+		t.Fatalf("%s: %v (scripts/setup.sh installs binutils for the target)", b.objdump, err)
+	}
+	out, err := exec.Command(b.objdump, "-d", "--start-address=0x"+strconv.FormatUint(va-4, 16),
+		"--stop-address=0x"+strconv.FormatUint(va, 16), host).Output()
+	if err != nil {
+		t.Fatalf("%s: %v", b.objdump, err)
+	}
+	last := ""
+	for _, l := range strings.Split(string(out), "\n") {
+		if strings.Contains(l, ":\t") && strings.Count(l, "\t") >= 2 { // "addr:\tbytes \tmnemonic\toperands"
+			last = l
+		}
+	}
+	return last
 }

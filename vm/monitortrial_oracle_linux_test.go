@@ -63,12 +63,14 @@ func monitorGuest(t *testing.T, meta string, arch *Arch, tab *sysent.Table, buil
 		t.Fatalf("%s: %v\n%s", strings.Join(cmd, " "), err, out)
 	}
 	var cfg = Config{Arch: arch}
-	var bt [][]string
+	var bt *monitorBT
+	var runs [][]string
 	if btTriple != "" {
-		cfg.Files, bt = monitorBTBuild(t, btTriple)
+		bt = monitorBTBuild(t, btTriple)
+		cfg.Files, runs = bt.files, bt.runs
 	}
 	start := time.Now()
-	rep, tm, err := MonitorTrial(ctx, deb, bin, bt, cfg)
+	rep, tm, err := MonitorTrial(ctx, deb, bin, runs, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,6 +184,6 @@ func monitorGuest(t *testing.T, meta string, arch *Arch, tab *sysent.Table, buil
 	t.Logf("%d calls by name: %v", len(names), names)
 	if btTriple != "" {
 		compared, agreed := monitorBTCheck(t, rep.Backtraces, bt)
-		t.Logf("backtrace oracle: %d frames compared, %d agreed (%d runs)", compared, agreed, len(bt))
+		t.Logf("backtrace oracle: %d frames compared, %d agreed (%d runs)", compared, agreed, len(runs))
 	}
 }
