@@ -73,9 +73,10 @@ func monitorBTBuild(t *testing.T, triple string) *monitorBT {
 	cc("-fno-omit-frame-pointer", "-c", "-o", "bt.o", src+"/bt.c")
 	cc("-fomit-frame-pointer", "-c", "-o", "omit.o", src+"/omit.c")
 	cc("-fno-omit-frame-pointer", "-c", "-o", "lib.o", src+"/lib.c")
+	cc("-fno-omit-frame-pointer", "-fno-asynchronous-unwind-tables", "-fno-unwind-tables", "-c", "-o", "notable.o", src+"/notable.c")
 	cc("-fno-omit-frame-pointer", "-fPIC", "-shared", "-o", "libkbt.so", src+"/lib.c")
-	cc("-static", "-o", "static", "bt.o", "omit.o", "lib.o")
-	cc("-rdynamic", "-Wl,-rpath,"+monitorBTLib, "-o", "dynamic", "bt.o", "omit.o", "-L.", "-lkbt")
+	cc("-static", "-o", "static", "bt.o", "omit.o", "notable.o", "lib.o")
+	cc("-rdynamic", "-Wl,-rpath,"+monitorBTLib, "-o", "dynamic", "bt.o", "omit.o", "notable.o", "-L.", "-lkbt")
 	read := func(p string) []byte {
 		t.Helper()
 		b, err := os.ReadFile(p)
@@ -128,7 +129,8 @@ func monitorBTBuild(t *testing.T, triple string) *monitorBT {
 		}
 	}
 	return &monitorBT{files: files,
-		runs:    [][]string{{monitorBTStatic}, {monitorBTDyn}, {monitorBTStatic, "signal"}, {monitorBTDyn, "signal"}},
+		runs: [][]string{{monitorBTStatic}, {monitorBTDyn}, {monitorBTStatic, "signal"}, {monitorBTDyn, "signal"},
+			{monitorBTStatic, "notable"}, {monitorBTDyn, "notable"}},
 		host:    map[string]string{monitorBTStatic: dir + "/static", monitorBTDyn: dir + "/dynamic"},
 		objdump: triple + "-objdump"}
 }
@@ -141,6 +143,7 @@ type btOracleFrame struct {
 
 var (
 	btLeafRe  = regexp.MustCompile(`(?m)^leaf=0x([0-9a-f]+)$`)
+	btNotabRe = regexp.MustCompile(`(?m)^notable ret0=0x([0-9a-f]+) ret1=0x([0-9a-f]+)$`)
 	btCallRe  = regexp.MustCompile(`\tblx?(\s|$)`) // objdump's ARM and AArch64 calls
 	btEndRe   = regexp.MustCompile(`(?m)^end=(stack|other -?\d+)$`)
 	btFrameRe = regexp.MustCompile(`(?m)^frame (\d+) pc=0x([0-9a-f]+) fn=0x([0-9a-f]+) sym=(\S+)\+0x([0-9a-f]+)$`)
@@ -234,21 +237,44 @@ func monitorBTCheck(t *testing.T, runs []guest.BacktraceRun, b *monitorBT) (comp
 		// outermost frame; where it stopped at a frame it could not
 		// unwind, at most that frame's return address, which objdump
 		// must show right after a call (bl, blx) in the tracee.
-		extra := len(bt) - len(oracle) - 1
-		if em := btEndRe.FindStringSubmatch(run.Out); em == nil {
+		em := btEndRe.FindStringSubmatch(run.Out)
+		if em == nil {
 			t.Errorf("%s: output %q: no end line", name, run.Out)
-		} else if extra > 0 && (em[1] == "stack" || extra > 1) {
-			t.Errorf("%s: monitor's backtrace has %d frames past the oracle's last (%+v; oracle's end %s)", name, extra, bt[len(oracle)+1:], em[1])
-		} else if extra > 0 {
-			f := bt[len(bt)-1]
+			continue
+		}
+		j := len(oracle) + 1 // the monitor's first frame past the oracle's
+		if em[1] != "stack" && j < len(bt) {
+			// libgcc stopped at a frame it could not unwind without
+			// printing it (ARM EHABI: EXIDX_CANTUNWIND before the
+			// callback): objdump must show a call (bl, blx) right before
+			// the monitor's frame there.
+			f := bt[j]
 			call := monitorBTCallBefore(t, b, f)
-			t.Logf("%s: monitor's last frame %+v is past the oracle's (end %s); objdump: %s", name, f, em[1], call)
+			t.Logf("%s: monitor's frame %d %+v is past the oracle's (end %s); objdump: %s", name, j, f, em[1], call)
 			compared++
 			if btCallRe.MatchString(call) {
 				agreed++
 			} else {
-				t.Errorf("%s: monitor's frame %d %+v: objdump shows no call before it (%q)", name, len(bt)-1, f, call)
+				t.Errorf("%s: monitor's frame %d %+v: objdump shows no call before it (%q)", name, j, f, call)
 			}
+			j++
+		}
+		if nm := btNotabRe.FindStringSubmatch(run.Out); nm != nil {
+			// notable has no unwind entry: libgcc's walk ends in it, the
+			// monitor's goes on by its frame record: the next two frames
+			// are the return addresses the compiler gave notable, less
+			// the Thumb bit (frames past them are not compared).
+			for k, w := range nm[1:] {
+				compared++
+				if j >= len(bt) || hex(bt[j].Addr) != hex(w)&^1 {
+					t.Errorf("%s: monitor's frame %d: want 0x%s (notable's __builtin_return_address(%d)); backtrace %+v", name, j, w, k, bt)
+				} else {
+					agreed++
+				}
+				j++
+			}
+		} else if j < len(bt) {
+			t.Errorf("%s: monitor's backtrace has %d frames past the oracle's last (%+v; oracle's end %s)", name, len(bt)-j, bt[j:], em[1])
 		}
 	}
 	return compared, agreed

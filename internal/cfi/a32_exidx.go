@@ -148,8 +148,8 @@ func (x *exidx) step(a *Arch, at uint64, r *Regs, mem Memory) (uint64, bool, boo
 	if err != nil {
 		return 0, false, false, err
 	}
-	if ops == nil { // EXIDX_CANTUNWIND: the outermost frame (_start) or code that cannot unwind
-		return 0, false, true, nil
+	if ops == nil { // EXIDX_CANTUNWIND: code without unwind information (_start, code built without tables)
+		return 0, false, false, fmt.Errorf("%w: EXIDX_CANTUNWIND at 0x%x", ErrNoFDE, at)
 	}
 	vsp, ok := r.Get(a.SP)
 	if !ok {

@@ -17,9 +17,12 @@
 //     ErrNoFDE; an operation kboost does not evaluate wraps
 //     decode.ErrNotSupported.
 //   - FromELF reads an ARM file's exception index rather than its
-//     .eh_frame; Step then pops what the covering entry's opcodes say (an
-//     EXIDX_CANTUNWIND entry is the outermost frame) and returns the popped
-//     r15 or else r14, without the Thumb bit.
+//     .eh_frame; Step then pops what the covering entry's opcodes say and
+//     returns the popped r15 or else r14, without the Thumb bit. An
+//     EXIDX_CANTUNWIND entry (linkers add one for code built without
+//     tables; _start has one) yields ErrNoFDE, as an address no entry
+//     covers: the caller falls back to the frame pointer. "Refuse to
+//     unwind" is the outermost frame.
 //   - Register numbers are DWARF's; Arch gives the stack pointer, frame
 //     pointer and return-address columns of each instruction set (per-arch
 //     files), looked up by *decode.Arch.

@@ -1,7 +1,8 @@
 /* The backtrace oracle of the monitor's guest trial (vm package,
  * TestOracleMonitorGuestARM64). A chain of calls, some through code built
  * with -fomit-frame-pointer (omit.c) and one through a shared library
- * (lib.c, libkbt.so, where the build is dynamic), reaches leaf, which
+ * (lib.c, libkbt.so, where the build is dynamic), and with the argument
+ * "notable" through a function without unwind tables (notable.c), reaches leaf, which
  * unwinds its own stack with libgcc's _Unwind_Backtrace, prints each frame
  * and then calls getppid, the program's only call of it: kboost monitor's
  * backtrace of that call must name the same return addresses.
@@ -93,6 +94,11 @@ __attribute__((noinline)) static int outer(int n) {
 	return r + 1;
 }
 
+__attribute__((noinline)) int chain(int n) {
+	int r = outer(n);
+	return r + 1;
+}
+
 static volatile int in_handler;
 
 static void handler(int sig) {
@@ -111,7 +117,9 @@ int main(int argc, char **argv) {
 		if (sigaction(SIGUSR1, &sa, 0) != 0 || raise(SIGUSR1) != 0)
 			return 2;
 		r = in_handler;
-	} else
+	} else if (argc > 1 && !strcmp(argv[1], "notable"))
+		r = notable(1);
+	else
 		r = outer(1);
 	printf("result %d\n", r);
 	return r > 0 ? 0 : 1;
