@@ -134,14 +134,17 @@ func (b *backtracer) readMaps(pid int) []mapping {
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		fl := strings.Fields(sc.Text())
-		if len(fl) < 6 || !strings.HasPrefix(fl[5], "/") || !strings.Contains(fl[1], "x") {
+		if len(fl) < 6 || !(strings.HasPrefix(fl[5], "/") || fl[5] == "[vdso]") || !strings.Contains(fl[1], "x") {
 			continue
 		}
 		lo, hi, _ := strings.Cut(fl[0], "-")
 		start, _ := strconv.ParseUint(lo, 16, 64)
 		end, _ := strconv.ParseUint(hi, 16, 64)
 		off, _ := strconv.ParseUint(fl[2], 16, 64)
-		m := mapping{start: start, end: end, off: off, path: fl[5], file: b.file(fl[5])}
+		m := mapping{start: start, end: end, off: off, path: fl[5]}
+		if fl[5] != "[vdso]" { // the vDSO: no file (a signal return trampoline, cfi.Arch.SigReturn)
+			m.file = b.file(fl[5])
+		}
 		out = append(out, m)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].start < out[j].start })
@@ -289,7 +292,13 @@ func (st *stack) read(addr uint64) (uint64, bool) {
 // frame-pointer walk alone cannot tell a function that keeps no frame
 // pointer (a C library's system call wrappers, code built with
 // -fomit-frame-pointer), whose caller it then skips or whose garbage rbp it
-// follows.
+// follows. The stack must grow toward its base frame by frame but at a
+// frame whose pc is exact (the innermost, or one a signal interrupted)
+// where the return address is in a register (cfi.Arch.LinkReg): a leaf
+// there, arm64's system call wrappers, may keep no stack frame at all, its
+// caller's stack pointer its own. A pc no table covers may be the
+// kernel's signal return trampoline (cfi.Arch.SigReturn: arm64's vDSO),
+// whose caller is the interrupted pc the signal frame holds.
 func (b *backtracer) walk(c *tracer.Call, tab *sysent.Table) []Frame {
 	s := b.space(c.Pid)
 	if !s.holds(c.IP) { // mapped by a call kboost did not stop at (an attach, a missed event)
@@ -324,7 +333,7 @@ func (b *backtracer) walk(c *tracer.Call, tab *sysent.Table) []Frame {
 				ret, signal, end, err := t.Step(a, va, &regs, st.read)
 				if err == nil {
 					nsp, _ := regs.Get(a.SP)
-					if end || ret == 0 || !s.holds(ret) || (nsp <= sp && !signal) {
+					if end || ret == 0 || !s.holds(ret) || (nsp <= sp && !signal && !(nsp == sp && exact && a.LinkReg)) {
 						break
 					}
 					frames = append(frames, b.symbolize(s, ret))
@@ -332,6 +341,16 @@ func (b *backtracer) walk(c *tracer.Call, tab *sysent.Table) []Frame {
 					continue
 				}
 				// no FDE for pc (or one kboost cannot evaluate): the frame pointer
+			}
+			if a.SigReturn != nil {
+				if ret, ok := a.SigReturn(pc, &regs, st.read); ok {
+					if ret == 0 || !s.holds(ret) {
+						break
+					}
+					frames = append(frames, b.symbolize(s, ret))
+					pc, exact = ret, true // the interrupted pc itself
+					continue
+				}
 			}
 			fp, _ = regs.Get(a.FP)
 		}

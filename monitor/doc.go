@@ -6,11 +6,11 @@
 // Only the selected calls stop (a seccomp filter when the monitor starts
 // the tree); ExecMaps narrows the mapping calls to those with PROT_EXEC in
 // the filter itself. Backtraces unwind each frame by the call frame
-// information (.eh_frame, package internal/cfi) of the file its pc is in,
-// and by the frame pointer where none covers it, over the executable
-// mappings of the process, re-read only after a call that can map code
-// (the monitor stops at those even when they are not selected, and does
-// not record them); symbols and call frame information come from each
+// information (.eh_frame, 32-bit ARM's .ARM.exidx; package internal/cfi) of
+// the file its pc is in, and by the frame pointer where none covers it,
+// over the executable mappings of the process, re-read only after a call
+// that can map code (the monitor stops at those even when they are not
+// selected, and does not record them); symbols and call frame information come from each
 // file's ELF sections, read once per (device, inode, mtime).
 //
 // Records go to their own writer (a file, as JSON lines or text), never to

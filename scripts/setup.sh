@@ -13,10 +13,13 @@ if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
 # <sys/sdt.h> (USDT sites of the uprobe corpus), gcc-multilib (the i386 build of
 # that corpus), clang with libc6-dev-arm64-cross and libgcc-12-dev-arm64-cross
 # (the static arm64 corpus probed in booted arm64 guests; Debian's
-# gcc-aarch64-linux-gnu conflicts with gcc-multilib), strace (the monitor's oracle),
+# gcc-aarch64-linux-gnu conflicts with gcc-multilib), the armhf counterparts
+# libc6-dev-armhf-cross, libgcc-12-dev-armhf-cross and binutils-arm-linux-gnueabihf
+# (clang's linker for that target; the monitor's backtrace oracle tracees of the
+# armhf guest, vm/testdata/monitorbt), strace (the monitor's oracle),
 # chromium (the pictures tested in a real browser, headless).
 # gdb (the CFI unwinder's oracle, TestBacktraceCFI), jq (the README's JSON examples, run by TestREADMEJqExamples).
-pkgs=(binutils binutils-aarch64-linux-gnu binutils-arm-linux-gnueabi gcc make bc bison flex libelf-dev libssl-dev xz-utils zstd cpio linux-source-6.1 linux-source-6.12 linux-config-6.1 linux-config-6.12 qemu-system-x86 qemu-system-arm qemu-user-static file time systemtap-sdt-dev gcc-multilib clang libc6-dev-arm64-cross libgcc-12-dev-arm64-cross strace gdb chromium jq)
+pkgs=(binutils binutils-aarch64-linux-gnu binutils-arm-linux-gnueabi gcc make bc bison flex libelf-dev libssl-dev xz-utils zstd cpio linux-source-6.1 linux-source-6.12 linux-config-6.1 linux-config-6.12 qemu-system-x86 qemu-system-arm qemu-user-static file time systemtap-sdt-dev gcc-multilib clang libc6-dev-arm64-cross libgcc-12-dev-arm64-cross libc6-dev-armhf-cross libgcc-12-dev-armhf-cross binutils-arm-linux-gnueabihf strace gdb chromium jq)
 # node and npm run the HTML validator of the page tests (html-validate, pinned
 # in internal/render/testdata/validator; it wants node >= 18.19, as Debian 12
 # has). A node from elsewhere (nodesource bundles npm) is used as it is.

@@ -23,8 +23,10 @@ const (
 // links): bin, a static program for cfg.Arch, runs natively and under
 // kboost's reference monitor, built for the guest's architecture, and the
 // guest reports both outputs, the monitor's records and what was left
-// running.
-func MonitorTrial(ctx context.Context, deb, bin string, cfg Config) (*guest.MonitorReport, Timing, error) {
+// running. bt holds command lines of programs already in cfg.Files (with
+// the libraries they load) that the step then runs under the monitor with
+// backtraces, in the same boot (guest.MonitorArgs.Backtrace).
+func MonitorTrial(ctx context.Context, deb, bin string, bt [][]string, cfg Config) (*guest.MonitorReport, Timing, error) {
 	dk, err := kimage.ReadDeb(deb)
 	if err != nil {
 		return nil, Timing{}, err
@@ -50,7 +52,7 @@ func MonitorTrial(ctx context.Context, deb, bin string, cfg Config) (*guest.Moni
 	if cfg.Timeout == 0 {
 		cfg.Timeout = 20 * time.Minute
 	}
-	raw, err := json.Marshal(guest.MonitorArgs{Bin: MonitorTrialBin, Deny: MonitorTrialDeny})
+	raw, err := json.Marshal(guest.MonitorArgs{Bin: MonitorTrialBin, Deny: MonitorTrialDeny, Backtrace: bt})
 	if err != nil {
 		return nil, Timing{}, err
 	}

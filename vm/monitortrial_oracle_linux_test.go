@@ -21,27 +21,30 @@ import (
 // Issue 15's arm64 and ARM tracees: kboost's reference monitor, built for
 // the guest (kboost-guest links it), traces a static program inside
 // Debian's booted arm64 and armhf kernels, one boot each. The program
-// (monitor/testdata/guest.c, clang for arm64; guestgo, Go for ARM: no armhf
-// C cross compiler is installed) prints the system call numbers of its own
+// (monitor/testdata/guest.c, clang for arm64; guestgo, Go for ARM) prints the system call numbers of its own
 // headers, opens a file the monitor's policy denies, forks a child that
 // executes the program again and exits 3. The records must name each call
 // as the arch's table does, carry the numbers the program printed, show
 // the openat denied with EPERM (which the program saw), the fork child's
 // exec and exit followed; the output must be the native one but for that
-// open, and nothing may be left running.
+// open, and nothing may be left running. In the same boot the backtrace
+// oracle's tracees (monitorbt_oracle_linux_test.go) check the monitor's
+// backtraces: arm64's .eh_frame unwinding, ARM's exception index.
 func TestOracleMonitorGuestARM64(t *testing.T) {
 	monitorGuest(t, "linux-image-arm64", ARM64, sysent.TableARM64, func(t *testing.T, bin string) []string {
 		return []string{"clang", "--target=aarch64-linux-gnu", "-O1", "-static", "-o", bin, "../monitor/testdata/guest.c"}
-	})
+	}, "aarch64-linux-gnu")
 }
 
 func TestOracleMonitorGuestARM(t *testing.T) {
 	monitorGuest(t, "linux-image-armmp", ARM, sysent.TableARM, func(t *testing.T, bin string) []string {
 		return []string{"go", "build", "-o", bin, "../monitor/testdata/guestgo"}
-	})
+	}, "arm-linux-gnueabihf")
 }
 
-func monitorGuest(t *testing.T, meta string, arch *Arch, tab *sysent.Table, build func(*testing.T, string) []string) {
+// btTriple, if not empty, is clang's target for the backtrace oracle's
+// tracees (monitorbt_oracle_linux_test.go), run in the same boot.
+func monitorGuest(t *testing.T, meta string, arch *Arch, tab *sysent.Table, build func(*testing.T, string) []string, btTriple string) {
 	oracleGate(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
@@ -59,8 +62,15 @@ func monitorGuest(t *testing.T, meta string, arch *Arch, tab *sysent.Table, buil
 	if out, err := c.CombinedOutput(); err != nil {
 		t.Fatalf("%s: %v\n%s", strings.Join(cmd, " "), err, out)
 	}
+	var cfg = Config{Arch: arch}
+	var bt *monitorBT
+	var runs [][]string
+	if btTriple != "" {
+		bt = monitorBTBuild(t, btTriple)
+		cfg.Files, runs = bt.files, bt.runs
+	}
 	start := time.Now()
-	rep, tm, err := MonitorTrial(ctx, deb, bin, Config{Arch: arch})
+	rep, tm, err := MonitorTrial(ctx, deb, bin, runs, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,4 +182,8 @@ func monitorGuest(t *testing.T, meta string, arch *Arch, tab *sysent.Table, buil
 		}
 	}
 	t.Logf("%d calls by name: %v", len(names), names)
+	if btTriple != "" {
+		compared, agreed := monitorBTCheck(t, rep.Backtraces, bt)
+		t.Logf("backtrace oracle: %d frames compared, %d agreed (%d runs)", compared, agreed, len(runs))
+	}
 }

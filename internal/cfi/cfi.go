@@ -243,6 +243,9 @@ type Table struct {
 	index   []fdeRef
 	cies    map[int]*cie
 	rows    map[uint64]*row // rows already evaluated, by address
+	// step, when set, unwinds instead of .eh_frame's rows: another
+	// format's table (a32_exidx.go).
+	step func(a *Arch, at uint64, r *Regs, mem Memory) (pc uint64, signal, end bool, err error)
 }
 
 // rowCacheMax bounds Table.rows (a long trace visits many call sites, but

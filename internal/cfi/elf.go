@@ -5,8 +5,19 @@ import (
 	"fmt"
 )
 
-// FromELF indexes f's .eh_frame (an error wrapping ErrNoFDE when f has none).
+// elfReaders read the unwind tables of other formats (per-arch files):
+// the first that finds its table in a file serves the file.
+var elfReaders []func(*elf.File) (t *Table, found bool, err error)
+
+// FromELF indexes f's .eh_frame (an error wrapping ErrNoFDE when f has
+// none), or the table of another format that f has instead (32-bit ARM's
+// .ARM.exidx).
 func FromELF(f *elf.File) (*Table, error) {
+	for _, read := range elfReaders {
+		if t, ok, err := read(f); ok {
+			return t, err
+		}
+	}
 	fr := f.Section(".eh_frame")
 	if fr == nil || fr.Type == elf.SHT_NOBITS {
 		return nil, fmt.Errorf("%w: no .eh_frame", ErrNoFDE)

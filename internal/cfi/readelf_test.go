@@ -70,7 +70,7 @@ type readelfCase struct {
 // the row Step uses at that address, found through .eh_frame_hdr and
 // through the sorted index alike: x86-64's (the machine's) and arm64's
 // (Debian's libc6-arm64-cross, read by aarch64-linux-gnu-readelf). 32-bit
-// ARM unwinds through .ARM.exidx (EHABI), not .eh_frame: it is not here.
+// ARM unwinds through .ARM.exidx (EHABI), not .eh_frame: TestReadelfExidx.
 func TestReadelfRows(t *testing.T) {
 	for _, c := range []readelfCase{
 		{decode.X86_64, "readelf", []string{"/lib/x86_64-linux-gnu/libc.so.6", "/lib64/ld-linux-x86-64.so.2"}, readelfX86_64},

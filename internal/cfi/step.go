@@ -21,6 +21,12 @@ type Arch struct {
 	// the frame's pc (a leaf's caller is in it).
 	LinkReg bool
 	PtrSize int
+	// SigReturn, when set, recognises the kernel's signal return
+	// trampoline at pc (code no table covers, such as arm64's vDSO): it
+	// turns r into the interrupted registers, read from the signal frame
+	// through mem, and returns the interrupted pc (exact, not a return
+	// address).
+	SigReturn func(pc uint64, r *Regs, mem Memory) (uint64, bool)
 }
 
 // arches holds the per-arch values (x86_cfi.go, a64_cfi.go).
@@ -62,6 +68,9 @@ type Memory func(addr uint64) (uint64, bool)
 // caller's pc is then exact, not a return address), and end at the
 // outermost frame (its return address is undefined).
 func (t *Table) Step(a *Arch, at uint64, r *Regs, mem Memory) (pc uint64, signal, end bool, err error) {
+	if t.step != nil {
+		return t.step(a, at, r, mem)
+	}
 	rw, err := t.rowAt(at)
 	if err != nil {
 		return 0, false, false, err

@@ -7,6 +7,10 @@ package guest
 type MonitorArgs struct {
 	Bin  string `json:"bin"`
 	Deny string `json:"deny"`
+	// Backtrace lists the command lines run under the monitor with
+	// backtraces on (every call, no policy): the backtrace oracle's
+	// tracees, each printing its own stack (vm/testdata/monitorbt).
+	Backtrace [][]string `json:"backtrace,omitempty"`
 }
 
 // MonitorReport is the "monitor-trial" step's result (monitor-trial.json).
@@ -21,4 +25,15 @@ type MonitorReport struct {
 	// Leftover lists the processes below the guest's init after the
 	// monitor returned ("pid comm"): none may remain.
 	Leftover []string `json:"leftover"`
+	// Backtraces holds MonitorArgs.Backtrace's runs, in order.
+	Backtraces []BacktraceRun `json:"backtraces,omitempty"`
+}
+
+// BacktraceRun is one program run under the monitor with backtraces.
+type BacktraceRun struct {
+	Argv    []string `json:"argv"`
+	Out     string   `json:"out"`     // its stdout
+	Records string   `json:"records"` // the monitor's JSON lines, each call with its backtrace
+	Status  int      `json:"status"`
+	Err     string   `json:"err,omitempty"`
 }

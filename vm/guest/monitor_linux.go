@@ -22,7 +22,8 @@ func init() {
 
 // monitorStep runs MonitorArgs.Bin natively, then under kboost's reference
 // monitor (every call, seccomp filter, a policy denying the openat of
-// Deny), and lists what is left running afterwards.
+// Deny), and lists what is left running afterwards; then it runs each of
+// MonitorArgs.Backtrace under the monitor with backtraces.
 func monitorStep(e *Env, args MonitorArgs) error {
 	var u unix.Utsname
 	if err := unix.Uname(&u); err != nil {
@@ -41,26 +42,20 @@ func monitorStep(e *Env, args MonitorArgs) error {
 	if err != nil {
 		return err
 	}
-	stdout, err := os.CreateTemp("", "monitor-trial-")
+	run, err := monitored(monitor.Options{Argv: []string{args.Bin, args.Deny}, Policy: pol})
 	if err != nil {
 		return err
 	}
-	defer os.Remove(stdout.Name())
-	var rec bytes.Buffer
-	m, err := monitor.New(monitor.Options{Argv: []string{args.Bin, args.Deny}, Policy: pol, JSON: true, Out: &rec,
-		Stdio: [3]*os.File{nil, stdout, nil}})
-	if err != nil {
-		rep.Err = err.Error()
-	} else {
-		sum, err := m.Run()
-		rep.Status = sum.Status
+	rep.Traced, rep.Records, rep.Status, rep.Err = run.Out, run.Records, run.Status, run.Err
+	for _, argv := range args.Backtrace {
+		run, err := monitored(monitor.Options{Argv: argv, Backtrace: true})
 		if err != nil {
-			rep.Err = err.Error()
+			return err
 		}
+		run.Argv = argv
+		rep.Backtraces = append(rep.Backtraces, run)
+		e.Logf("monitor-trial: %q under the monitor with backtraces: status %d, %d bytes of records", argv, run.Status, len(run.Records))
 	}
-	stdout.Close()
-	b, _ := os.ReadFile(stdout.Name())
-	rep.Traced, rep.Records = string(b), rec.String()
 	rep.Leftover = []string{}
 	for _, pid := range procstat.Descendants(os.Getpid()) {
 		comm, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/comm")
@@ -68,4 +63,31 @@ func monitorStep(e *Env, args MonitorArgs) error {
 	}
 	e.Logf("monitor-trial: native status %d, monitored status %d, %d bytes of records", rep.NativeStatus, rep.Status, len(rep.Records))
 	return e.PutJSON("monitor-trial.json", rep)
+}
+
+// monitored runs opt.Argv under the monitor, JSON records and the
+// program's stdout kept; the monitor's own failure is in the run's Err.
+func monitored(opt monitor.Options) (BacktraceRun, error) {
+	stdout, err := os.CreateTemp("", "monitor-trial-")
+	if err != nil {
+		return BacktraceRun{}, err
+	}
+	defer os.Remove(stdout.Name())
+	var rec bytes.Buffer
+	var run BacktraceRun
+	opt.JSON, opt.Out, opt.Stdio = true, &rec, [3]*os.File{nil, stdout, nil}
+	m, err := monitor.New(opt)
+	if err != nil {
+		run.Err = err.Error()
+	} else {
+		sum, err := m.Run()
+		run.Status = sum.Status
+		if err != nil {
+			run.Err = err.Error()
+		}
+	}
+	stdout.Close()
+	b, _ := os.ReadFile(stdout.Name())
+	run.Out, run.Records = string(b), rec.String()
+	return run, nil
 }
