@@ -207,10 +207,10 @@ func TestOneStopResults(t *testing.T) {
 				if name == "restart_syscall" {
 					name = resumed[c.Tid]
 				}
-				if c.Errno == "E516" { // ERESTART_RESTARTBLOCK: restart_syscall resumes it
+				if c.Errno == "ERESTART_RESTARTBLOCK" { // restart_syscall resumes it
 					resumed[c.Tid] = name
 				}
-				if name == "futex" || name == "rt_sigreturn" || c.Errno == "E516" || c.Errno == "E512" && name == "wait4" {
+				if name == "futex" || name == "rt_sigreturn" || c.Errno == "ERESTART_RESTARTBLOCK" || c.Errno == "ERESTARTSYS" && name == "wait4" {
 					continue
 				}
 				ret := c.Ret
