@@ -339,6 +339,15 @@ func (t *Tracer) inheritMM(parent *thread, child int, childPid int, vfork bool) 
 	if t.mms == nil || childPid == parent.pid {
 		return
 	}
+	// The creator's event may come after the child's own first calls (it
+	// then mapped pages of its own) or after its exec (a new address
+	// space, with none of its creator's pages): it has its state already.
+	if _, ok := t.mms[childPid]; ok {
+		return
+	}
+	if c := t.threads[child]; c != nil && c.execed {
+		return
+	}
 	pm := t.mms[parent.pid]
 	if pm == nil || pm.state != mmReady {
 		return

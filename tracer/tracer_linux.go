@@ -54,6 +54,7 @@ type thread struct {
 	slot   int
 	slotMM *stubMM
 	inj    *injection
+	execed bool // since it was created: its creator's pages are not in it
 }
 
 // Tracer is one trace, owned by a locked OS thread.
@@ -475,6 +476,7 @@ func (t *Tracer) stopped(th *thread, ws unix.WaitStatus) {
 		// helper may report that exec too: only the tracee's counts.
 		th.hidden = th.hidden && !t.armed
 		if t.mms != nil { // a new address space: no stub pages yet
+			th.execed = true
 			th.def = nil
 			t.releaseSlot(th)
 			delete(t.mms, th.pid)
