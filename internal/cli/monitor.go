@@ -101,7 +101,7 @@ until it exits. Exit status 130 after SIGINT.`,
 			if stopped {
 				return interrupted("monitor (tracee released)")
 			}
-			return nil
+			return tracedStatus("monitor", sum.Status)
 		},
 	}
 	f := cmd.Flags()
