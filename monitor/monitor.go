@@ -37,6 +37,10 @@ type Options struct {
 	// mediates.
 	ExecMaps  bool
 	MaxFrames int
+	// ExitStops stops at every monitored call's exit as strace does,
+	// instead of one stop per call where kboost's stub can return the
+	// result (x86-64 calls of a tree kboost started).
+	ExitStops bool
 	Stdio     [3]*os.File // the started command's stdin, stdout, stderr (nil: kboost's)
 }
 
@@ -84,7 +88,7 @@ type Monitor struct {
 	tr      *tracer.Tracer
 	w       *bufio.Writer
 	enc     *json.Encoder
-	pending map[int]*Record
+	pending map[*tracer.Call]*Record // entered, not yet returned (a thread may have two: a deferred call and one in a signal handler)
 	sum     Summary
 	bt      *backtracer
 	werr    error
@@ -160,7 +164,7 @@ func New(opt Options) (*Monitor, error) {
 			}
 		}
 	}
-	m := &Monitor{opt: opt, pending: map[int]*Record{}, sum: Summary{BySyscall: map[string]int{}}}
+	m := &Monitor{opt: opt, pending: map[*tracer.Call]*Record{}, sum: Summary{BySyscall: map[string]int{}}}
 	if opt.Out != nil {
 		m.w = bufio.NewWriterSize(opt.Out, 64<<10)
 		m.enc = json.NewEncoder(m.w)
@@ -170,7 +174,7 @@ func New(opt Options) (*Monitor, error) {
 		m.bt.noSyms = opt.NoSymbols
 	}
 	m.tr, err = tracer.New(tracer.Config{Argv: opt.Argv, Pid: opt.Pid, Filter: filter, When: when, UseSeccomp: !opt.NoSeccomp, Stdio: opt.Stdio,
-		FramePointer: m.bt != nil})
+		FramePointer: m.bt != nil, ExitStops: opt.ExitStops})
 	if err != nil {
 		return nil, err
 	}
@@ -235,7 +239,7 @@ func (m *Monitor) Enter(c *tracer.Call) uintptr {
 			rec.Backtrace = frames
 		}
 	}
-	m.pending[c.Tid] = rec
+	m.pending[c] = rec
 	if r := m.opt.Policy.Decide(rec.Syscall, paths, callers); r != nil && r.Deny {
 		rec.Denied, rec.Rule = true, r.String()
 		return uintptr(syscall.EPERM)
@@ -245,8 +249,8 @@ func (m *Monitor) Enter(c *tracer.Call) uintptr {
 
 // Exit implements tracer.Handler.
 func (m *Monitor) Exit(c *tracer.Call) {
-	rec := m.pending[c.Tid]
-	delete(m.pending, c.Tid)
+	rec := m.pending[c]
+	delete(m.pending, c)
 	if rec == nil {
 		return
 	}

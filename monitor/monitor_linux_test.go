@@ -16,6 +16,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // These tests trace real processes (ptrace): KBOOST_ROOT=1.
@@ -139,11 +141,11 @@ func monitored(t *testing.T, mode string, opt Options, during func(m *Monitor, o
 // the same status with and without the monitor, in both stop modes.
 func TestTraceesBehaveAsNative(t *testing.T) {
 	needTracing(t)
-	for _, mode := range []string{"threads", "fork", "vfork", "clone", "execthread", "signals", "sigstop", "killed"} {
+	for _, mode := range []string{"threads", "fork", "vfork", "clone", "execthread", "signals", "sigstop", "killed", "restart"} {
 		want, wantStatus := native(t, mode)
-		for _, seccomp := range []bool{true, false} {
-			name := mode + "/seccomp=" + strconv.FormatBool(seccomp)
-			r := monitored(t, mode, Options{NoSeccomp: !seccomp}, nil)
+		for _, opt := range []Options{{}, {ExitStops: true}, {NoSeccomp: true}} {
+			name := fmt.Sprintf("%s/seccomp=%v/exit-stops=%v", mode, !opt.NoSeccomp, opt.ExitStops)
+			r := monitored(t, mode, opt, nil)
 			if r.out != want {
 				t.Errorf("%s: output %q, native %q", name, r.out, want)
 			}
@@ -173,6 +175,63 @@ func TestTraceesBehaveAsNative(t *testing.T) {
 					t.Errorf("%s: calls of %d threads recorded, want the children's too", name, len(tids))
 				}
 			}
+		}
+	}
+}
+
+// TestOneStopResults: the results x86-64 calls return through kboost's stub
+// (one stop per call) are the ones the kernel reports at their exit stops
+// (PTRACE_GET_SYSCALL_INFO, --exit-stops), call by call per thread, for
+// the tracees that create threads and processes, take signals and have
+// calls restarted (SA_RESTART, EINTR, restart_syscall). Results that are
+// addresses, ids or times differ between any two runs and are compared
+// as kinds only.
+func TestOneStopResults(t *testing.T) {
+	needTracing(t)
+	varying := map[string]bool{"mmap": true, "brk": true, "clone": true, "clone3": true, "fork": true, "vfork": true,
+		"getpid": true, "gettid": true, "getppid": true, "set_tid_address": true, "wait4": true, "rseq": true,
+		"getrandom": true, "clock_gettime": true, "futex": true}
+	for _, mode := range []string{"workload", "restart", "signals", "threads", "fork", "vfork", "sigstop"} {
+		seqs := func(opt Options) [][]string {
+			r := monitored(t, mode, opt, nil)
+			per := map[int][]string{}
+			resumed := map[int]string{}
+			var tids []int
+			for _, c := range r.records {
+				// futex waits depend on timing; rt_sigreturn returns a
+				// register; whether a wait or sleep is interrupted by a
+				// SIGCHLD (and resumed by restart_syscall) depends on when
+				// the child ends. The restart mode's SA_RESTART and EINTR
+				// reads do not depend on timing and stay.
+				name := c.Syscall
+				if name == "restart_syscall" {
+					name = resumed[c.Tid]
+				}
+				if c.Errno == "ERESTART_RESTARTBLOCK" { // restart_syscall resumes it
+					resumed[c.Tid] = name
+				}
+				if name == "futex" || name == "rt_sigreturn" || c.Errno == "ERESTART_RESTARTBLOCK" || c.Errno == "ERESTARTSYS" && name == "wait4" {
+					continue
+				}
+				ret := c.Ret
+				if varying[name] && c.Errno == "" || (mode == "threads" || mode == "workload") && name == "openat" {
+					ret = "*" // threads open at once: which gets which fd varies
+				}
+				if per[c.Tid] == nil {
+					tids = append(tids, c.Tid)
+				}
+				per[c.Tid] = append(per[c.Tid], name+"="+ret)
+			}
+			sort.Slice(tids, func(i, j int) bool { return strings.Join(per[tids[i]], " ") < strings.Join(per[tids[j]], " ") })
+			var out [][]string
+			for _, tid := range tids {
+				out = append(out, per[tid])
+			}
+			return out
+		}
+		one, two := seqs(Options{}), seqs(Options{ExitStops: true})
+		if d := cmp.Diff(two, one); d != "" {
+			t.Errorf("%s: per-thread calls with one stop per call (+) and with exit stops (-):\n%s", mode, d)
 		}
 	}
 }

@@ -14,6 +14,9 @@ func ErrnoName(e int) string {
 	if n := unix.ErrnoName(syscall.Errno(e)); n != "" {
 		return n
 	}
+	if n := restartErrnos[e]; n != "" {
+		return n
+	}
 	return "E" + strconv.Itoa(e)
 }
 

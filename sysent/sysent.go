@@ -296,3 +296,10 @@ var openCommon = []flagName{
 	{0o4000, "O_NONBLOCK"}, {0o4010000, "O_SYNC"}, {0o10000, "O_DSYNC"}, {0o20000, "FASYNC"},
 	{0o1000000, "O_NOATIME"}, {0o2000000, "O_CLOEXEC"}, {0o10000000, "O_PATH"},
 }
+
+// restartErrnos are the kernel's internal codes (include/linux/errno.h)
+// that a tracer sees as the result of a call interrupted by a signal, at
+// its exit stop: the kernel turns them into a restart or EINTR before the
+// program runs again.
+var restartErrnos = map[int]string{512: "ERESTARTSYS", 513: "ERESTARTNOINTR", 514: "ERESTARTNOHAND",
+	515: "ENOIOCTLCMD", 516: "ERESTART_RESTARTBLOCK"}

@@ -34,6 +34,10 @@ type Config struct {
 	// FramePointer fills Call.FP and Call.Regs at each monitored call's
 	// entry (one more ptrace request per call: backtraces need it).
 	FramePointer bool
+	// ExitStops stops every monitored call at its exit too, as strace
+	// does, instead of letting an x86-64 call return through kboost's stub
+	// (one stop per call: see defer_linux.go).
+	ExitStops bool
 	// NoSyscalls resumes tracees with PTRACE_CONT once the traced command
 	// runs: no system call stops at all (a breakpoint engine needs none).
 	NoSyscalls bool

@@ -47,6 +47,14 @@ type thread struct {
 	call      *Call // inside a monitored call (entry seen)
 	hidden    bool  // kboost's own start-up helper, before the tracee's execve
 	listening bool
+	// One stop per call (defer_linux.go): the call returning through the
+	// thread's stub, the thread's slot, and a call of kboost's own made in
+	// place of one of the thread's.
+	def    *deferred
+	slot   int
+	slotMM *stubMM
+	inj    *injection
+	execed bool // since it was created: its creator's pages are not in it
 }
 
 // Tracer is one trace, owned by a locked OS thread.
@@ -74,6 +82,11 @@ type Tracer struct {
 	h           Handler
 	// taken are exits a Prober's own wait4 took (Reaped), for the loop.
 	taken []takenExit
+	// Stub pages per process (nil: no call is deferred), the calls never
+	// deferred per calling mode, and the last sequence number given.
+	mms   map[int]*stubMM
+	never map[uint32]map[uint64]bool
+	seq   uint64
 }
 
 type takenExit struct {
@@ -202,6 +215,7 @@ const baseOpts = unix.PTRACE_O_TRACEFORK | unix.PTRACE_O_TRACEVFORK | unix.PTRAC
 
 func (t *Tracer) spawn() error {
 	t.seccomp = t.cfg.UseSeccomp
+	t.deferSetup()
 	var prog []byte
 	if t.seccomp {
 		prog = buildFilter(t.cfg.Filter, t.cfg.When)
@@ -226,6 +240,9 @@ func (t *Tracer) spawn() error {
 	opts := baseOpts | unix.PTRACE_O_EXITKILL
 	if t.seccomp {
 		opts |= unix.PTRACE_O_TRACESECCOMP
+	}
+	if t.mms != nil {
+		opts |= unix.PTRACE_O_TRACEEXIT // a deferred call's result is read before the task's memory goes
 	}
 	if err := ptrace(unix.PTRACE_SEIZE, pid, 0, uintptr(opts)); err != nil {
 		unix.Kill(pid, unix.SIGKILL)
@@ -295,7 +312,7 @@ func tasks(pid int) ([]int, error) { return procstat.Threads(pid) }
 func descendants(pid int) []int { return procstat.Descendants(pid) }
 
 func (t *Tracer) addThread(tid, pid int, hidden bool) *thread {
-	th := &thread{tid: tid, pid: pid, hidden: hidden || !t.armed}
+	th := &thread{tid: tid, pid: pid, hidden: hidden || !t.armed, slot: -1}
 	t.threads[tid] = th
 	if !th.hidden {
 		t.count(th)
@@ -432,6 +449,7 @@ func (t *Tracer) stopped(th *thread, ws unix.WaitStatus) {
 		if t.threads[child] == nil {
 			t.addThread(child, pid, th.hidden)
 		}
+		t.inheritMM(th, child, pid, ev == unix.PTRACE_EVENT_VFORK)
 		t.event(th, Event{Kind: EvNewThread, Parent: th.tid})
 		if c := t.threads[child]; t.report(c) {
 			t.h.Event(Event{Kind: EvNewThread, Tid: child, Pid: pid, Parent: th.tid, VFork: ev == unix.PTRACE_EVENT_VFORK})
@@ -457,9 +475,19 @@ func (t *Tracer) stopped(th *thread, ws unix.WaitStatus) {
 		// Seized while its own exec (of kboost's helper) was finishing, the
 		// helper may report that exec too: only the tracee's counts.
 		th.hidden = th.hidden && !t.armed
+		if t.mms != nil { // a new address space: no stub pages yet
+			th.execed = true
+			th.def = nil
+			t.releaseSlot(th)
+			delete(t.mms, th.pid)
+		}
 		t.event(th, Event{Kind: EvExec, FormerTid: former})
 		t.resume(th, 0)
+	case ev == unix.PTRACE_EVENT_EXIT:
+		t.settle(th)
+		t.resume(th, 0)
 	case ev == eventStop:
+		t.settleStopped(th)
 		if isStopSignal(sig) {
 			th.listening = true
 			t.event(th, Event{Kind: EvGroupStop, Signal: int(sig)})
@@ -469,6 +497,7 @@ func (t *Tracer) stopped(th *thread, ws unix.WaitStatus) {
 		th.listening = false
 		t.resume(th, 0)
 	default: // signal-delivery-stop: deliver it unchanged
+		t.settleStopped(th)
 		if p := t.prober(); p != nil && sig == unix.SIGTRAP && p.Trap(th.tid, th.pid) {
 			t.resume(th, 0)
 			return
@@ -533,16 +562,31 @@ func (t *Tracer) syscallStop(th *thread) {
 	}
 	switch si.Op {
 	case infoEntry, infoSeccomp:
+		if th.inj != nil { // kboost's own call: on to its exit
+			ptrace(unix.PTRACE_SYSCALL, th.tid, 0, 0)
+			return
+		}
 		nr := si.U[0]
 		if !t.armed && th.tid == t.root && isExecve(si.Arch, nr) {
 			th.hidden = false // kboost's helper execs the tracee: report from here
 			t.armed = true
 			t.count(th)
 		}
+		restarted := false
+		if rs := deferSpecs[si.Arch]; rs != nil && t.mms != nil {
+			restarted = th.restartedHere(rs, si.IP)
+		}
+		t.settle(th) // a restarted call's earlier attempt is reported unfinished
 		if !t.report(th) || !t.monitored(si.Arch, nr, si.U[1:7]) {
 			th.call = nil
 			t.resume(th, 0)
 			return
+		}
+		s := t.deferrable(th, si.Arch, nr, si.IP)
+		if s != nil && !restarted {
+			if mm := t.mmOf(th); mm.state != mmReady && t.startInjection(th, s, mm) {
+				return // the call is made again once kboost's own is done
+			}
 		}
 		c := &Call{Tid: th.tid, Pid: th.pid, Audit: si.Arch, Nr: nr, IP: si.IP, SP: si.SP}
 		copy(c.Args[:], si.U[1:7])
@@ -562,9 +606,20 @@ func (t *Tracer) syscallStop(th *thread) {
 				regs.SetWord(regs.L.Rv, uint64(-int64(errno)))
 				regs.Skip(th.tid)
 			}
+		} else if restarted {
+			if seq, ok := t.restartSeq(th, deferSpecs[si.Arch]); ok {
+				th.call, th.def = nil, &deferred{call: c, seq: seq}
+			}
+		} else if s != nil && t.deferCall(th, c, s, regs) {
+			th.call = nil
 		}
 		t.resume(th, 0)
 	case infoExit:
+		if th.inj != nil {
+			t.endInjection(th, si.U[0], si.U[1]&0xff != 0)
+			t.resume(th, 0)
+			return
+		}
 		c := th.call
 		th.call = nil
 		if c != nil {
@@ -591,6 +646,15 @@ func (t *Tracer) gone(th *thread, ws unix.WaitStatus) {
 	if th.call != nil && t.report(th) {
 		th.call.NoReturn = true
 		t.h.Exit(th.call)
+	}
+	if d := th.def; d != nil && t.report(th) {
+		d.call.NoReturn = true
+		t.h.Exit(d.call)
+	}
+	th.def = nil
+	t.releaseSlot(th)
+	if t.mms != nil {
+		t.forgetMM(th)
 	}
 	if ws.Signaled() {
 		t.event(th, Event{Kind: EvKilled, Signal: int(ws.Signal())})

@@ -46,6 +46,16 @@ func interrupted(what string) error {
 	return &ExitError{ExitInterrupted, fmt.Errorf("%s: %w (the output above covers the work done)", what, ErrInterrupted)}
 }
 
+// tracedStatus is the error of monitor and trace when the command they ran
+// ended with a non-zero status: kboost exits with that status (128+N for a
+// signal N), as strace does, so a script sees the command fail.
+func tracedStatus(what string, status int) error {
+	if status == 0 {
+		return nil
+	}
+	return &ExitError{status, fmt.Errorf("%s: the traced command ended with status %d", what, status)}
+}
+
 // findingf is the error of a command whose report shows a finding (exit 1).
 func findingf(format string, a ...any) error {
 	return &ExitError{ExitFailure, fmt.Errorf("%w: %s", ErrFinding, fmt.Sprintf(format, a...))}

@@ -230,3 +230,23 @@ func TestAuditInterrupted(t *testing.T) {
 	}
 	t.Logf("interrupted audit wrote %d bytes; %s", len(out), strings.TrimSpace(errb.String()))
 }
+
+// TestExitTracedStatus: monitor and trace exit with the status of the
+// command they ran (the shell's own exit status, or 128+9 for a SIGKILL
+// it sent itself), 0 when it succeeded.
+func TestExitTracedStatus(t *testing.T) {
+	if os.Getenv("KBOOST_ROOT") != "1" {
+		t.Skip("set KBOOST_ROOT=1 to trace real processes with ptrace")
+	}
+	for _, tc := range []struct {
+		script string
+		code   int
+	}{{"exit 0", 0}, {"exit 3", 3}, {"kill -9 $$", 128 + 9}} {
+		for _, args := range [][]string{{"monitor", "--out", os.DevNull}, {"monitor", "--out", os.DevNull, "--seccomp=false"}} {
+			_, stderr, code := runBinary(t, append(args, "--", "sh", "-c", tc.script)...)
+			if code != tc.code {
+				t.Errorf("%v sh -c %q: exit %d, want %d\n%s", args, tc.script, code, tc.code, stderr)
+			}
+		}
+	}
+}

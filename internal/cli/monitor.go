@@ -17,7 +17,7 @@ func newMonitorCmd(s Streams) *cobra.Command {
 		pid                            int
 		calls, out, policyPath         string
 		jsonOut, backtrace, useSeccomp bool
-		noSymbols, execMaps            bool
+		noSymbols, execMaps, exitStops bool
 	)
 	cmd := &cobra.Command{
 		Use:   "monitor [--pid P | -- CMD ARGS...]",
@@ -35,6 +35,12 @@ allow; caller= looks for FUNC on the call's frame-pointer stack); a denied call
 fails with EPERM and is logged. --backtrace adds the user stack (frame
 pointers; symbols from each mapped file's ELF symbol table).
 
+Under that filter an x86-64 call stops once, at its entry: kboost points its
+return at a short stub in two pages it maps into each process (anonymous,
+named nowhere), which stores the result for kboost to read at the thread's
+next stop. Calls that create tasks, exec, sigreturn or exit, and denied
+calls, stop at their exit as well; --exit-stops does that for every call.
+
 Ctrl-C (SIGINT) releases the tree: a --pid tree, or one started with
 --seccomp=false, is detached and keeps running; a tree under kboost's seccomp
 filter cannot run without its tracer, so kboost stops recording and serves it
@@ -50,7 +56,7 @@ until it exits. Exit status 130 after SIGINT.`,
 			if pid < 0 {
 				return usagef("--pid %d: a process id is positive", pid)
 			}
-			opt := monitor.Options{Argv: args, Pid: pid, JSON: jsonOut, Backtrace: backtrace || noSymbols, NoSymbols: noSymbols, ExecMaps: execMaps, NoSeccomp: !useSeccomp}
+			opt := monitor.Options{Argv: args, Pid: pid, JSON: jsonOut, Backtrace: backtrace || noSymbols, NoSymbols: noSymbols, ExecMaps: execMaps, NoSeccomp: !useSeccomp, ExitStops: exitStops}
 			if calls != "" {
 				opt.Syscalls = strings.Split(calls, ",")
 			}
@@ -95,7 +101,7 @@ until it exits. Exit status 130 after SIGINT.`,
 			if stopped {
 				return interrupted("monitor (tracee released)")
 			}
-			return nil
+			return tracedStatus("monitor", sum.Status)
 		},
 	}
 	f := cmd.Flags()
@@ -108,6 +114,7 @@ until it exits. Exit status 130 after SIGINT.`,
 	f.BoolVar(&noSymbols, "no-symbols", false, "--backtrace without symbol names (addresses and files only)")
 	f.BoolVar(&execMaps, "exec-maps", false, "mmap, mmap2, mprotect and pkey_mprotect only with PROT_EXEC (the seccomp filter tests it)")
 	f.BoolVar(&useSeccomp, "seccomp", true, "install a seccomp filter so only monitored calls stop (when kboost starts CMD)")
+	f.BoolVar(&exitStops, "exit-stops", false, "stop at every monitored call's exit too, as strace does (no result stub)")
 	return cmd
 }
 

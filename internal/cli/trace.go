@@ -83,7 +83,7 @@ probe ends it with SIGTRAP.`,
 			if stopped {
 				return interrupted("trace (probes removed, tracee released)")
 			}
-			return nil
+			return tracedStatus("trace", sum.Status)
 		},
 	}
 	f := cmd.Flags()

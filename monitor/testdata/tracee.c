@@ -10,7 +10,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/time.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 static FILE *out;
@@ -37,6 +39,58 @@ static int clone_fn(void *arg) {
 }
 
 static void on_usr1(int sig) { (void)sig; hits++; }
+
+/* A handler that makes a system call of its own while the call it
+ * interrupted waits to be restarted. */
+static int null_fd = -1;
+static void on_alrm(int sig) {
+	(void)sig;
+	hits++;
+	write(null_fd, "a", 1);
+}
+
+/* restart: a read restarted after a SA_RESTART handler (the kernel moves
+ * the thread back onto its system call instruction), a read failed with
+ * EINTR by a handler without SA_RESTART, and a nanosleep resumed by
+ * restart_syscall after an ignored SIGCHLD. */
+static void restart(void) {
+	int p[2];
+	if (pipe(p) < 0)
+		return;
+	null_fd = open("/dev/null", O_WRONLY);
+	struct sigaction sa = {0};
+	sa.sa_handler = on_alrm;
+	sa.sa_flags = SA_RESTART;
+	sigaction(SIGALRM, &sa, NULL);
+	fflush(out);
+	pid_t c = fork();
+	if (c == 0) {
+		usleep(300000);
+		write(p[1], "restarted", 9);
+		_exit(0);
+	}
+	struct itimerval it = {{0, 0}, {0, 50000}};
+	setitimer(ITIMER_REAL, &it, NULL);
+	char b[16] = {0};
+	ssize_t n = read(p[0], b, sizeof b - 1);
+	fprintf(out, "read=%zd data=%s handled=%d\n", n, b, (int)hits);
+	waitpid(c, NULL, 0);
+	sa.sa_flags = 0;
+	sigaction(SIGALRM, &sa, NULL);
+	setitimer(ITIMER_REAL, &it, NULL);
+	errno = 0;
+	n = read(p[0], b, sizeof b - 1);
+	fprintf(out, "read=%zd eintr=%d handled=%d\n", n, errno == EINTR, (int)hits);
+	fflush(out);
+	c = fork();
+	if (c == 0)
+		_exit(3);
+	struct timespec ts = {0, 200000000}, rem = {0, 0};
+	int r = nanosleep(&ts, &rem);
+	int st = 0;
+	waitpid(c, &st, 0);
+	fprintf(out, "nanosleep=%d child=%d\n", r, WEXITSTATUS(st));
+}
 
 /* Frame-pointer chain for --backtrace: inner makes the openat itself
  * (libc's open uses rbp as a general register, and kboost has no CFI
@@ -153,6 +207,8 @@ int main(int argc, char **argv) {
 		fprintf(out, "about to die\n");
 		fflush(out);
 		kill(getpid(), SIGKILL);
+	} else if (!strcmp(m, "restart")) {
+		restart();
 	} else if (!strcmp(m, "workload")) {
 		pthread_t t[3];
 		for (int i = 0; i < 3; i++)
