@@ -267,7 +267,13 @@ func TestOracleStopPaths(t *testing.T) {
 	tmp := t.TempDir()
 	t.Setenv("TMPDIR", tmp)
 	var pid int
-	testHookStarted = func(p int) { pid = p }
+	var onStart func()
+	testHookStarted = func(p int) {
+		pid = p
+		if onStart != nil {
+			onStart()
+		}
+	}
 	defer func() { testHookStarted = nil }()
 	gone := func(what string) {
 		t.Helper()
@@ -294,9 +300,12 @@ func TestOracleStopPaths(t *testing.T) {
 	}
 	gone("time-out")
 
+	// Cancelled once QEMU runs (a fixed delay from the call raced the
+	// initramfs build on a loaded machine: QEMU never started).
 	ctx, cancel := context.WithCancel(context.Background())
-	time.AfterFunc(1500*time.Millisecond, cancel)
+	onStart = func() { time.AfterFunc(500*time.Millisecond, cancel) }
 	_, err = Run(ctx, Config{Kernel: kernel}, guest.Step{Name: "uname"})
+	onStart = nil
 	if !errors.Is(err, context.Canceled) {
 		t.Errorf("cancel: got %v", err)
 	}
