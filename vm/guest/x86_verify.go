@@ -620,11 +620,9 @@ func matchListed(ok []*Planned, list []ListEntry, fns map[string]*x86Func) []*Pl
 }
 
 // claimSlots records the kernel slot of each probe (X86Slots: the copy of
-// the instruction at the kernel's address) and reports whether every probe
-// had its copy on the pages.
-func claimSlots(m *X86Slots, probes []*Planned, fns map[string]*x86Func, before, after SlotPages) bool {
+// the instruction at the kernel's address).
+func claimSlots(m *X86Slots, probes []*Planned, fns map[string]*x86Func, before, after SlotPages) {
 	m.Reset(before, after)
-	all := true
 	for _, pl := range probes {
 		pl.Rec.Kernel.Slot, pl.Rec.Kernel.SlotAddr, pl.Rec.Note = "", 0, ""
 		var inst []byte
@@ -639,12 +637,10 @@ func claimSlots(m *X86Slots, probes []*Planned, fns map[string]*x86Func, before,
 			pl.Rec.Kernel.Slot, pl.Rec.Kernel.SlotAddr = hex.EncodeToString(b), a
 		}
 		if !found {
-			all = false
 			pl.Rec.Note = "no slot on the pages holds the instruction's copy"
 			if ok {
 				pl.Rec.Note = "the kernel's slot is not a copy of the instruction"
 			}
 		}
 	}
-	return all
 }

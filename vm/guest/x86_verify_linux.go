@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"sort"
 	"strings"
 	"time"
 
@@ -193,7 +192,7 @@ func stepVerify(e *Env, raw json.RawMessage) error {
 	}
 	rounds := PlanRounds(planned, args.Spacing)
 	t2 := time.Now()
-	var pages []uint64 // slot pages known so far
+	var pages []uint64 // the slot pages after the last round
 	var slots X86Slots
 	phase := map[string]time.Duration{}
 	lap := time.Now()
@@ -215,27 +214,22 @@ func stepVerify(e *Env, raw json.RawMessage) error {
 			}
 		}
 		tick("register")
-		// Known slot pages first; /proc/kallsyms (slow: seconds under TCG) is
-		// read again only when a slot is not found on them (a new page).
-		after := kc.ReadPages(pages)
+		// The slot pages as they are now, named by /proc/kallsyms (slow
+		// under TCG: about a second): a page whose slots are all free is
+		// given back, and its memory may come back as an optprobe's
+		// detour page, whose copied instructions look like slots.
+		after := readSlotPages(kc)
+		pages = pages[:0]
+		for a := range after {
+			pages = append(pages, a)
+		}
 		tick("slots")
 		byAddr := map[uint64]*ListEntry{}
 		list := ParseKprobesList(readOr(kprobesList))
 		for i := range list {
 			byAddr[list[i].Addr] = &list[i]
 		}
-		needSlot := matchListed(ok, list, byName)
-		if !claimSlots(&slots, needSlot, byName, before, after) {
-			tick("match")
-			after = readSlotPages(kc)
-			pages = pages[:0]
-			for a := range after {
-				pages = append(pages, a)
-			}
-			sort.Slice(pages, func(i, j int) bool { return pages[i] < pages[j] })
-			claimSlots(&slots, needSlot, byName, before, after)
-			tick("slots")
-		}
+		claimSlots(&slots, matchListed(ok, list, byName), byName, before, after)
 		tick("match")
 		if len(ok) > 0 {
 			setEnabled(dir, true, r+1, &rep.Notes)
