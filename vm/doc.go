@@ -69,6 +69,8 @@
 //	kbuild/<KbuildKey>.lock                flock held while building
 //	verify/<package>-<key>.json            VerifyARM64's and VerifyARM's kernel record;
 //	                                       key hashes the machine, arguments and record version
+//	verify/<package>-x86-<key>.json        Verify's x86-64 record (guest.X86Record), and
+//	verify/<...>.json.kallsyms.gz          the guest's /proc/kallsyms of the same boot
 //
 // # The boost-capable kernel
 //
@@ -136,6 +138,14 @@
 // back). The shared types are in verify.go here and in package guest. Without a policy,
 // the booted kernel's release picks one (boost.ForKernel: the same
 // major.minor, else the nearest older modelled version, said in the notes).
+// Every architecture's guest only records what the kernel did; the host
+// predicts from the recorded bytes on every call (cached records included).
+// The x86-64 recorder also plans its offsets (instruction boundaries are
+// the planning policy's kernel-decoder sweep of the kcore bytes): Verify
+// picks that policy from the package's release before the boot, keys the
+// cache with it, and predicts with the same policy, from the guest's
+// kallsyms (recorded in the same boot, cached beside the record as
+// <record>.kallsyms.gz) and the package's vmlinux and config.
 // The x86-64 guest boots with clocksource=hpet: it times its waits by its own
 // clock, which a TSC miscalibrated under a loaded host runs fast (a note says
 // when the guest's time exceeded the host's); VerifyRequest.Boundaries

@@ -361,8 +361,6 @@ func bootRecorder(ctx context.Context, cfg Config, step guest.Step, file string,
 	return res, nil
 }
 
-// x86RecordPath is where Verify caches the record of booting deb: keyed by
-
 func fileSHA256(path string) (string, error) {
 	f, err := os.Open(path)
 	if err != nil {

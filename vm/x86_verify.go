@@ -1,6 +1,8 @@
 package vm
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -38,7 +40,8 @@ type VerifyConfig struct {
 	Uprobes *UprobeTrialRequest
 }
 
-// Verification is the outcome of Verify: the guest's report and the summary.
+// Verification is the outcome of Verify: the guest's record with kboost's
+// predictions (Report) and the summary.
 type Verification struct {
 	Report  guest.VerifyReport
 	Summary VerifySummary
@@ -161,18 +164,21 @@ func (v *Verification) WriteJSON(w io.Writer) error {
 	return writeVerifyJSON(w, x86View, v.Report.Policy, &v.Report, v.Summary, v.Cached)
 }
 
-// x86Cached is a cached x86 record: the guest's report and, when trials were
+// x86Cached is a cached x86 record: the guest's record and, when trials were
 // requested, the uprobe-trial report of the same boot.
 type x86Cached struct {
-	*guest.VerifyReport
+	*guest.X86Record
 	Uprobes *guest.UprobeReport `json:"uprobe_trial,omitempty"`
 }
 
 // Verify boots the kernel of vc.Deb (or vc.Build) with the kboost-verify step
-// (and the uprobe-trial step after it when vc.Uprobes is set) and returns
-// the comparison. The record of a Deb is cached under $KBOOST_CACHE/verify
-// (x86RecordPath; vc.NoCache boots again), together with the uprobe report
-// when trials were requested; the summary is made anew from it on every call.
+// (and the uprobe-trial step after it when vc.Uprobes is set), which records
+// what the kernel did, and returns the comparison with kboost's predictions,
+// made here from the recorded bytes (guest.PredictX86). The record of a Deb
+// is cached under $KBOOST_CACHE/verify (x86RecordPath; vc.NoCache boots
+// again) with the guest's kallsyms beside it, together with the uprobe
+// report when trials were requested; predictions and summary are made anew
+// from it on every call.
 func Verify(ctx context.Context, vc VerifyConfig) (*Verification, error) {
 	cfg := vc.VM
 	if cfg.MemoryMB == 0 {
@@ -205,42 +211,6 @@ func Verify(ctx context.Context, vc VerifyConfig) (*Verification, error) {
 			cfg.Timeout += uprobeTimeout
 		}
 	}
-	v := &Verification{}
-	cache := ""
-	if vc.Build == nil {
-		// The guest predicts as well as records, so its binary is part of
-		// the key: a changed kboost-guest boots again.
-		var err error
-		if cfg.GuestBinary, err = guestBinary(ctx, cfg); err != nil {
-			return nil, err
-		}
-		key, err := json.Marshal(vc.Args)
-		if err != nil {
-			return nil, err
-		}
-		if vc.Uprobes != nil {
-			// A record cached without trials (or with other ones) must not
-			// answer a request with them.
-			k, err := vc.Uprobes.cacheKey()
-			if err != nil {
-				return nil, err
-			}
-			key = append(append(key, '\n'), k...)
-		}
-		if cache, err = x86RecordPath(vc.Deb, cfg, key); err != nil {
-			return nil, err
-		}
-		var c x86Cached
-		c.VerifyReport = &v.Report
-		if b, err := os.ReadFile(cache); err == nil && !vc.NoCache && json.Unmarshal(b, &c) == nil && len(v.Report.Records) > 0 &&
-			(vc.Uprobes == nil || (c.Uprobes != nil && len(c.Uprobes.Records) > 0)) {
-			v.Cached = cache
-			v.Uprobes = c.Uprobes
-			v.Summary = Summarize(&v.Report)
-			return v, nil
-		}
-		v.Report = guest.VerifyReport{}
-	}
 	var kernel, vml, config []byte
 	rel := ""
 	if vc.Build != nil {
@@ -265,54 +235,163 @@ func Verify(ctx context.Context, vc VerifyConfig) (*Verification, error) {
 		}
 		kernel, config, rel = dk.Vmlinuz, dk.Config, dk.Version
 	}
-	dir, err := os.MkdirTemp("", "kboost-verify-")
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(dir)
-	cfg.Kernel = dir + "/vmlinuz"
-	if err := os.WriteFile(cfg.Kernel, kernel, 0o644); err != nil {
-		return nil, err
-	}
-	if rel == "" {
-		rel = "unknown"
-	}
+	// One policy plans the probed offsets (its kernel decoder's
+	// boundaries, in the guest) and predicts them (here): the one asked
+	// for, else the one of the package's release.
 	args := vc.Args
-	args.Vmlinux = "/boot/vmlinux-" + rel
-	args.Config = "/boot/config-" + rel
-	cfg.Files = append(append([]File{}, cfg.Files...),
-		File{Name: args.Vmlinux, Data: vml},
-		File{Name: args.Config, Data: config})
-	raw, err := json.Marshal(args)
-	if err != nil {
-		return nil, err
+	policyNote := ""
+	if args.Policy == "" {
+		args.Policy, policyNote = guest.X86Policy(rel, x86DefaultPolicy)
 	}
-	res, err := bootRecorder(ctx, cfg, guest.Step{Name: "kboost-verify", Args: raw}, "kboost-verify.json", &v.Report, vc.Uprobes)
-	if err != nil {
-		return nil, err
-	}
-	v.Timing = res.Timing
-	if note := guestClockNote(time.Duration(v.Report.TimingMS["total"])*time.Millisecond, res.Timing.Boot); note != "" {
-		v.Report.Notes = append(v.Report.Notes, note)
-	}
-	v.Summary = Summarize(&v.Report)
-	if vc.Uprobes != nil {
-		if v.Uprobes, err = uprobeReport(res, v.Report.Release); err != nil {
+	v := &Verification{}
+	var rec guest.X86Record
+	var kallsyms []byte
+	cache := ""
+	if vc.Build == nil {
+		// The guest binary records (and plans the offsets): its changes
+		// boot again.
+		var err error
+		if cfg.GuestBinary, err = guestBinary(ctx, cfg); err != nil {
 			return nil, err
 		}
-	}
-	if cache != "" {
-		if b, err := json.Marshal(x86Cached{&v.Report, v.Uprobes}); err == nil {
-			_ = writeFileAtomic(cache, b, 0o644)
+		key, err := json.Marshal(args)
+		if err != nil {
+			return nil, err
+		}
+		if vc.Uprobes != nil {
+			// A record cached without trials (or with other ones) must not
+			// answer a request with them.
+			k, err := vc.Uprobes.cacheKey()
+			if err != nil {
+				return nil, err
+			}
+			key = append(append(key, '\n'), k...)
+		}
+		if cache, err = x86RecordPath(vc.Deb, cfg, key); err != nil {
+			return nil, err
+		}
+		c := x86Cached{X86Record: &rec}
+		if b, err := os.ReadFile(cache); err == nil && !vc.NoCache && json.Unmarshal(b, &c) == nil && len(rec.Records) > 0 &&
+			(vc.Uprobes == nil || (c.Uprobes != nil && len(c.Uprobes.Records) > 0)) {
+			if ks, err := readGzip(cache + ".kallsyms.gz"); err == nil {
+				v.Cached, v.Uprobes, kallsyms = cache, c.Uprobes, ks
+			}
+		}
+		if v.Cached == "" {
+			rec, v.Uprobes = guest.X86Record{}, nil
 		}
 	}
+	if v.Cached == "" {
+		dir, err := os.MkdirTemp("", "kboost-verify-")
+		if err != nil {
+			return nil, err
+		}
+		defer os.RemoveAll(dir)
+		cfg.Kernel = dir + "/vmlinuz"
+		if err := os.WriteFile(cfg.Kernel, kernel, 0o644); err != nil {
+			return nil, err
+		}
+		if rel == "" {
+			rel = "unknown"
+		}
+		ga := args
+		ga.Vmlinux = "/boot/vmlinux-" + rel
+		cfg.Files = append(append([]File{}, cfg.Files...), File{Name: ga.Vmlinux, Data: vml})
+		raw, err := json.Marshal(ga)
+		if err != nil {
+			return nil, err
+		}
+		res, err := bootRecorder(ctx, cfg, guest.Step{Name: "kboost-verify", Args: raw}, "kboost-verify.json", &rec, vc.Uprobes)
+		if err != nil {
+			return nil, err
+		}
+		if kallsyms = res.Files[guest.X86KallsymsFile]; len(kallsyms) == 0 {
+			return nil, &ProtocolError{Reason: "no " + guest.X86KallsymsFile + " in the result"}
+		}
+		v.Timing = res.Timing
+		if note := guestClockNote(time.Duration(rec.TimingMS["total"])*time.Millisecond, res.Timing.Boot); note != "" {
+			rec.Notes = append(rec.Notes, note)
+		}
+		if vc.Uprobes != nil {
+			if v.Uprobes, err = uprobeReport(res, rec.Release); err != nil {
+				return nil, err
+			}
+		}
+		if cache != "" {
+			if b, err := json.Marshal(x86Cached{&rec, v.Uprobes}); err == nil {
+				if writeGzip(cache+".kallsyms.gz", kallsyms) == nil {
+					_ = writeFileAtomic(cache, b, 0o644)
+				}
+			}
+		}
+	}
+	// The predictions, from the recorded bytes, on every call.
+	rep, err := predictX86(&rec, vml, config, kallsyms, args.Policy)
+	if err != nil {
+		return nil, err
+	}
+	if policyNote != "" {
+		rep.Notes = append(rep.Notes, policyNote)
+	}
+	v.Report = rep
+	v.Summary = Summarize(&v.Report)
 	return v, nil
 }
 
-// the package's contents (sha256), the guest binary's (which records and
-// predicts), the QEMU machine (AMD64.Machine, cfg.QEMUArgs, cfg.Append,
-// memory) and the recorder's arguments as the caller gave them (the paths
-// Verify adds follow from the package).
+// predictX86 predicts rec with the policy: the vmlinux, its configuration
+// and the booted kernel's kallsyms are the predictor's view of the kernel.
+func predictX86(rec *guest.X86Record, vml, config, kallsyms []byte, policy string) (guest.VerifyReport, error) {
+	syms, err := kimage.ParseSymbolMap(bytes.NewReader(kallsyms))
+	if err != nil {
+		return guest.VerifyReport{}, fmt.Errorf("vm: the guest's kallsyms: %w", err)
+	}
+	f, err := kimage.OpenBytes(vml)
+	if err != nil {
+		return guest.VerifyReport{}, fmt.Errorf("vm: vmlinux: %w", err)
+	}
+	defer f.Close()
+	if slide := f.SetSymbols(syms); slide != 0 {
+		return guest.VerifyReport{}, fmt.Errorf("vm: the guest's kallsyms and the vmlinux differ by %#x", slide)
+	}
+	var cfg *kimage.KConfig
+	if len(config) > 0 {
+		if cfg, err = kimage.ParseKConfig(config); err != nil {
+			return guest.VerifyReport{}, fmt.Errorf("vm: kernel config: %w", err)
+		}
+	}
+	return guest.PredictX86(rec, f, cfg, policy)
+}
+
+func writeGzip(path string, b []byte) error {
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	if _, err := zw.Write(b); err != nil {
+		return err
+	}
+	if err := zw.Close(); err != nil {
+		return err
+	}
+	return writeFileAtomic(path, buf.Bytes(), 0o644)
+}
+
+func readGzip(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		return nil, err
+	}
+	return io.ReadAll(zr)
+}
+
+// x86RecordPath is where Verify caches the record of booting deb: keyed by
+// the record's version (guest.X86RecordVersion), the package's contents
+// (sha256), the guest binary's (which records and plans), the QEMU machine (AMD64.Machine, cfg.QEMUArgs, cfg.Append,
+// memory) and the recorder's arguments with the planning policy filled in
+// (the paths Verify adds follow from the package).
 func x86RecordPath(deb string, cfg Config, args []byte) (string, error) {
 	debSum, err := fileSHA256(deb)
 	if err != nil {
@@ -323,13 +402,16 @@ func x86RecordPath(deb string, cfg Config, args []byte) (string, error) {
 		return "", err
 	}
 	machine := strings.Join(append(append(append([]string{}, AMD64.Machine...), cfg.QEMUArgs...), cfg.Append...), " ")
-	h := sha256.Sum256([]byte(fmt.Sprintf("x86 record v1\n%s\n%s\n%s\n%d\n%s", debSum, guestSum, machine, cfg.MemoryMB, args)))
+	h := sha256.Sum256([]byte(fmt.Sprintf("x86 record v%d\n%s\n%s\n%s\n%d\n%s", guest.X86RecordVersion, debSum, guestSum, machine, cfg.MemoryMB, args)))
 	return filepath.Join(CacheDir(), "verify", fmt.Sprintf("%s-x86-%s.json", strings.TrimSuffix(filepath.Base(deb), ".deb"), hex.EncodeToString(h[:])[:16])), nil
 }
 
+// x86DefaultPolicy plans and predicts a kernel whose release is unknown.
+const x86DefaultPolicy = "linux-6.1"
+
 // AMD64Verifier runs Verify: Debian linux-image-amd64 (or the boost
 // kernel, never cached), slots and detour buffers read from /proc/kcore.
-var AMD64Verifier = &Verifier{Arch: AMD64, DebianMeta: "linux-image-amd64", DefaultPolicy: "linux-6.1",
+var AMD64Verifier = &Verifier{Arch: AMD64, DebianMeta: "linux-image-amd64", DefaultPolicy: x86DefaultPolicy,
 	Fields: guest.VerifyFields, BoostKernel: true, Spacing: true, Cached: true, UprobeTrials: true,
 	NonBoundary: "offsets inside instructions", run: verifyAMD64}
 

@@ -28,14 +28,19 @@
 //	              the errno and error_log message, or the kprobes/list line and
 //	              flags ([FTRACE], [OPTIMIZED]) while enabled, are recorded; then
 //	              the probe is disabled and removed.
-//	kboost-verify kboost-verify.json VerifyReport for VerifyArgs: predicts every
-//	              boundary (and sampled non-boundaries) of the chosen functions
-//	              from the guest's kallsyms, /proc/kcore bytes and config (tables
-//	              from the vmlinux in the initramfs), registers them in rounds
-//	              (PlanRounds), records errno, address, [FTRACE], [OPTIMIZED] once
-//	              the jmp is written, the slot from kprobe_insn_page in kcore,
-//	              and an optimized probe's detour buffer from kprobe_optinsn_page
-//	              (field optslot; see loader.OptTemplate).
+//	kboost-verify kboost-verify.json X86Record for VerifyArgs (and kallsyms.txt,
+//	              /proc/kallsyms): records, predicts nothing. It plans every
+//	              boundary (the planning policy's kernel-decoder sweep over the
+//	              /proc/kcore bytes; X86Planner) and sampled non-boundaries of
+//	              the chosen functions, registers them in rounds (PlanRounds),
+//	              records the functions' bytes, errno, address, [FTRACE],
+//	              [OPTIMIZED] once the jmp is written, the whole slot from
+//	              kprobe_insn_page in kcore (X86Slots: the instruction's copy,
+//	              found without a prediction), an optimized probe's whole
+//	              detour slot from kprobe_optinsn_page and the optprobe
+//	              template; the host predicts (PredictX86) and trims the
+//	              kernel's bytes to the predicted lengths (fields slot,
+//	              optslot; see loader.OptTemplate).
 //	probe-lifecycle probe-lifecycle.json Lifecycle for LifecycleArgs: package
 //	              loader inside the guest: live predictions vs the kernel, the
 //	              perf PMU probe, and SIGINT/SIGKILL of a watcher (a child: the

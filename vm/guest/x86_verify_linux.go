@@ -35,6 +35,8 @@ func readSlotPages(k *loader.Kcore) SlotPages {
 	return sp
 }
 
+// stepVerify records what the kernel does with probes at the planned offsets
+// of the chosen functions (X86Record; the host predicts them).
 func stepVerify(e *Env, raw json.RawMessage) error {
 	var args VerifyArgs
 	if len(raw) > 0 {
@@ -43,16 +45,21 @@ func stepVerify(e *Env, raw json.RawMessage) error {
 		}
 	}
 	t0 := time.Now()
-	rep := VerifyReport{TimingMS: map[string]int64{}}
+	rep := X86Record{VerifyReport: VerifyReport{TimingMS: map[string]int64{}}}
 	mark := func(name string, since time.Time) { rep.TimingMS[name] = time.Since(since).Milliseconds() }
 	var u unix.Utsname
 	if err := unix.Uname(&u); err == nil {
 		rep.Release = unix.ByteSliceToString(u.Release[:])
 	}
 
-	// The live kernel's own view: kallsyms, kcore, config.
+	// The live kernel's own view: kallsyms, kcore.
 	_ = os.WriteFile("/proc/sys/kernel/kptr_restrict", []byte("0\n"), 0)
-	syms, err := kimage.LoadSymbols("/proc/kallsyms")
+	ksb, err := os.ReadFile("/proc/kallsyms")
+	if err != nil {
+		return err
+	}
+	e.Put(X86KallsymsFile, ksb)
+	syms, err := kimage.ParseSymbolMap(bytes.NewReader(ksb))
 	if err != nil {
 		return err
 	}
@@ -64,29 +71,17 @@ func stepVerify(e *Env, raw json.RawMessage) error {
 	if slide := f.SetSymbols(syms); slide != 0 {
 		return fmt.Errorf("kallsyms and the vmlinux differ by %#x: boot with nokaslr", slide)
 	}
-	var cfg *kimage.KConfig
-	if args.Config != "" {
-		cfg, err = kimage.LoadKConfig(args.Config)
-	} else {
-		cfg, _, err = kimage.FindRunningConfig()
-	}
-	if err != nil {
-		return fmt.Errorf("kernel config: %w", err)
-	}
 	policy := args.Policy
 	if policy == "" && f.Arch != nil {
-		// The booted kernel's version picks the policy.
-		if p, note := boost.ForKernel(rep.Release, f.Arch.Mode); p != nil {
+		if p, _ := boost.ForKernel(rep.Release, f.Arch.Mode); p != nil {
 			policy = p.Name
-			rep.Notes = append(rep.Notes, note)
 		}
 	}
-	pred, err := NewPredictor(f, cfg, policy)
+	planner, err := NewX86Planner(policy)
 	if err != nil {
 		return err
 	}
-	rep.Policy = pred.Policy.Name
-	rep.Notes = append(rep.Notes, pred.Notes...)
+	rep.Policy = planner.Policy.Name
 	kc, err := loader.OpenKcore()
 	if err != nil {
 		return err
@@ -98,13 +93,15 @@ func stepVerify(e *Env, raw json.RawMessage) error {
 	// The optprobe template, for the detour buffers of optimized probes.
 	tmpl, tmplErr := loader.ReadOptTemplate(kc, syms)
 	if tmplErr != nil {
+		rep.TemplateErr = tmplErr.Error()
 		rep.Notes = append(rep.Notes, "optprobe template: "+tmplErr.Error())
 	} else {
+		rep.Template = tmpl
 		rep.Notes = append(rep.Notes, fmt.Sprintf("optprobe template at %#x: %d bytes (clac +%d, val +%d, call +%d), detour slots of %d bytes, SMAP %v",
 			tmpl.Entry, len(tmpl.Bytes), tmpl.Clac, tmpl.Val, tmpl.Call, tmpl.SlotSize(), tmpl.SMAP))
 	}
 	var optPages []uint64
-	funcs, err := pred.SelectFuncs(&args)
+	funcs, err := SelectX86Funcs(f, &args)
 	if err != nil {
 		return err
 	}
@@ -113,8 +110,8 @@ func stepVerify(e *Env, raw json.RawMessage) error {
 		nb = 2
 	}
 	// __init code is freed after boot: kcore shows whatever reuses the memory
-	// there, so those functions are predicted from the vmlinux (the kernel
-	// refuses them before decoding anything).
+	// there, so those functions' bytes are the vmlinux's (the kernel refuses
+	// them before decoding anything).
 	var initStart, initEnd uint64
 	if a, ok := f.Symbols.ByName("_sinittext"); ok {
 		if b, ok := f.Symbols.ByName("_einittext"); ok {
@@ -123,9 +120,11 @@ func stepVerify(e *Env, raw json.RawMessage) error {
 	}
 	initFuncs := 0
 	var planned []Planned
+	byName := map[string]*x86Func{}
 	for _, s := range funcs {
 		read := kc.Read
-		if s.Addr >= initStart && s.Addr < initEnd {
+		init := s.Addr >= initStart && s.Addr < initEnd
+		if init {
 			read = func(addr uint64, n int) ([]byte, error) { return f.ReadAt(addr, n) }
 			initFuncs++
 		}
@@ -137,22 +136,24 @@ func stepVerify(e *Env, raw json.RawMessage) error {
 		if img, err := f.ReadAt(s.Addr, int(s.Size)); err == nil && !bytes.Equal(img, code) {
 			rep.KcoreDiffers++
 		}
-		pl, err := pred.PredictFunc(s, code, nb, rep.Optimization)
+		pl, lens, err := planner.Plan(s, code, nb)
 		if err != nil {
 			rep.Notes = append(rep.Notes, fmt.Sprintf("%s: %v (skipped)", s.Name, err))
 			continue
 		}
 		rep.Functions = append(rep.Functions, s.Name)
+		rep.Funcs = append(rep.Funcs, KernelFunc{Name: s.Name, Addr: s.Addr, Size: s.Size, Init: init, Bytes: hex.EncodeToString(code)})
+		byName[s.Name] = &x86Func{sym: s, code: code, lens: lens}
 		planned = append(planned, ThinBoundaries(pl, args.Boundaries)...)
 	}
 	if args.Boundaries > 0 {
 		rep.Notes = append(rep.Notes, fmt.Sprintf("at most %d instruction boundaries probed per function, spread over it from the first", args.Boundaries))
 	}
 	if initFuncs > 0 {
-		rep.Notes = append(rep.Notes, fmt.Sprintf("%d __init functions (freed after boot) predicted from the vmlinux bytes", initFuncs))
+		rep.Notes = append(rep.Notes, fmt.Sprintf("%d __init functions (freed after boot): their bytes are the vmlinux's", initFuncs))
 	}
-	mark("predict", t0)
-	e.Logf("kboost-verify: %d functions, %d probes predicted in %v", len(rep.Functions), len(planned), time.Since(t0).Round(time.Millisecond))
+	mark("plan", t0)
+	e.Logf("kboost-verify: %d functions, %d probes planned in %v", len(rep.Functions), len(planned), time.Since(t0).Round(time.Millisecond))
 
 	dir, err := tracingDir()
 	if err != nil {
@@ -191,7 +192,8 @@ func stepVerify(e *Env, raw json.RawMessage) error {
 	}
 	rounds := PlanRounds(planned, args.Spacing)
 	t2 := time.Now()
-	var pages []uint64 // slot pages known so far
+	var pages []uint64 // the slot pages after the last round
+	var slots X86Slots
 	phase := map[string]time.Duration{}
 	lap := time.Now()
 	tick := func(name string) { phase[name] += time.Since(lap); lap = time.Now() }
@@ -202,12 +204,7 @@ func stepVerify(e *Env, raw json.RawMessage) error {
 		}
 		rep.Rounds = r + 1
 		lap = time.Now()
-		before := SlotPages{}
-		for _, a := range pages {
-			if b, err := kc.Read(a, 4096); err == nil {
-				before[a] = b
-			}
-		}
+		before := kc.ReadPages(pages)
 		var ok []*Planned
 		for _, i := range idx {
 			pl := &planned[i]
@@ -217,13 +214,14 @@ func stepVerify(e *Env, raw json.RawMessage) error {
 			}
 		}
 		tick("register")
-		// Known slot pages first; /proc/kallsyms (slow: seconds under TCG) is read
-		// again only when a slot is not found on them (a new page).
-		after := SlotPages{}
-		for _, a := range pages {
-			if b, err := kc.Read(a, 4096); err == nil {
-				after[a] = b
-			}
+		// The slot pages as they are now, named by /proc/kallsyms (slow
+		// under TCG: about a second): a page whose slots are all free is
+		// given back, and its memory may come back as an optprobe's
+		// detour page, whose copied instructions look like slots.
+		after := readSlotPages(kc)
+		pages = pages[:0]
+		for a := range after {
+			pages = append(pages, a)
 		}
 		tick("slots")
 		byAddr := map[uint64]*ListEntry{}
@@ -231,42 +229,7 @@ func stepVerify(e *Env, raw json.RawMessage) error {
 		for i := range list {
 			byAddr[list[i].Addr] = &list[i]
 		}
-		var needSlot []*Planned
-		for _, pl := range ok {
-			le := byAddr[pl.Decision.Addr]
-			if le == nil {
-				le = byAddr[pl.Addr]
-			}
-			if le == nil {
-				pl.Rec.Note = "accepted but not in kprobes/list"
-				continue
-			}
-			pl.Rec.Kernel.Addr = le.Addr
-			pl.Rec.Kernel.Ftrace = le.Has("FTRACE")
-			if !pl.Rec.Kernel.Ftrace {
-				needSlot = append(needSlot, pl)
-			}
-		}
-		pred.MatchSlots(needSlot, before, after)
-		lost := 0
-		for _, pl := range needSlot {
-			if pl.Rec.Kernel.Slot == "" || pl.Rec.Kernel.Slot != pl.Rec.Predicted.Slot {
-				lost++
-			}
-		}
-		if lost > 0 {
-			tick("match")
-			after = readSlotPages(kc)
-			pages = pages[:0]
-			for a := range after {
-				pages = append(pages, a)
-			}
-			for _, pl := range needSlot {
-				pl.Rec.Kernel.Slot, pl.Rec.Kernel.SlotAddr, pl.Rec.Predicted.Slot, pl.Rec.Predicted.SlotAddr, pl.Rec.Note = "", 0, "", 0, ""
-			}
-			pred.MatchSlots(needSlot, before, after)
-			tick("slots")
-		}
+		claimSlots(&slots, matchListed(ok, list, byName), byName, before, after)
 		tick("match")
 		if len(ok) > 0 {
 			setEnabled(dir, true, r+1, &rep.Notes)
@@ -281,39 +244,19 @@ func stepVerify(e *Env, raw json.RawMessage) error {
 				rep.Notes = append(rep.Notes, note)
 			}
 			tick("optimize")
-			// The detour buffers, while the probes are optimized.
+			// The detour buffers (a whole detour slot each), while the probes
+			// are optimized.
 			for _, pl := range ok {
-				if !pl.Rec.Kernel.Optimized && !pl.Rec.Predicted.Optimized {
+				if !pl.Rec.Kernel.Optimized || tmplErr != nil {
 					continue
 				}
-				if tmplErr != nil {
-					pl.Rec.Note = "optslot: " + tmplErr.Error()
-					continue
-				}
-				if !pl.Rec.Kernel.Optimized {
-					continue
-				}
-				n := tmpl.SlotSize()
-				if len(pl.OptBytes) > 0 {
-					n = len(tmpl.Bytes) + len(pl.OptBytes) + 5
-				}
-				d, np, err := loader.ReadDetour(kc, pl.Rec.Kernel.Addr, n, tmpl, optPages)
+				d, np, err := loader.ReadDetour(kc, pl.Rec.Kernel.Addr, tmpl.SlotSize(), tmpl, optPages)
 				optPages = np
-				if d.Bytes != nil {
-					pl.Rec.Kernel.OptSlot, pl.Rec.Kernel.OptAddr = hex.EncodeToString(d.Bytes), d.Addr
-				}
 				if err != nil {
 					pl.Rec.Note = "optslot: " + err.Error()
-					pl.Rec.Kernel.OptSlot = "" // not a detour slot: nothing to compare with
 					continue
 				}
-				if pl.Rec.Predicted.Optimized {
-					img, err := pred.DetourImage(tmpl, pl, d.Addr)
-					if err != nil {
-						pl.Rec.Note = "optslot: " + err.Error()
-					}
-					pl.Rec.Predicted.OptSlot, pl.Rec.Predicted.OptAddr = img, d.Addr
-				}
+				pl.Rec.Kernel.OptSlot, pl.Rec.Kernel.OptAddr = hex.EncodeToString(d.Bytes), d.Addr
 			}
 			tick("detour")
 			setEnabled(dir, false, r+1, &rep.Notes)

@@ -56,66 +56,91 @@ func TestPlanRounds(t *testing.T) {
 	}
 }
 
-// testPredictor predicts with linux-6.1 under Debian's defaults, without a file.
-func testPredictor(t *testing.T) *Predictor {
-	t.Helper()
+// kernelCopy is the slot the kernel writes for the instruction inst at addr
+// when its slot is at slot, computed here from the kernel's rebasing formula
+// (new disp = addr + disp - slot, for the disp32 at dispAt; -1: none) and
+// its tail (int3, or jmp back when boost).
+func kernelCopy(inst []byte, dispAt int, addr, slot uint64, boost bool) []byte {
+	b := append([]byte(nil), inst...)
+	if dispAt >= 0 {
+		d := binary.LittleEndian.Uint32(b[dispAt:])
+		binary.LittleEndian.PutUint32(b[dispAt:], uint32(addr+uint64(d)-slot))
+	}
+	if boost {
+		rel := uint32(addr + uint64(len(inst)) - (slot + uint64(len(inst)) + 5))
+		return append(b, 0xE9, byte(rel), byte(rel>>8), byte(rel>>16), byte(rel>>24))
+	}
+	return append(b, 0xcc)
+}
+
+// TestX86Slots checks that the recorder finds the kernel's slots from the
+// kernel's bytes alone: a rebased RIP-relative load among decoys (the same
+// instruction rebased for another slot), a jmp back, and a slot that is not
+// a copy (kept as the evidence of a disagreement).
+func TestX86Slots(t *testing.T) {
+	const addr = 0xffffffff81000001
+	mov := []byte{0x48, 0x8b, 0x05, 0x34, 0x12, 0x00, 0x00} // mov 0x1234(%rip),%rax
+	push := []byte{0x55}
+	page := uint64(0xffffffffa0001000)
+	fill := func() []byte {
+		b := make([]byte, 4096)
+		for i := range b {
+			b[i] = 0xcc
+		}
+		return b
+	}
+	before, after := SlotPages{page: fill()}, SlotPages{page: fill()}
+	at := func(i int) uint64 { return page + uint64(i*SlotSize) }
+	copy(after[page][3*SlotSize:], kernelCopy(mov, 3, addr, at(3), false))
+	copy(after[page][1*SlotSize:], kernelCopy(mov, 3, addr, at(7), false)) // decoy
+	copy(after[page][5*SlotSize:], kernelCopy(push, -1, addr-1, at(5), true))
+	var m X86Slots
+	m.Reset(before, after)
+	if a, _, found, _ := m.Claim(mov, addr); !found || a != at(3) {
+		t.Errorf("mov: slot %#x found %v, want %#x", a, found, at(3))
+	}
+	if a, b, found, _ := m.Claim(push, addr-1); !found || a != at(5) || !SlotJumpsBack(hex.EncodeToString(b), a, addr-1, 1) {
+		t.Errorf("push: slot %#x found %v, want %#x with its jmp back", a, found, at(5))
+	}
+	// A wrong byte: no copy, the changed slot is the evidence.
+	after[page][3*SlotSize+1] ^= 0xff
+	m.Reset(before, after)
+	if a, _, found, ok := m.Claim(mov, addr); found || !ok || a != at(1) {
+		t.Errorf("corrupted mov: slot %#x found %v ok %v", a, found, ok)
+	}
+	if X86SlotHolds(kernelCopy(push, -1, addr, at(2), true), at(2), push, addr+4) {
+		t.Error("a jmp to elsewhere taken for the jmp back")
+	}
+}
+
+// TestPredictSlot checks the host's slot prediction against the kernel's
+// rebasing formula, and that the kernel's whole slot is trimmed to it.
+func TestPredictSlot(t *testing.T) {
 	pol, err := boost.Lookup("linux-6.1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	env := pol.DefaultEnv()
-	return &Predictor{loader.NewPredictorEnv(nil, pol, env, nil)}
-}
-
-// TestSlotImageRIPRelative checks the slot of a RIP-relative load against the
-// kernel's rebasing formula computed here: new disp = addr + disp - slot.
-func TestSlotImageRIPRelative(t *testing.T) {
-	p := testPredictor(t)
+	pred := loader.NewPredictorEnv(nil, pol, pol.DefaultEnv(), nil)
 	const addr = 0xffffffff81000000
 	// push %rbp; mov 0x1234(%rip),%rax; ret
 	code := []byte{0x55, 0x48, 0x8b, 0x05, 0x34, 0x12, 0x00, 0x00, 0xc3}
-	pls, err := p.PredictFunc(kimage.Symbol{Name: "f", Addr: addr, Size: uint64(len(code))}, code, 0, true)
+	fa, err := pred.Audit(kimage.Symbol{Name: "f", Addr: addr, Size: uint64(len(code))}, code)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(pls) != 3 || pls[1].Rec.Off != 1 {
-		t.Fatalf("boundaries %+v", pls)
+	d, err := fa.At(1)
+	if err != nil {
+		t.Fatal(err)
 	}
 	for _, slot := range []uint64{0xffffffffa0000000, 0xffffffffc0123456} {
-		img := p.SlotImage(&pls[1], slot)
-		disp := uint32(uint64(addr) + 1 + 0x1234 - slot)   // both RIPs are 7 bytes on
-		want := []byte{0x48, 0x8b, 0x05, 0, 0, 0, 0, 0xcc} // PREEMPTION: int3 after the copy
-		binary.LittleEndian.PutUint32(want[3:], disp)
-		if hex.EncodeToString(img) != hex.EncodeToString(want) {
-			t.Errorf("slot %#x: %x, want %x", slot, img, want)
+		want := kernelCopy(code[1:8], 3, addr+1, slot, false) // PREEMPTION: int3 after the copy
+		whole := append(append([]byte(nil), want...), 0xcc, 0xcc, 0x11, 0x22)
+		r := VerifyRecord{Func: "f", Off: 1, Boundary: true, Bytes: hex.EncodeToString(code[1:8]), Round: 1,
+			Kernel: Outcome{Addr: addr + 1, Slot: hex.EncodeToString(whole), SlotAddr: slot}}
+		predictSlot(pred, &r, &d)
+		if r.Predicted.Slot != hex.EncodeToString(want) || r.Kernel.Slot != r.Predicted.Slot || r.Predicted.SlotAddr != slot {
+			t.Errorf("slot %#x: predicted %s at %#x, kernel %s; want %x", slot, r.Predicted.Slot, r.Predicted.SlotAddr, r.Kernel.Slot, want)
 		}
-	}
-	// MatchSlots finds the slot on a page, ignoring unchanged slots first.
-	page := uint64(0xffffffffa0001000)
-	before := SlotPages{page: make([]byte, 4096)}
-	after := SlotPages{page: make([]byte, 4096)}
-	for i := range after[page] {
-		after[page][i] = 0xcc
-		before[page][i] = 0xcc
-	}
-	copy(after[page][3*SlotSize:], p.SlotImage(&pls[1], page+3*SlotSize))
-	// A decoy before it: the same instruction rebased for another slot.
-	copy(after[page][1*SlotSize:], p.SlotImage(&pls[1], page+7*SlotSize))
-	copy(after[page][5*SlotSize:], []byte{0x55, 0xcc})
-	probes := []*Planned{&pls[1], &pls[0]}
-	p.MatchSlots(probes, before, after)
-	if pls[1].Rec.Kernel.SlotAddr != page+3*SlotSize || pls[1].Rec.Kernel.Slot != pls[1].Rec.Predicted.Slot {
-		t.Errorf("mov: %+v", pls[1].Rec)
-	}
-	if pls[0].Rec.Kernel.SlotAddr != page+5*SlotSize || pls[0].Rec.Kernel.Slot != "55cc" {
-		t.Errorf("push: %+v", pls[0].Rec)
-	}
-	// A wrong byte in the kernel's slot is a disagreement, not hidden.
-	pls[1].Rec.Kernel, pls[1].Rec.Predicted.Slot = Outcome{}, ""
-	after[page][3*SlotSize+3] ^= 0xff
-	p.MatchSlots([]*Planned{&pls[1]}, before, after)
-	if c := pls[1].Rec.Compare(); c["slot"] {
-		t.Errorf("corrupted slot agrees: %+v", pls[1].Rec)
 	}
 }
 
@@ -201,5 +226,34 @@ func TestThinBoundaries(t *testing.T) {
 		if fmt.Sprint(nb) != "[4 16 28]" {
 			t.Errorf("max %d: non-boundaries %v, want all three kept", tc.max, nb)
 		}
+	}
+}
+
+// TestMatchListed checks how the recorder finds its probes in kprobes/list:
+// at the address asked for, or moved past an endbr64 to the next listed
+// address inside the function; [FTRACE] ones need no slot.
+func TestMatchListed(t *testing.T) {
+	const f, g uint64 = 0xffffffff81000000, 0xffffffff81000100
+	fns := map[string]*x86Func{
+		"f": {sym: kimage.Symbol{Name: "f", Addr: f, Size: 0x40}},
+		"g": {sym: kimage.Symbol{Name: "g", Addr: g, Size: 0x40}},
+	}
+	p := func(fn string, addr uint64) *Planned {
+		return &Planned{Rec: VerifyRecord{Func: fn, Off: addr - fns[fn].sym.Addr, Boundary: true}, Addr: addr}
+	}
+	ok := []*Planned{p("f", f), p("f", f+0x20), p("g", g+0x30), p("g", g+0x3c)}
+	list := loader.ParseKprobesList([]byte(fmt.Sprintf("%x  k  f+0x4    [FTRACE]\n%x  k  f+0x20\n%x  k  g+0x30\n%x  k  g+0x48\n", f+4, f+0x20, g+0x30, g+0x48)))
+	need := matchListed(ok, list, fns)
+	if ok[0].Rec.Kernel.Addr != f+4 || !ok[0].Rec.Kernel.Ftrace {
+		t.Errorf("f+0 moved past endbr64: %+v", ok[0].Rec.Kernel)
+	}
+	if ok[1].Rec.Kernel.Addr != f+0x20 || ok[2].Rec.Kernel.Addr != g+0x30 {
+		t.Errorf("exact: %+v %+v", ok[1].Rec.Kernel, ok[2].Rec.Kernel)
+	}
+	if ok[3].Rec.Kernel.Addr != 0 || ok[3].Rec.Note == "" {
+		t.Errorf("g+0x48 is outside g: %+v", ok[3].Rec)
+	}
+	if len(need) != 2 || need[0] != ok[1] || need[1] != ok[2] {
+		t.Errorf("need slots: %v", need)
 	}
 }
