@@ -70,10 +70,13 @@ status 1 (--fail=false: 0).
           delayed optimizer; slots read by the host through QEMU's monitor
           while the guest waits (the kernel has no /proc/kcore).
 The kernel's record of a run is cached under $KBOOST_CACHE/verify
-(--no-cache boots again): arm64 and arm records are predicted anew on every
-run; an x86-64 record (of a Debian package, not of the boost kernel) holds
-the guest's predictions and is keyed by the package's sha256, the guest
-binary, the QEMU machine and the arguments. Needs qemu-system-x86 (x86-64) or qemu-system-arm (arm64, arm), and for
+(--no-cache boots again). Every record holds only what the kernel did
+(errno, listed address, [FTRACE], [OPTIMIZED], slot and detour bytes, and
+for x86-64 the function bytes, the optprobe template and the guest's
+kallsyms); the host predicts anew on every run. An x86-64 record (of a
+Debian package, not of the boost kernel) is keyed by the package's sha256,
+the policy the host picked for its release, the guest binary, the QEMU
+machine and the arguments. Needs qemu-system-x86 (x86-64) or qemu-system-arm (arm64, arm), and for
 the arm kernels their dpkg architectures (dpkg --add-architecture arm64
 armhf; apt-get update).
 
