@@ -40,3 +40,32 @@ func LookupArch(name string) (*Arch, error) {
 	}
 	return nil, fmt.Errorf("architecture %q: %w", name, ErrMode)
 }
+
+// ArchOf returns the Arch of mode m (nil for ModeInvalid or an unknown mode).
+func ArchOf(m Mode) *Arch {
+	for _, a := range Arches {
+		if a.Mode == m {
+			return a
+		}
+	}
+	return nil
+}
+
+// WordMask masks a value to a's word (pointer) size: an address or a
+// register value wraps at it.
+func (a *Arch) WordMask() uint64 {
+	if a.PtrSize >= 8 {
+		return ^uint64(0)
+	}
+	return 1<<(8*a.PtrSize) - 1
+}
+
+// SignedWord is v, truncated to a's word size, as a signed offset in a's
+// address space (sign-extended from the word size).
+func (a *Arch) SignedWord(v uint64) int64 {
+	shift := 64 - 8*uint(a.PtrSize)
+	return int64(v<<shift) >> shift
+}
+
+// Fits says v is an address of a's address space (no bits above its word).
+func (a *Arch) Fits(v uint64) bool { return v&^a.WordMask() == 0 }

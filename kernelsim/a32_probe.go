@@ -30,8 +30,9 @@ var ARM32 = &Arch{
 		Scratch: 0x1080_0000,
 		Stack:   0x1081_0000,
 	},
-	ISA: isaA32,
-	SP:  A32RegSP,
+	MapLimit: 0x4000_0000, // qemu-arm keeps the rest of the 32-bit space
+	ISA:      isaA32,
+	SP:       A32RegSP,
 }
 
 // Thumb runs Thumb-2 (T16/T32) code under qemu-arm through its gdb stub
@@ -39,9 +40,10 @@ var ARM32 = &Arch{
 var Thumb = &Arch{
 	Name: "thumb", Mode: decode.ModeT32,
 	RegNames: ARM32.RegNames, RegMask: 0xFFFF_FFFF, FlagsMask: A32FlagsMask,
-	Layout: ARM32.Layout,
-	ISA:    isaT32,
-	SP:     A32RegSP,
+	Layout:   ARM32.Layout,
+	MapLimit: ARM32.MapLimit,
+	ISA:      isaT32,
+	SP:       A32RegSP,
 }
 
 // armISA is what differs between the two 32-bit ARM instruction sets in

@@ -37,7 +37,8 @@ var ARM64 = &Arch{
 		Scratch: 0x4080_0000,
 		Stack:   0x4081_0000,
 	},
-	SP: A64RegSP,
+	MapLimit: 0x7fff_ffff_0000,
+	SP:       A64RegSP,
 }
 
 // RandomTrialA64 fills t for an A64 case: x0..x30 point into the scratch

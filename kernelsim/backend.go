@@ -250,6 +250,9 @@ type Arch struct {
 	// Reserved is the address range [lo, hi) the backend's own runner
 	// occupies (code, then data): no sandbox page may overlap it.
 	Reserved [2]uint64
+	// MapLimit: sandbox pages lie below it (a 32-bit space above 1 GiB is
+	// qemu-user's own).
+	MapLimit uint64
 	ISA      *ISA // 32-bit ARM: the probe model's per-ISA values
 	SP       int  // the stack pointer's Regs.GPR index
 }
@@ -288,6 +291,7 @@ var X86_64 = &Arch{
 	// far from everything case code can reach with a register or disp32
 	// (kernelsim/native checks that its runner fits)
 	Reserved: [2]uint64{0x7e00_0000_0000, 0x7e00_0033_7000},
+	MapLimit: 0x7fff_ffff_0000,
 	SP:       rSP,
 }
 
@@ -304,6 +308,7 @@ var I386 = &Arch{
 		Stack:   0x2810_0000,
 	},
 	Reserved: [2]uint64{0x1000_0000, 0x1033_7000},
+	MapLimit: 0x4000_0000, // qemu-user keeps the rest of the 32-bit space
 	SP:       rSP,
 }
 
@@ -530,10 +535,7 @@ func (l Layout) Check(a *Arch) error {
 		name string
 		at   uint64
 	}{{"code", l.Orig}, {"page after the code", l.Orig + PageSize}, {"slot", l.Slot}, {"scratch", l.Scratch}, {"stack", l.Stack}}
-	limit := uint64(0x7fff_ffff_0000)
-	if a.RegMask == 0xffff_ffff {
-		limit = 0x4000_0000 // qemu-user keeps the rest of the 32-bit space
-	}
+	limit := a.MapLimit
 	for i, p := range pages {
 		switch {
 		case p.at%PageSize != 0:

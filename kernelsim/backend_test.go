@@ -4,6 +4,8 @@ import (
 	"errors"
 	"slices"
 	"testing"
+
+	"github.com/kboost/kboost/decode"
 )
 
 func TestCompare(t *testing.T) {
@@ -86,6 +88,26 @@ func TestLayoutCheck(t *testing.T) {
 		bad.Scratch++
 		if err := bad.Check(a); !errors.Is(err, ErrBadCase) {
 			t.Errorf("%s: unaligned scratch accepted: %v", a.Name, err)
+		}
+	}
+}
+
+// Every sandbox's default layout is valid, its register size is the
+// decoder's pointer size, and a 32-bit sandbox refuses pages at 1 GiB and
+// above (qemu-user's own mappings are there).
+func TestArchWords(t *testing.T) {
+	for _, a := range Arches {
+		if err := a.Layout.Check(a); err != nil {
+			t.Errorf("%s default layout: %v", a.Name, err)
+		}
+		d := decode.ArchOf(a.Mode)
+		if got := a.PtrSize(); got != uint64(d.PtrSize) {
+			t.Errorf("%s: PtrSize %d, decode says %d", a.Name, got, d.PtrSize)
+		}
+		high := a.Layout
+		high.Scratch = 0x4000_0000
+		if err := high.Check(a); (err != nil) != (d.PtrSize == 4) {
+			t.Errorf("%s: scratch page at 1 GiB: %v", a.Name, err)
 		}
 	}
 }

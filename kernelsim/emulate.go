@@ -3,6 +3,7 @@ package kernelsim
 import (
 	"encoding/binary"
 	"fmt"
+	"math/bits"
 
 	"github.com/kboost/kboost/decode"
 )
@@ -25,12 +26,8 @@ type machine struct {
 	bad   string // set when the stack pointer leaves the page
 }
 
-func (a *Arch) PtrSize() uint64 {
-	if a.RegMask == 0xffff_ffff {
-		return 4
-	}
-	return 8
-}
+// PtrSize is the size of a register, and of a pointer, in bytes.
+func (a *Arch) PtrSize() uint64 { return uint64(bits.Len64(a.RegMask)) / 8 }
 
 func (m *machine) push(v uint64) {
 	n := m.a.PtrSize()

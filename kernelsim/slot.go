@@ -91,13 +91,11 @@ func BuildSlot(inst *decode.Inst, slot uint64, path Path) ([]byte, error) {
 	if path == PathSingleStep {
 		return append(buf, 0xCC), nil
 	}
-	mask := ^uint64(0)
-	if inst.Mode == decode.Mode32 {
-		mask = 0xffff_ffff
-	}
+	// the jump back wraps at the word size: on i386 a rel32 reaches every
+	// address, on x86-64 only 2 GiB either way
 	from := slot + uint64(inst.Len)
-	rel := int64(inst.End()-(from+jmpRel32Len)) & int64(mask)
-	if mask != 0xffff_ffff && rel != int64(int32(rel)) {
+	rel := decode.ArchOf(inst.Mode).SignedWord(inst.End() - (from + jmpRel32Len))
+	if rel != int64(int32(rel)) {
 		return nil, fmt.Errorf("kernelsim: jmp back from slot %#x to %#x does not fit rel32: %w", slot, inst.End(), ErrBadCase)
 	}
 	var j [jmpRel32Len]byte

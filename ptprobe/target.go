@@ -4,10 +4,25 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
+	"strings"
 
 	"github.com/kboost/kboost/decode"
 	"github.com/kboost/kboost/uprobe"
 )
+
+// probedArches are the instruction sets kboost trace probes; per-arch files
+// add theirs (x86_target.go).
+var probedArches []*decode.Arch
+
+// probedArchNames names probedArches for a message ("x86-64", "a or b").
+func probedArchNames() string {
+	var n []string
+	for _, a := range probedArches {
+		n = append(n, a.Name)
+	}
+	return strings.Join(n, " or ")
+}
 
 // Options say what to probe and how.
 type Options struct {
@@ -59,8 +74,8 @@ func Resolve(path string, points []string) ([]Target, error) {
 		return nil, fmt.Errorf("%w: %w", ErrPoint, err)
 	}
 	defer b.Close()
-	if b.Arch != decode.X86_64 {
-		return nil, fmt.Errorf("%w: %s is not an x86-64 ELF (kboost trace probes x86-64 code)", ErrPoint, path)
+	if !slices.Contains(probedArches, b.Arch) {
+		return nil, fmt.Errorf("%w: %s is not an %s ELF (kboost trace probes %s code)", ErrPoint, path, probedArchNames(), probedArchNames())
 	}
 	k, _ := uprobe.Running()
 	var out []Target

@@ -181,12 +181,7 @@ func (t *Table) Decode(e Entry, regs [6]uint64, mem Memory) []Value {
 	return out
 }
 
-func (t *Table) word(v uint64) uint64 {
-	if t.Arch.PtrSize == 4 {
-		return v & 0xffffffff
-	}
-	return v
-}
+func (t *Table) word(v uint64) uint64 { return v & t.Arch.WordMask() }
 
 // atFdcwd is AT_FDCWD (-100) on every architecture.
 const atFdcwd = -100

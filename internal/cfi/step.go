@@ -29,6 +29,9 @@ type Arch struct {
 	SigReturn func(pc uint64, r *Regs, mem Memory) (uint64, bool)
 }
 
+// wordMask masks an address to a's pointer size (CFA arithmetic wraps at it).
+func (a *Arch) wordMask() uint64 { return ^uint64(0) >> (64 - 8*uint(a.PtrSize)) }
+
 // arches holds the per-arch values (x86_cfi.go, a64_cfi.go).
 var arches = map[*decode.Arch]*Arch{}
 
@@ -75,10 +78,7 @@ func (t *Table) Step(a *Arch, at uint64, r *Regs, mem Memory) (pc uint64, signal
 	if err != nil {
 		return 0, false, false, err
 	}
-	mask := ^uint64(0)
-	if a.PtrSize == 4 {
-		mask = 0xffffffff
-	}
+	mask := a.wordMask()
 	var cfa uint64
 	switch rw.cfa.kind {
 	case ruleCFAReg:

@@ -366,26 +366,11 @@ func prepareAudit(o auditOpts, file, policy string, sh shard.Shard) (_ *auditSet
 		patch, returns = p, ""
 		notes = append(notes, n)
 	}
-	if o.cpuFeats != "" {
-		if !strings.EqualFold(strings.TrimSpace(o.cpuCaps), "none") {
-			return nil, usagef("--cpu-features and --cpu-caps both name the arm64 CPU: give one")
-		}
-		if err := inputFile("--cpu-features", o.cpuFeats); err != nil {
-			return nil, err
-		}
-		b, err := os.ReadFile(o.cpuFeats)
-		if err != nil {
-			return nil, err
-		}
-		switch {
-		case f.Arch != decode.ARM64:
-			notes = append(notes, fmt.Sprintf("--cpu-features %s: arm64 CPU alternatives do not apply to %s code (option ignored)", o.cpuFeats, f.Arch.Name))
-		case !strings.Contains(string(b), kimage.BootLogMarker):
-			return nil, usagef("--cpu-features %s: no %q line: give the kernel log (dmesg) of the machine", o.cpuFeats, kimage.BootLogMarker+"...")
-		default:
-			o.cpuCaps = o.cpuFeats // read as a kernel log below
-		}
+	featNotes, err := a64CPUFeaturesOption(&o, f)
+	if err != nil {
+		return nil, err
 	}
+	notes = append(notes, featNotes...)
 	switch returns {
 	case "":
 	case "thunk":
@@ -430,53 +415,6 @@ func prepareAudit(o auditOpts, file, policy string, sh shard.Shard) (_ *auditSet
 		return nil, usagef("--cpu-caps: %s has no arm64 CPU alternatives to apply (an arm64 Image with --symbols kallsyms, and --returns thunk)", f.Path)
 	}
 	return &auditSetup{f: f, pol: pol, env: env, notes: notes, reqs: reqs, patch: patch}, nil
-}
-
-// x86CPUOption is the CPU --cpu or --cpu-flags names for f's boot
-// patching, nil when neither is given or f is no x86-64 kernel (a note).
-func x86CPUOption(o auditOpts, f *kimage.File) (*kimage.X86CPU, []string, error) {
-	opt, val := "--cpu", o.cpu
-	switch {
-	case o.cpu == "" && o.cpuFlags == "":
-		return nil, nil, nil
-	case o.cpu != "" && o.cpuFlags != "":
-		return nil, nil, usagef("--cpu and --cpu-flags both name the CPU: give one")
-	case o.cpuFlags != "":
-		opt, val = "--cpu-flags", o.cpuFlags
-	}
-	if f.Arch.Name != "x86-64" {
-		return nil, []string{fmt.Sprintf("%s %s: x86-64 boot patching does not apply to %s code (option ignored)", opt, val, f.Arch.Name)}, nil
-	}
-	var (
-		cpu   kimage.X86CPU
-		notes []string
-		err   error
-	)
-	if o.cpu != "" {
-		cpu, notes, err = kimage.X86NamedCPU(o.cpu, f.KernelVersion)
-		if err != nil {
-			return nil, nil, usagef("--cpu %q: want %s (or --cpu-flags FILE|LIST)", o.cpu, strings.Join(kimage.X86CPUNames(), ", "))
-		}
-	} else {
-		text := o.cpuFlags
-		if fileExists(text) {
-			b, err := os.ReadFile(text)
-			if err != nil {
-				return nil, nil, err
-			}
-			text = string(b)
-		}
-		cpu, notes, err = kimage.X86CPUFromFlags(text, f.KernelVersion)
-		if errors.Is(err, kimage.ErrNoKnownFlags) {
-			return nil, nil, usagef("--cpu-flags %s: %v", o.cpuFlags, err)
-		} else if err != nil {
-			return nil, nil, err
-		}
-	}
-	for i, n := range notes {
-		notes[i] = opt + ": " + n
-	}
-	return &cpu, notes, nil
 }
 
 // prefetchCode reads the sections holding the requested functions (kimage

@@ -105,7 +105,7 @@ far (exit status 130). A REFUTED verdict exits with status 1.`,
 			if err != nil {
 				return err
 			}
-			if arch.PtrSize == 4 && (addr > 0xffffffff || slot > 0xffffffff) {
+			if !arch.Fits(addr) || !arch.Fits(slot) {
 				return usagef("--addr and --slot must be 32-bit addresses for %s (e.g. --addr %#x --slot %#x)", arch.Name, arch.TextAddr, arch.SlotAddr)
 			}
 			var fp kernelsim.Path

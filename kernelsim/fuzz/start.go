@@ -88,3 +88,23 @@ func sampleWords(machine elf.Machine, max int, seed uint64) ([]uint32, string) {
 }
 
 const noSamples = "none (class-directed generation only)"
+
+// execSections calls each with the contents of every executable PROGBITS
+// section of the ELF files, in order (files that do not open are passed over).
+func execSections(files []string, each func(sec *elf.Section, data []byte)) {
+	for _, p := range files {
+		f, err := elf.Open(p)
+		if err != nil {
+			continue
+		}
+		for _, sec := range f.Sections {
+			if sec.Flags&elf.SHF_EXECINSTR == 0 || sec.Type != elf.SHT_PROGBITS {
+				continue
+			}
+			if data, err := sec.Data(); err == nil {
+				each(sec, data)
+			}
+		}
+		f.Close()
+	}
+}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"go/format"
 	"os"
-	"strconv"
 	"strings"
 )
 
@@ -24,40 +23,8 @@ func Generate(specs []*Spec, from []string) ([]byte, error) {
 		}
 	}
 	id := func(s *Spec) string { return strings.ReplaceAll(s.Short(), ".", "") }
-	switch arch {
-	case "arm64":
-		for _, s := range specs {
-			fmt.Fprintf(&b, "// a64Caps%s is arch/arm64/tools/cpucaps of Linux %s: a cpucap's number is its position.\nvar a64Caps%s = []string{\n", id(s), s.Version, id(s))
-			for _, c := range s.Caps {
-				fmt.Fprintf(&b, "\t%q,\n", c)
-			}
-			fmt.Fprintf(&b, "}\n\n// a64CapDescs%s are the capability descriptions of Linux %s (arm64_features[], arm64_errata[]).\nvar a64CapDescs%s = []a64CapDesc{\n", id(s), s.Version, id(s))
-			for _, d := range s.Descs {
-				fmt.Fprintf(&b, "\t{%s, %q},\n", strconv.Quote(d.Text), d.Cap)
-			}
-			b.WriteString("}\n\n")
-		}
-		b.WriteString("// a64CapSpecs are the cpucap numberings generated from the kernels' sources, oldest first.\nvar a64CapSpecs = []a64CapSpec{\n")
-		for _, s := range specs {
-			fmt.Fprintf(&b, "\t{version: %q, names: a64Caps%s, descs: a64CapDescs%s},\n", s.Version, id(s), id(s))
-		}
-		b.WriteString("}\n")
-	case "x86":
-		for _, s := range specs {
-			fmt.Fprintf(&b, "// x86Features%s are the feature and bug bits of Linux %s (arch/x86/include/asm/cpufeatures.h) with their /proc/cpuinfo names.\nvar x86Features%s = x86FeatureSpec{version: %q, ncapints: %d, nbugints: %d, bits: []x86FeatureBit{\n", id(s), s.Version, id(s), s.Version, s.NCapInts, s.NBugInts)
-			for _, f := range s.Features {
-				fmt.Fprintf(&b, "\t{%q, %d, %q, %v},\n", f.Name, f.Bit, f.Flag, f.Bug)
-			}
-			b.WriteString("}}\n\n")
-		}
-		b.WriteString("// x86FeatureSpecs are the feature tables generated from the kernels' sources, oldest first.\nvar x86FeatureSpecs = []*x86FeatureSpec{")
-		for i, s := range specs {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			fmt.Fprintf(&b, "&x86Features%s", id(s))
-		}
-		b.WriteString("}\n")
+	if a := specArches[arch]; a != nil {
+		a.generate(&b, specs, id)
 	}
 	return format.Source(b.Bytes())
 }

@@ -2,9 +2,12 @@ package cpuspec
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -44,6 +47,26 @@ type Spec struct {
 	Features           []Feature // in header order
 }
 
+// specArch is one architecture's part of the spec format: the kernel files
+// Extract reads and how, its lines of a spec, what a complete spec of it
+// has, and package kimage's tables Generate writes.
+type specArch struct {
+	sources  []string
+	extract  func(s *Spec, read func(path string) ([]byte, error)) error
+	write    func(bw *bufio.Writer, s *Spec)
+	lacks    func(s *Spec) string // what a parsed spec misses, "" if nothing
+	generate func(b *bytes.Buffer, specs []*Spec, id func(*Spec) string)
+}
+
+// specArches are the architectures by Spec.Arch; per-arch files add theirs
+// (a64_spec.go, x86_spec.go).
+var specArches = map[string]*specArch{}
+
+// archNames lists specArches for a message: "arm64 or x86".
+func archNames() string {
+	return strings.Join(slices.Sorted(maps.Keys(specArches)), " or ")
+}
+
 // Short is "6.1" of Version "6.1.192".
 func (s *Spec) Short() string {
 	p := strings.SplitN(s.Version, ".", 3)
@@ -58,29 +81,8 @@ func (s *Spec) Write(w io.Writer) error {
 	bw := bufio.NewWriter(w)
 	fmt.Fprintf(bw, "# Linux %s %s tables, derived by kimage/internal/cpuspec/cpugen -extract\n", s.Version, s.Arch)
 	fmt.Fprintf(bw, "arch %s\nversion %s\n", s.Arch, s.Version)
-	switch s.Arch {
-	case "arm64":
-		fmt.Fprintln(bw, "# cap NAME: arch/arm64/tools/cpucaps, in order (the cpucap's number is its place)")
-		for _, c := range s.Caps {
-			fmt.Fprintf(bw, "cap %s\n", c)
-		}
-		fmt.Fprintln(bw, "# desc CAP \"TEXT\": .desc and .capability of arm64_features[] and arm64_errata[]")
-		for _, d := range s.Descs {
-			fmt.Fprintf(bw, "desc %s %s\n", d.Cap, strconv.Quote(d.Text))
-		}
-	case "x86":
-		fmt.Fprintf(bw, "ncapints %d\nnbugints %d\n", s.NCapInts, s.NBugInts)
-		fmt.Fprintln(bw, "# feature|bug NAME BIT FLAG: arch/x86/include/asm/cpufeatures.h; FLAG is the /proc/cpuinfo name, - when not shown")
-		for _, f := range s.Features {
-			kind, flag := "feature", f.Flag
-			if f.Bug {
-				kind = "bug"
-			}
-			if flag == "" {
-				flag = "-"
-			}
-			fmt.Fprintf(bw, "%s %s %d %s\n", kind, f.Name, f.Bit, flag)
-		}
+	if a := specArches[s.Arch]; a != nil {
+		a.write(bw, s)
 	}
 	return bw.Flush()
 }
@@ -101,8 +103,8 @@ func Parse(r io.Reader) (*Spec, error) {
 		key, rest, _ := strings.Cut(line, " ")
 		switch key {
 		case "arch":
-			if rest != "arm64" && rest != "x86" {
-				return nil, bad("arch %q: want arm64 or x86", rest)
+			if specArches[rest] == nil {
+				return nil, bad("arch %q: want %s", rest, archNames())
 			}
 			s.Arch = rest
 		case "version":
@@ -156,11 +158,8 @@ func Parse(r io.Reader) (*Spec, error) {
 	if s.Arch == "" || s.Version == "" {
 		return nil, &SpecError{Line: n, Msg: "no arch or version line"}
 	}
-	if s.Arch == "arm64" && len(s.Caps) == 0 {
-		return nil, &SpecError{Line: n, Msg: "no cap lines"}
-	}
-	if s.Arch == "x86" && (len(s.Features) == 0 || s.NCapInts == 0 || s.NBugInts == 0) {
-		return nil, &SpecError{Line: n, Msg: "no feature lines or word counts"}
+	if msg := specArches[s.Arch].lacks(s); msg != "" {
+		return nil, &SpecError{Line: n, Msg: msg}
 	}
 	for _, f := range s.Features {
 		if lim := 32 * (s.NCapInts + s.NBugInts); f.Bit >= lim || (f.Bug != (f.Bit >= 32*s.NCapInts)) {

@@ -48,7 +48,15 @@ type ParseError struct {
 
 func (e *ParseError) Error() string { return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Msg) }
 
-var isas = map[string]string{"a64": "ArmA64", "a32": "ArmA32", "t32": "ArmT32"}
+// isa is one instruction set's part of the spec format.
+type isa struct {
+	ident string // Go identifier of its opcodes.Arm* ISA constant
+	t16   bool   // 16-bit patterns are allowed too (Thumb's T16 encodings)
+}
+
+// isas are the instruction sets by the name the isa directive gives them;
+// per-arch files add theirs (a64_isa.go, a32_isa.go).
+var isas = map[string]isa{}
 
 var classIdents = map[string]string{
 	"unallocated": "ArmUnallocated", "branch": "ArmBranch", "exception": "ArmException",
@@ -136,7 +144,7 @@ func parseInto(s *Spec, r io.Reader, file string, open func(string) (io.ReadClos
 			f := strings.Fields(text)
 			switch f[0] {
 			case "isa":
-				if len(f) != 2 || isas[f[1]] == "" {
+				if len(f) != 2 || isas[f[1]].ident == "" {
 					return bad("want `isa a64|a32|t32`")
 				}
 				s.ISA = f[1]
@@ -192,7 +200,7 @@ func parseInto(s *Spec, r io.Reader, file string, open func(string) (io.ReadClos
 		if err != nil {
 			return bad("%v", err)
 		}
-		if width != 32 && !(width == 16 && s.ISA == "t32") {
+		if width != 32 && !(width == 16 && isas[s.ISA].t16) {
 			return bad("pattern has %d positions, want 32", width)
 		}
 		if width == 16 {
@@ -316,7 +324,7 @@ func Generate(s *Spec, cmdline string) ([]byte, error) {
 	b.WriteString("package opcodes\n\n")
 	fmt.Fprintf(&b, "// %s is the %s encoding table generated from spec/%s.\n", up, up, s.File)
 	fmt.Fprintf(&b, "var %s = &ArmTable{ISA: %s, KeyShift: %d, KeyBits: %d, Ops: %sOps, Index: %sIndex[:]}\n\n",
-		up, isas[s.ISA], s.KeyShift, s.KeyBits, low, low)
+		up, isas[s.ISA].ident, s.KeyShift, s.KeyBits, low, low)
 	fmt.Fprintf(&b, "var %sOps = []ArmOp{\n", low)
 	for _, l := range s.Lines {
 		flags := "0"

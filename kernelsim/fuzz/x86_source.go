@@ -143,23 +143,3 @@ func SampleKernelInsts(m decode.Mode, max int, seed uint64) ([][]byte, string) {
 	}
 	return out, from
 }
-
-// execSections calls each with the contents of every executable PROGBITS
-// section of the ELF files, in order (files that do not open are passed over).
-func execSections(files []string, each func(sec *elf.Section, data []byte)) {
-	for _, p := range files {
-		f, err := elf.Open(p)
-		if err != nil {
-			continue
-		}
-		for _, sec := range f.Sections {
-			if sec.Flags&elf.SHF_EXECINSTR == 0 || sec.Type != elf.SHT_PROGBITS {
-				continue
-			}
-			if data, err := sec.Data(); err == nil {
-				each(sec, data)
-			}
-		}
-		f.Close()
-	}
-}
