@@ -80,9 +80,11 @@ type backtracer struct {
 	// of one ABI share one image, parsed once.
 	vdsos  map[string]*fileSyms
 	spaces map[int]*space
-	max    int
-	noSyms bool
-	stack  [4096]byte
+	// views and vdsoReads count the maps views and vDSO images read.
+	views, vdsoReads int
+	max              int
+	noSyms           bool
+	stack            [4096]byte
 }
 
 func newBacktracer(max int) *backtracer {
@@ -147,6 +149,7 @@ func (b *backtracer) readMaps(pid int, s *space) []mapping {
 	if err != nil {
 		return nil
 	}
+	b.views++
 	defer f.Close()
 	var out []mapping
 	sc := bufio.NewScanner(f)
@@ -221,6 +224,7 @@ func (b *backtracer) vdso(pid int, s *space, start, end uint64) *fileSyms {
 		return nil
 	}
 	img := make([]byte, end-start)
+	b.vdsoReads++
 	if n, err := tracer.ReadMem(pid, start, img); err != nil || n != len(img) {
 		return nil
 	}

@@ -242,3 +242,44 @@ func btOracleRun(t *testing.T, dir, build, arg string, seccomp bool, entry []str
 	}
 	return compared, agreed
 }
+
+// TestVDSOReadOnce: an i386 process's vDSO is read from its memory once
+// (and the address space before its exec once),
+// however many times its maps are viewed again (the dynamic loader's
+// PROT_EXEC mmap2 calls, each backtraced), and its frame named from the
+// image (the getppid backtrace's __kernel_vsyscall).
+func TestVDSOReadOnce(t *testing.T) {
+	needTracing(t)
+	dir := btOracleBuild(t, "-m32")
+	if out, err := exec.Command(dir + "/dynamic").Output(); err != nil {
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) {
+			t.Skipf("native i386 run: %q %v: this kernel does not run 32-bit code", out, err)
+		}
+		t.Fatalf("native run: %v\n%s", err, out)
+	}
+	null, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer null.Close()
+	var rec bytes.Buffer
+	m, err := New(Options{Argv: []string{dir + "/dynamic"}, Syscalls: []string{"getppid", "mmap2"}, Backtrace: true, JSON: true, Out: &rec,
+		Stdio: [3]*os.File{nil, null, nil}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum, err := m.Run(); err != nil || sum.Status != 0 {
+		t.Fatalf("monitor: %v, status %d", err, sum.Status)
+	}
+	if !strings.Contains(rec.String(), `"sym":"__kernel_vsyscall"`) {
+		t.Errorf("no __kernel_vsyscall frame recorded:\n%s", rec.String())
+	}
+	// One read per address space: the started child's before its execve
+	// (kboost's own x86-64 vDSO, the execve backtraced) and the program's,
+	// each a different image.
+	if m.bt.views < 4 || m.bt.vdsoReads > 2 || m.bt.vdsoReads != len(m.bt.vdsos) {
+		t.Errorf("%d maps views, %d vDSO reads, %d images: want 4 or more views, a read per address space (2 or fewer), each a new image", m.bt.views, m.bt.vdsoReads, len(m.bt.vdsos))
+	}
+	t.Logf("%d maps views, %d vDSO reads", m.bt.views, m.bt.vdsoReads)
+}
