@@ -2,6 +2,7 @@ package monitor
 
 import (
 	"bufio"
+	"bytes"
 	"debug/elf"
 	"encoding/binary"
 	"fmt"
@@ -47,6 +48,9 @@ type fileSyms struct {
 	path  string
 	syms  *kimage.SymTab
 	loads []elf.ProgHeader
+	// image, when set, is the file's contents, read from the tracee's
+	// memory (the vDSO): path names no file.
+	image []byte
 	// cfi is read at the first unwind through the file (cfiRead).
 	cfi     *cfi.Table
 	cfiRead bool
@@ -63,21 +67,31 @@ type mapping struct {
 type space struct {
 	maps  []mapping // sorted by start
 	dirty bool
+	// vdso is the vDSO mapped at [vdsoStart, vdsoEnd), read from the
+	// process's memory at the first view that has it and kept until an
+	// exec (or a view with it elsewhere).
+	vdso               *fileSyms
+	vdsoStart, vdsoEnd uint64
 }
 
 type backtracer struct {
-	files  map[fileKey]*fileSyms
+	files map[fileKey]*fileSyms
+	// vdsos holds the vDSO images read, by their contents: the processes
+	// of one ABI share one image, parsed once.
+	vdsos  map[string]*fileSyms
 	spaces map[int]*space
-	max    int
-	noSyms bool
-	stack  [4096]byte
+	// views and vdsoReads count the maps views and vDSO images read.
+	views, vdsoReads int
+	max              int
+	noSyms           bool
+	stack            [4096]byte
 }
 
 func newBacktracer(max int) *backtracer {
 	if max <= 0 {
 		max = 32
 	}
-	return &backtracer{files: map[fileKey]*fileSyms{}, spaces: map[int]*space{}, max: max}
+	return &backtracer{files: map[fileKey]*fileSyms{}, vdsos: map[string]*fileSyms{}, spaces: map[int]*space{}, max: max}
 }
 
 // viewCalls may create executable mappings, the only ones a backtrace
@@ -87,6 +101,9 @@ func newBacktracer(max int) *backtracer {
 // holds, and a call's IP outside the view re-reads it.
 var viewCalls = map[string]bool{"mmap": true, "mmap2": true, "mprotect": true, "pkey_mprotect": true,
 	"execve": true, "execveat": true, "shmat": true, "remap_file_pages": true}
+
+// execCalls replace the address space, its vDSO with it.
+var execCalls = map[string]bool{"execve": true, "execveat": true}
 
 // protCalls take their protection in argument 2.
 var protCalls = []string{"mmap", "mmap2", "mprotect", "pkey_mprotect"}
@@ -103,6 +120,9 @@ func (b *backtracer) after(name string, c *tracer.Call) {
 		}
 	}
 	b.invalidate(c.Pid)
+	if s := b.spaces[c.Pid]; s != nil && execCalls[name] {
+		s.vdso = nil
+	}
 }
 
 func (b *backtracer) invalidate(pid int) {
@@ -118,17 +138,18 @@ func (b *backtracer) space(pid int) *space {
 		b.spaces[pid] = s
 	}
 	if s.dirty {
-		s.maps = b.readMaps(pid)
+		s.maps = b.readMaps(pid, s)
 		s.dirty = false
 	}
 	return s
 }
 
-func (b *backtracer) readMaps(pid int) []mapping {
+func (b *backtracer) readMaps(pid int, s *space) []mapping {
 	f, err := os.Open("/proc/" + strconv.Itoa(pid) + "/maps")
 	if err != nil {
 		return nil
 	}
+	b.views++
 	defer f.Close()
 	var out []mapping
 	sc := bufio.NewScanner(f)
@@ -142,7 +163,9 @@ func (b *backtracer) readMaps(pid int) []mapping {
 		end, _ := strconv.ParseUint(hi, 16, 64)
 		off, _ := strconv.ParseUint(fl[2], 16, 64)
 		m := mapping{start: start, end: end, off: off, path: fl[5]}
-		if fl[5] != "[vdso]" { // the vDSO: no file (a signal return trampoline, cfi.Arch.SigReturn)
+		if fl[5] == "[vdso]" {
+			m.file = b.vdso(pid, s, start, end)
+		} else {
 			m.file = b.file(fl[5])
 		}
 		out = append(out, m)
@@ -185,6 +208,50 @@ func (b *backtracer) file(path string) *fileSyms {
 	return fs
 }
 
+// vdsoMax bounds the vDSO image read (x86's and arm64's are 2 pages).
+const vdsoMax = 64 << 10
+
+// vdso returns the vDSO mapped at [start, end) in pid: an ELF image
+// (symbols, .eh_frame: the kernel's i386 system call entry
+// __kernel_vsyscall, its signal return trampolines) that is in no file, so
+// it is read from the process's memory, once per process and mapping.
+func (b *backtracer) vdso(pid int, s *space, start, end uint64) *fileSyms {
+	if s.vdso != nil && s.vdsoStart == start && s.vdsoEnd == end {
+		return s.vdso
+	}
+	s.vdso = nil
+	if end <= start || end-start > vdsoMax {
+		return nil
+	}
+	img := make([]byte, end-start)
+	b.vdsoReads++
+	if n, err := tracer.ReadMem(pid, start, img); err != nil || n != len(img) {
+		return nil
+	}
+	fs := b.vdsos[string(img)]
+	if fs == nil {
+		ef, err := elf.NewFile(bytes.NewReader(img))
+		if err != nil {
+			return nil
+		}
+		fs = &fileSyms{path: "[vdso]", image: img}
+		for _, p := range ef.Progs {
+			if p.Type == elf.PT_LOAD {
+				fs.loads = append(fs.loads, p.ProgHeader)
+			}
+		}
+		if !b.noSyms {
+			if kf, err := kimage.OpenBytes(img); err == nil {
+				fs.syms = kf.Symbols
+				kf.Close()
+			}
+		}
+		b.vdsos[string(img)] = fs
+	}
+	s.vdso, s.vdsoStart, s.vdsoEnd = fs, start, end
+	return fs
+}
+
 func (s *space) holds(addr uint64) bool {
 	i := sort.Search(len(s.maps), func(i int) bool { return s.maps[i].end > addr })
 	return i < len(s.maps) && s.maps[i].start <= addr
@@ -197,6 +264,12 @@ func (s *space) at(addr uint64) (mapping, bool) {
 		return mapping{}, false
 	}
 	return s.maps[i], true
+}
+
+// inVDSO says whether addr is in the vDSO.
+func (s *space) inVDSO(addr uint64) bool {
+	m, ok := s.at(addr)
+	return ok && m.path == "[vdso]"
 }
 
 // vaddr turns addr, inside m, into the address the file's headers use.
@@ -242,7 +315,14 @@ func (b *backtracer) table(s *space, addr uint64) (*cfi.Table, uint64) {
 	f := m.file
 	if !f.cfiRead {
 		f.cfiRead = true
-		if ef, err := elf.Open(f.path); err == nil {
+		var ef *elf.File
+		var err error
+		if f.image != nil {
+			ef, err = elf.NewFile(bytes.NewReader(f.image))
+		} else {
+			ef, err = elf.Open(f.path)
+		}
+		if err == nil {
 			f.cfi, _ = cfi.FromELF(ef) // none or unreadable: frame pointers only
 			ef.Close()
 		}
@@ -296,9 +376,12 @@ func (st *stack) read(addr uint64) (uint64, bool) {
 // frame whose pc is exact (the innermost, or one a signal interrupted)
 // where the return address is in a register (cfi.Arch.LinkReg): a leaf
 // there, arm64's system call wrappers, may keep no stack frame at all, its
-// caller's stack pointer its own. A pc no table covers may be the
-// kernel's signal return trampoline (cfi.Arch.SigReturn: arm64's vDSO),
-// whose caller is the interrupted pc the signal frame holds.
+// caller's stack pointer its own. The vDSO's table is its own .eh_frame,
+// read from the tracee's memory (i386 tracees make every call through its
+// __kernel_vsyscall; its signal return trampolines have signal frames). A
+// pc in the vDSO, or one no table covers, may be the kernel's signal
+// return trampoline (cfi.Arch.SigReturn: arm64's, tried before the vDSO's
+// table), whose caller is the interrupted pc the signal frame holds.
 func (b *backtracer) walk(c *tracer.Call, tab *sysent.Table) []Frame {
 	s := b.space(c.Pid)
 	if !s.holds(c.IP) { // mapped by a call kboost did not stop at (an attach, a missed event)
@@ -322,6 +405,20 @@ func (b *backtracer) walk(c *tracer.Call, tab *sysent.Table) []Frame {
 	fp := c.FP
 	for len(frames) < b.max {
 		if a != nil {
+			// The trampoline first: arm64's vDSO has CFI for it that
+			// skips the interrupted pc.
+			triedSig := false
+			if a.SigReturn != nil && s.inVDSO(pc) {
+				triedSig = true
+				if ret, ok := a.SigReturn(pc, &regs, st.read); ok {
+					if ret == 0 || !s.holds(ret) {
+						break
+					}
+					frames = append(frames, b.symbolize(s, ret))
+					pc, exact = ret, true // the interrupted pc itself
+					continue
+				}
+			}
 			if t, va := b.table(s, pc); t != nil {
 				if !exact {
 					va-- // inside the call instruction: a call may be its function's last
@@ -342,7 +439,7 @@ func (b *backtracer) walk(c *tracer.Call, tab *sysent.Table) []Frame {
 				}
 				// no FDE for pc (or one kboost cannot evaluate): the frame pointer
 			}
-			if a.SigReturn != nil {
+			if a.SigReturn != nil && !triedSig {
 				if ret, ok := a.SigReturn(pc, &regs, st.read); ok {
 					if ret == 0 || !s.holds(ret) {
 						break

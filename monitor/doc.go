@@ -11,7 +11,9 @@
 // over the executable mappings of the process, re-read only after a call
 // that can map code (the monitor stops at those even when they are not
 // selected, and does not record them); symbols and call frame information come from each
-// file's ELF sections, read once per (device, inode, mtime).
+// file's ELF sections, read once per (device, inode, mtime), and from the
+// vDSO's (i386's __kernel_vsyscall, signal return trampolines), whose
+// image is read from the process's memory once per process and mapping.
 //
 // Records go to their own writer (a file, as JSON lines or text), never to
 // the tracee's stdout or stderr. Arguments are decoded at the call's entry

@@ -5,7 +5,9 @@ import (
 	"bytes"
 	"debug/elf"
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -48,6 +50,9 @@ func readelfRule(ru rule, names []string) string {
 	return "?"
 }
 
+// i386's DWARF columns as readelf names them.
+var readelfI386 = []string{"eax", "ecx", "edx", "ebx", "esp", "ebp", "esi", "edi", "ra"}
+
 // readelfA64 are AArch64's DWARF columns 0-31 as readelf names them.
 var readelfA64 = func() []string {
 	var n []string
@@ -68,12 +73,19 @@ type readelfCase struct {
 // TestReadelfRows: every row readelf --debug-dump=frames-interp (binutils,
 // its own DWARF reader) prints for the C library and the dynamic loader is
 // the row Step uses at that address, found through .eh_frame_hdr and
-// through the sorted index alike: x86-64's (the machine's) and arm64's
-// (Debian's libc6-arm64-cross, read by aarch64-linux-gnu-readelf). 32-bit
-// ARM unwinds through .ARM.exidx (EHABI), not .eh_frame: TestReadelfExidx.
+// through the sorted index alike: x86-64's (the machine's, and its vDSO,
+// read from this process's memory), i386's (gcc-multilib's libc6-i386) and
+// arm64's (Debian's libc6-arm64-cross, read by aarch64-linux-gnu-readelf).
+// 32-bit ARM unwinds through .ARM.exidx (EHABI), not .eh_frame:
+// TestReadelfExidx.
 func TestReadelfRows(t *testing.T) {
+	x64 := []string{"/lib/x86_64-linux-gnu/libc.so.6", "/lib64/ld-linux-x86-64.so.2"}
+	if v := ownVDSO(t); v != "" {
+		x64 = append(x64, v)
+	}
 	for _, c := range []readelfCase{
-		{decode.X86_64, "readelf", []string{"/lib/x86_64-linux-gnu/libc.so.6", "/lib64/ld-linux-x86-64.so.2"}, readelfX86_64},
+		{decode.X86_64, "readelf", x64, readelfX86_64},
+		{decode.I386, "readelf", []string{"/usr/lib32/libc.so.6", "/usr/lib32/ld-linux.so.2"}, readelfI386},
 		{decode.ARM64, "aarch64-linux-gnu-readelf", []string{"/usr/aarch64-linux-gnu/lib/libc.so.6", "/usr/aarch64-linux-gnu/lib/ld-linux-aarch64.so.1"}, readelfA64},
 	} {
 		t.Run(c.arch.Name, func(t *testing.T) { readelfRows(t, c) })
@@ -92,7 +104,7 @@ func readelfRows(t *testing.T, c readelfCase) {
 	for _, path := range c.files {
 		ef, err := elf.Open(path)
 		if err != nil {
-			t.Fatalf("%s: %v (libc6-arm64-cross: scripts/setup.sh)", path, err)
+			t.Fatalf("%s: %v (libc6-arm64-cross, gcc-multilib: scripts/setup.sh)", path, err)
 		}
 		hdrTab, err := FromELF(ef)
 		if err != nil {
@@ -100,7 +112,7 @@ func readelfRows(t *testing.T, c readelfCase) {
 		}
 		fr := ef.Section(".eh_frame")
 		data, _ := fr.Data()
-		scanTab, err := New(Section{Data: data, Addr: fr.Addr}, Section{}, 8)
+		scanTab, err := New(Section{Data: data, Addr: fr.Addr}, Section{}, a.PtrSize)
 		ef.Close()
 		if err != nil {
 			t.Fatalf("%s without .eh_frame_hdr: %v", path, err)
@@ -120,6 +132,8 @@ func readelfRows(t *testing.T, c readelfCase) {
 		raCol := a.PC
 		var cols []string
 		inFDE := false
+		var fdeEnd uint64 // the FDE's end: readelf prints a row advanced to it (i386's C library has some), one no address uses
+		pastEnd := 0
 		sc := bufio.NewScanner(bytes.NewReader(out))
 		for sc.Scan() {
 			f := strings.Fields(sc.Text())
@@ -134,6 +148,12 @@ func readelfRows(t *testing.T, c readelfCase) {
 				if n, ok := cieCol[strings.TrimPrefix(f[4], "cie=")]; ok {
 					raCol = n
 				}
+				fdeEnd = ^uint64(0)
+				if _, hi, ok := strings.Cut(f[len(f)-1], ".."); ok && strings.HasPrefix(f[len(f)-1], "pc=") {
+					if v, err := strconv.ParseUint(hi, 16, 64); err == nil {
+						fdeEnd = v
+					}
+				}
 			case len(f) >= 4 && f[3] == "CIE":
 				if ra, ok := strings.CutPrefix(f[len(f)-1], "ra="); ok {
 					cieRA[ra]++
@@ -145,6 +165,10 @@ func readelfRows(t *testing.T, c readelfCase) {
 				loc, err := strconv.ParseUint(f[0], 16, 64)
 				if err != nil {
 					t.Fatalf("readelf row %q", sc.Text())
+				}
+				if loc >= fdeEnd {
+					pastEnd++
+					continue
 				}
 				rows++
 				if stepped, ok := stepRow(t, a, hdrTab, loc, raCol, cols, f[1:], c.names); ok {
@@ -188,7 +212,7 @@ func readelfRows(t *testing.T, c readelfCase) {
 				}
 			}
 		}
-		t.Logf("%s: %d FDEs, %d rows as readelf prints them (%d stepped), %d differences; CIEs by return address column %v", path, fdes, rows, steps, bad, cieRA)
+		t.Logf("%s: %d FDEs, %d rows as readelf prints them (%d stepped; %d more at an FDE's end), %d differences; CIEs by return address column %v", path, fdes, rows, steps, pastEnd, bad, cieRA)
 		if steps == 0 {
 			t.Errorf("%s: no row was stepped", path)
 		}
@@ -219,9 +243,13 @@ func stepRow(t *testing.T, a *Arch, tab *Table, loc uint64, raCol int, cols, val
 	if n, err := fmt.Sscanf(rule["CFA"], names[a.SP]+"%d", &cfaOff); n != 1 || err != nil {
 		return false, false
 	}
-	const sp = 0x7ff0_0000_0000
-	mem := func(addr uint64) (uint64, bool) { return addr*0x9e3779b97f4a7c15 + 1, true }
-	cfa := uint64(sp + cfaOff)
+	mask := ^uint64(0)
+	sp := uint64(0x7ff0_0000_0000)
+	if a.PtrSize == 4 {
+		mask, sp = 0xffffffff, 0x7ff0_0000
+	}
+	mem := func(addr uint64) (uint64, bool) { return (addr*0x9e3779b97f4a7c15 + 1) & mask, true }
+	cfa := (sp + uint64(cfaOff)) & mask
 	// saved: the value a "c+k" rule gives, or the register's own for "u"
 	// (unset: unchanged; a leaf's return address is still in its column).
 	saved := func(r string, col int) (uint64, bool) {
@@ -258,4 +286,41 @@ func stepRow(t *testing.T, a *Arch, tab *Table, loc uint64, raCol int, cols, val
 		return true, false
 	}
 	return true, true
+}
+
+// ownVDSO writes this process's vDSO image (an ELF file with .eh_frame,
+// mapped by the kernel and in no file) to a file and returns its path; ""
+// where /proc has no [vdso] mapping.
+func ownVDSO(t *testing.T) string {
+	maps, err := os.ReadFile("/proc/self/maps")
+	if err != nil {
+		return ""
+	}
+	for _, l := range strings.Split(string(maps), "\n") {
+		f := strings.Fields(l)
+		if len(f) < 6 || f[5] != "[vdso]" {
+			continue
+		}
+		lo, hi, _ := strings.Cut(f[0], "-")
+		start, err1 := strconv.ParseUint(lo, 16, 64)
+		end, err2 := strconv.ParseUint(hi, 16, 64)
+		if err1 != nil || err2 != nil || end <= start {
+			t.Fatalf("maps line %q", l)
+		}
+		mem, err := os.Open("/proc/self/mem")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer mem.Close()
+		img := make([]byte, end-start)
+		if _, err := mem.ReadAt(img, int64(start)); err != nil {
+			t.Fatalf("reading the vDSO: %v", err)
+		}
+		p := filepath.Join(t.TempDir(), "vdso.so")
+		if err := os.WriteFile(p, img, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	return ""
 }
