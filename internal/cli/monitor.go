@@ -31,9 +31,11 @@ with decoded arguments (numbers, flags, paths, fds) and result. Records go to --
 When kboost starts CMD, a seccomp-bpf filter installed before its execve makes only
 the monitored calls stop (SECCOMP_RET_TRACE). --policy-file FILE holds lines
 'allow|deny SYSCALL|* [path=PREFIX] [caller=FUNC]' (first match wins, default
-allow; caller= looks for FUNC on the call's frame-pointer stack); a denied call
-fails with EPERM and is logged. --backtrace adds the user stack (frame
-pointers; symbols from each mapped file's ELF symbol table).
+allow; caller= looks for FUNC on the call's user stack); a denied call fails
+with EPERM and is logged. --backtrace adds the user stack, unwound by each
+mapped file's call frame information (.eh_frame; ARM's exception index; the
+vDSO's own from the tracee's memory) and by frame pointers where none covers
+a pc, with symbols from each file's ELF symbol table.
 
 Under that filter an x86-64 call stops once, at its entry: kboost points its
 return at a short stub in two pages it maps into each process (anonymous,
