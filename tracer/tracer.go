@@ -117,6 +117,14 @@ type Handler interface {
 	Event(e Event)
 }
 
+// Idler is what a Handler implements to do deferred work (writing its
+// records) off the stops: Idle is called on the tracer thread after each
+// stop is served, its tracee resumed, before the tracer waits for the next
+// stop, so the tracees run meanwhile.
+type Idler interface {
+	Idle()
+}
+
 // Result summarises a finished trace.
 type Result struct {
 	Status    int  // exit status of the root process (128+signal if killed)

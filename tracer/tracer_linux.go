@@ -355,6 +355,7 @@ var (
 )
 
 func (t *Tracer) loop() error {
+	idler, _ := t.h.(Idler)
 	for {
 		t.goneTaken()
 		if len(t.threads) == 0 {
@@ -363,6 +364,9 @@ func (t *Tracer) loop() error {
 		var ws unix.WaitStatus
 		if beforeWait != nil {
 			beforeWait()
+		}
+		if idler != nil {
+			idler.Idle()
 		}
 		tid, err := unix.Wait4(-1, &ws, unix.WALL, nil)
 		if err == unix.EINTR {
