@@ -102,7 +102,7 @@ const (
 	rowRefNoSym   = "kboost monitor, reference-monitor calls, backtraces without symbols"
 	rowRefFull    = "kboost monitor, reference-monitor calls, backtraces and symbols"
 	rowAllFull    = "kboost monitor, every call, backtraces and symbols"
-	rowAllExit    = "kboost monitor, every call, backtraces and symbols, --exit-stops (two stops per call)"
+	rowAllOne     = "kboost monitor, every call, backtraces and symbols, --one-stop (experimental)"
 	rowStrace     = "strace -f"
 	rowStraceK    = "strace -f -k"
 	probeNative   = "native call"

@@ -146,7 +146,7 @@ func runBuild(o *Options, r *Result) error {
 		{rowRefNoSym, mon(append(ref, "--backtrace", "--no-symbols")...), false},
 		{rowRefFull, mon(append(ref, "--backtrace")...), false},
 		{rowAllFull, mon("--backtrace"), false},
-		{rowAllExit, mon("--backtrace", "--exit-stops"), false},
+		{rowAllOne, mon("--backtrace", "--one-stop"), false},
 		{rowStrace, []string{"strace", "-f", "-qq", "-o", "/dev/null"}, false},
 	}
 	straceK := []string{"strace", "-f", "-k", "-qq", "-o", "/dev/null"}

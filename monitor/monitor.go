@@ -37,11 +37,11 @@ type Options struct {
 	// mediates.
 	ExecMaps  bool
 	MaxFrames int
-	// ExitStops stops at every monitored call's exit as strace does,
-	// instead of one stop per call where kboost's stub can return the
-	// result (x86-64 calls of a tree kboost started).
-	ExitStops bool
-	Stdio     [3]*os.File // the started command's stdin, stdout, stderr (nil: kboost's)
+	// OneStop lets x86-64 calls of a tree kboost started return through
+	// kboost's result stub (one stop per call) instead of stopping at their
+	// exit as well. Experimental: see tracer.Config.OneStop.
+	OneStop bool
+	Stdio   [3]*os.File // the started command's stdin, stdout, stderr (nil: kboost's)
 }
 
 // Record is one system call, as written to Out (--json).
@@ -175,7 +175,7 @@ func New(opt Options) (*Monitor, error) {
 		m.bt.noSyms = opt.NoSymbols
 	}
 	m.tr, err = tracer.New(tracer.Config{Argv: opt.Argv, Pid: opt.Pid, Filter: filter, When: when, UseSeccomp: !opt.NoSeccomp, Stdio: opt.Stdio,
-		FramePointer: m.bt != nil, ExitStops: opt.ExitStops})
+		FramePointer: m.bt != nil, OneStop: opt.OneStop})
 	if err != nil {
 		return nil, err
 	}

@@ -143,8 +143,8 @@ func TestTraceesBehaveAsNative(t *testing.T) {
 	needTracing(t)
 	for _, mode := range []string{"threads", "fork", "vfork", "clone", "execthread", "signals", "sigstop", "killed", "restart"} {
 		want, wantStatus := native(t, mode)
-		for _, opt := range []Options{{}, {ExitStops: true}, {NoSeccomp: true}} {
-			name := fmt.Sprintf("%s/seccomp=%v/exit-stops=%v", mode, !opt.NoSeccomp, opt.ExitStops)
+		for _, opt := range []Options{{}, {OneStop: true}, {NoSeccomp: true}} {
+			name := fmt.Sprintf("%s/seccomp=%v/one-stop=%v", mode, !opt.NoSeccomp, opt.OneStop)
 			r := monitored(t, mode, opt, nil)
 			if r.out != want {
 				t.Errorf("%s: output %q, native %q", name, r.out, want)
@@ -181,7 +181,7 @@ func TestTraceesBehaveAsNative(t *testing.T) {
 
 // TestOneStopResults: the results x86-64 calls return through kboost's stub
 // (one stop per call) are the ones the kernel reports at their exit stops
-// (PTRACE_GET_SYSCALL_INFO, --exit-stops), call by call per thread, for
+// (PTRACE_GET_SYSCALL_INFO, the default), call by call per thread, for
 // the tracees that create threads and processes, take signals and have
 // calls restarted (SA_RESTART, EINTR, restart_syscall). Results that are
 // addresses, ids or times differ between any two runs and are compared
@@ -229,7 +229,7 @@ func TestOneStopResults(t *testing.T) {
 			}
 			return out
 		}
-		one, two := seqs(Options{}), seqs(Options{ExitStops: true})
+		one, two := seqs(Options{OneStop: true}), seqs(Options{})
 		if d := cmp.Diff(two, one); d != "" {
 			t.Errorf("%s: per-thread calls with one stop per call (+) and with exit stops (-):\n%s", mode, d)
 		}

@@ -87,7 +87,7 @@ type injection struct {
 // deferSetup prepares the deferral of a trace that kboost started under
 // its seccomp filter.
 func (t *Tracer) deferSetup() {
-	if !t.seccomp || t.cfg.ExitStops || len(deferSpecs) == 0 {
+	if !t.seccomp || !t.cfg.OneStop || len(deferSpecs) == 0 {
 		return
 	}
 	t.mms = map[int]*stubMM{}

@@ -9,14 +9,13 @@
 //     processes are followed from their first instruction.
 //   - Signals reach tracees unchanged; group-stops are held with
 //     PTRACE_LISTEN, so SIGSTOP/SIGCONT and job control behave as untraced.
-//   - Under kboost's seccomp filter (a tree kboost started), an x86-64 call
-//     stops once, at its entry: its return goes through a stub of the
-//     thread's own in two anonymous pages kboost maps into the process
-//     (injected mmap and mprotect calls, made in place of one of the
-//     process's calls, which then runs again), and Exit is called at the
-//     thread's next stop. Calls that create tasks, exec, sigreturn or do
-//     not return, and denied ones, stop at their exit too; so does every
-//     call with Config.ExitStops.
+//   - With Config.OneStop (experimental), under kboost's seccomp filter an
+//     x86-64 call stops once, at its entry: its return goes through a stub
+//     of the thread's own in two anonymous pages kboost maps into the
+//     process (injected mmap and mprotect calls, made in place of one of
+//     the process's calls, which then runs again), and Exit is called at
+//     the thread's next stop. Calls that create tasks, exec, sigreturn or
+//     do not return, and denied ones, stop at their exit too.
 //   - A Handler may deny a system call: it is skipped and returns the given
 //     errno; nothing else in the tracee changes.
 //   - Detach (Tracer.Detach, e.g. on SIGINT) releases every thread and

@@ -34,10 +34,12 @@ type Config struct {
 	// FramePointer fills Call.FP and Call.Regs at each monitored call's
 	// entry (one more ptrace request per call: backtraces need it).
 	FramePointer bool
-	// ExitStops stops every monitored call at its exit too, as strace
-	// does, instead of letting an x86-64 call return through kboost's stub
-	// (one stop per call: see defer_linux.go).
-	ExitStops bool
+	// OneStop lets an x86-64 call under the seccomp filter return through
+	// a stub of kboost's instead of stopping at its exit too (one stop per
+	// call: defer_linux.go). Experimental, off by default: once, on a Lua
+	// build, a make was left spinning in its stub with the stub's own
+	// entry as its return address (cause not found yet).
+	OneStop bool
 	// NoSyscalls resumes tracees with PTRACE_CONT once the traced command
 	// runs: no system call stops at all (a breakpoint engine needs none).
 	NoSyscalls bool

@@ -96,14 +96,14 @@ func (h *countHandler) Event(Event) {}
 // x86-64 tracee stop n times (plus the calls that always take their exit
 // stop, and the injected calls that map the stub pages), each reporting
 // the kernel's answer (the test's own pid: kboost's helper executes the
-// tracee in place); with ExitStops they stop 2n times.
+// tracee in place); without OneStop they stop 2n times.
 func TestOneStopPerCall(t *testing.T) {
 	bin := buildCalls(t)
 	const n = 2000
 	for _, exitStops := range []bool{false, true} {
 		stops := 0
 		afterWait = func(int, unix.WaitStatus) { stops++ }
-		out, h := traceCalls(t, Config{Argv: []string{bin, strconv.Itoa(n)}, UseSeccomp: true, ExitStops: exitStops})
+		out, h := traceCalls(t, Config{Argv: []string{bin, strconv.Itoa(n)}, UseSeccomp: true, OneStop: !exitStops})
 		afterWait = nil
 		if strings.TrimSpace(string(out)) != strconv.Itoa(os.Getpid()) {
 			t.Errorf("exitStops=%v: the tracee saw parent %q, want %d", exitStops, out, os.Getpid())
@@ -140,7 +140,7 @@ func TestChildBeforeCreatorEvent(t *testing.T) {
 	}
 	defer func() { beforeWait = nil }()
 	const k = 30
-	out, _ := traceCalls(t, Config{Argv: []string{bin, "50", "spawn", strconv.Itoa(k)}, UseSeccomp: true})
+	out, _ := traceCalls(t, Config{Argv: []string{bin, "50", "spawn", strconv.Itoa(k)}, UseSeccomp: true, OneStop: true})
 	if want := fmt.Sprintf("spawned %d ok", k); !strings.Contains(out, want) {
 		t.Errorf("output %q, want %q: a child faulted or failed", out, want)
 	}
