@@ -247,8 +247,11 @@ func (t *Tracer) deferCall(th *thread, c *Call, s *deferSpec, regs *ptregs.Regs)
 			return false
 		}
 	}
-	t.seq++
 	w := s.words
+	if pc := regs.Word(w.pc); pc >= mm.code && pc-mm.code < uint64(s.slotCode*stubSlots) {
+		return false // already pointed at a stub: that is no return address
+	}
+	t.seq++
 	regs.SetWord(w.ret, regs.Word(w.pc))
 	regs.SetWord(w.seq, t.seq)
 	regs.SetWord(w.pc, code+uint64(s.entry))

@@ -349,9 +349,14 @@ func tgid(tid int) int {
 // thread before the loop's wait4 and after it returned a stop or exit,
 // before that is processed: a delay there is the tracer being preempted
 // at that point.
+//
+// exitStopsAlways (tests only) resumes every stop with PTRACE_SYSCALL, as
+// a resume that waits for an exit stop which never comes does: each call
+// under the filter then stops at its entry before its seccomp stop.
 var (
-	beforeWait func()
-	afterWait  func(tid int, ws unix.WaitStatus)
+	exitStopsAlways bool
+	beforeWait      func()
+	afterWait       func(tid int, ws unix.WaitStatus)
 )
 
 func (t *Tracer) loop() error {
@@ -415,7 +420,7 @@ func (t *Tracer) event(th *thread, e Event) {
 
 func (t *Tracer) resume(th *thread, sig int) {
 	req := unix.PTRACE_SYSCALL
-	if th.call == nil && (t.seccomp || t.cfg.NoSyscalls && t.armed) {
+	if th.call == nil && (t.seccomp || t.cfg.NoSyscalls && t.armed) && !exitStopsAlways {
 		req = unix.PTRACE_CONT
 	}
 	ptrace(req, th.tid, 0, uintptr(sig)) // ESRCH: killed meanwhile, its exit follows
@@ -568,6 +573,22 @@ func (t *Tracer) syscallStop(th *thread) {
 	case infoEntry, infoSeccomp:
 		if th.inj != nil { // kboost's own call: on to its exit
 			ptrace(unix.PTRACE_SYSCALL, th.tid, 0, 0)
+			return
+		}
+		if si.Op == infoEntry && t.seccomp {
+			// Under the filter a call's stop is its seccomp stop, which
+			// follows this one when the filter traces the call. An entry
+			// stop means the thread was resumed for an exit stop that
+			// never came: taking the call here too made it two calls, and
+			// with one stop per call the second entry read the stub's
+			// own address as the return address (the thread then looped
+			// in its stub).
+			if th.call != nil && t.report(th) {
+				th.call.NoReturn = true
+				t.h.Exit(th.call)
+			}
+			th.call = nil
+			t.resume(th, 0)
 			return
 		}
 		nr := si.U[0]

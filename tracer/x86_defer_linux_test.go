@@ -188,3 +188,28 @@ func traceCalls(t *testing.T, cfg Config) (string, *countHandler) {
 	b, _ := os.ReadFile(outPath)
 	return string(b), h
 }
+
+// TestEntryStopUnderFilter: a thread resumed with PTRACE_SYSCALL whose
+// next stop is a new call's entry (not the exit stop the tracer waited
+// for) stops there and then at the same call's seccomp stop. Taken as two
+// calls, the second read the stub's entry as the call's return address
+// under --one-stop and the thread looped in its stub for ever (a make was
+// once found so); with exit stops it counted each call twice.
+func TestEntryStopUnderFilter(t *testing.T) {
+	bin := buildCalls(t)
+	exitStopsAlways = true
+	defer func() { exitStopsAlways = false }()
+	const n = 300
+	for _, one := range []bool{true, false} {
+		out, h := traceCalls(t, Config{Argv: []string{bin, strconv.Itoa(n)}, UseSeccomp: true, OneStop: one})
+		if strings.TrimSpace(string(out)) != strconv.Itoa(os.Getpid()) {
+			t.Errorf("one stop %v: the tracee saw parent %q, want %d", one, out, os.Getpid())
+		}
+		if h.rets[int64(os.Getpid())] != n || len(h.rets) != 1 {
+			t.Errorf("one stop %v: getppid results %v, want %d times %d", one, h.rets, n, os.Getpid())
+		}
+		if h.enters != h.exits || h.noReturn != 1 {
+			t.Errorf("one stop %v: %d entries, %d exits, %d unfinished; want as many exits, 1 unfinished (exit_group)", one, h.enters, h.exits, h.noReturn)
+		}
+	}
+}
