@@ -248,7 +248,7 @@ func (t *Tracer) deferCall(th *thread, c *Call, s *deferSpec, regs *ptregs.Regs)
 		}
 	}
 	w := s.words
-	if pc := regs.Word(w.pc); pc >= mm.code && pc-mm.code < uint64(s.slotCode*stubSlots) {
+	if cs, _ := mm.size(s); regs.Word(w.pc)-mm.code < cs {
 		return false // already pointed at a stub: that is no return address
 	}
 	t.seq++
