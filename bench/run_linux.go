@@ -14,9 +14,11 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unsafe"
 
 	"github.com/kboost/kboost/ptprobe"
 	"github.com/kboost/kboost/uprobe"
+	"golang.org/x/sys/unix"
 )
 
 //go:embed testdata/loop.c
@@ -125,7 +127,7 @@ func runBuild(o *Options, r *Result) error {
 	if subset != nil {
 		r.Workload += "; subset: make -s " + strings.Join(subset, " ")
 	}
-	for _, tool := range []string{"make", "gcc", "strace"} {
+	for _, tool := range []string{"make", "gcc", "strace", "taskset"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			return fmt.Errorf("%w: %s: %w (scripts/setup.sh installs it)", ErrBench, tool, err)
 		}
@@ -135,6 +137,10 @@ func runBuild(o *Options, r *Result) error {
 		return append(append([]string{o.Kboost, "monitor", "--out", "/dev/null"}, args...), "--")
 	}
 	ref := []string{"--exec-maps", "--syscalls=" + strings.Join(RefMonCalls, ",")}
+	cpu, err := firstCPU()
+	if err != nil {
+		return err
+	}
 	type variant struct {
 		name   string
 		prefix []string
@@ -147,6 +153,8 @@ func runBuild(o *Options, r *Result) error {
 		{rowRefFull, mon(append(ref, "--backtrace")...), false},
 		{rowAllFull, mon("--backtrace"), false},
 		{rowAllOne, mon("--backtrace", "--one-stop"), false},
+		{rowNativePin, []string{"taskset", "-c", cpu}, false},
+		{rowAllPin, mon("--backtrace", "--cpu", cpu), false},
 		{rowStrace, []string{"strace", "-f", "-qq", "-o", "/dev/null"}, false},
 	}
 	straceK := []string{"strace", "-f", "-k", "-qq", "-o", "/dev/null"}
@@ -197,7 +205,7 @@ func runBuild(o *Options, r *Result) error {
 		r.Build = append(r.Build, row)
 		o.progress("%-72s %8.2f s  %5.1f%%", row.Name, row.Wall, 100*row.Speed)
 	}
-	_, err := timeRun(dir, clean)
+	_, err = timeRun(dir, clean)
 	return err
 }
 
@@ -353,4 +361,18 @@ func release() string {
 		b = append(b, byte(c))
 	}
 	return string(b)
+}
+
+// firstCPU is the lowest CPU this process may run on: the pinned rows' CPU.
+func firstCPU() (string, error) {
+	var set unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &set); err != nil {
+		return "", fmt.Errorf("%w: sched_getaffinity: %w", ErrBench, err)
+	}
+	for i := 0; i < 8*int(unsafe.Sizeof(set)); i++ {
+		if set.IsSet(i) {
+			return strconv.Itoa(i), nil
+		}
+	}
+	return "", fmt.Errorf("%w: no CPU in this process's affinity mask", ErrBench)
 }

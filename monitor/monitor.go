@@ -41,7 +41,11 @@ type Options struct {
 	// kboost's result stub (one stop per call) instead of stopping at their
 	// exit as well. Experimental: see tracer.Config.OneStop.
 	OneStop bool
-	Stdio   [3]*os.File // the started command's stdin, stdout, stderr (nil: kboost's)
+	// Pin runs kboost's tracer and the started tree on CPU (see
+	// tracer.Config.Pin).
+	Pin   bool
+	CPU   int
+	Stdio [3]*os.File // the started command's stdin, stdout, stderr (nil: kboost's)
 }
 
 // Record is one system call, as written to Out (--json).
@@ -175,7 +179,7 @@ func New(opt Options) (*Monitor, error) {
 		m.bt.noSyms = opt.NoSymbols
 	}
 	m.tr, err = tracer.New(tracer.Config{Argv: opt.Argv, Pid: opt.Pid, Filter: filter, When: when, UseSeccomp: !opt.NoSeccomp, Stdio: opt.Stdio,
-		FramePointer: m.bt != nil, OneStop: opt.OneStop})
+		FramePointer: m.bt != nil, OneStop: opt.OneStop, Pin: opt.Pin, CPU: opt.CPU})
 	if err != nil {
 		return nil, err
 	}

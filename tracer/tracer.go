@@ -9,6 +9,9 @@ import (
 // ErrTracer marks a tracer failure (attach, spawn, ptrace).
 var ErrTracer = errors.New("tracer")
 
+// ErrCPU marks a Config.CPU kboost may not run on.
+var ErrCPU = errors.New("tracer: CPU not available")
+
 // Config says what to trace.
 type Config struct {
 	// Argv starts a new tree (kboost is its tracer from its first
@@ -43,6 +46,14 @@ type Config struct {
 	// NoSyscalls resumes tracees with PTRACE_CONT once the traced command
 	// runs: no system call stops at all (a breakpoint engine needs none).
 	NoSyscalls bool
+	// Pin runs the tracer's thread and the started tree (Argv only) on
+	// CPU: a stop and its resumption then switch tasks on one CPU, with no
+	// wake-up sent to another CPU and no wait for the tracee to leave it
+	// (ptrace_check_attach). The tree's affinity is that one CPU (what
+	// sched_getaffinity and nproc report to it); threads still on it when
+	// detached get the mask the tree started with back.
+	Pin bool
+	CPU int
 }
 
 // ArgTest selects the calls whose argument Arg (0-5) has a bit of Mask set.

@@ -87,6 +87,9 @@ type Tracer struct {
 	mms   map[int]*stubMM
 	never map[uint32]map[uint64]bool
 	seq   uint64
+	// Config.Pin: the one CPU, and the mask the tracer had before it.
+	pin              bool
+	pinned, unpinned unix.CPUSet
 }
 
 type takenExit struct {
@@ -125,6 +128,9 @@ func ptrace(req int, pid int, addr, data uintptr) error {
 func New(cfg Config) (*Tracer, error) {
 	if (len(cfg.Argv) == 0) == (cfg.Pid == 0) {
 		return nil, fmt.Errorf("%w: give either a command or a pid", ErrTracer)
+	}
+	if cfg.Pin && cfg.Pid != 0 {
+		return nil, fmt.Errorf("%w: pinning to a CPU needs a command kboost starts (a running tree keeps its own affinity)", ErrCPU)
 	}
 	t := &Tracer{cfg: cfg, owner: make(chan func()), threads: map[int]*thread{}, pids: map[int]bool{}, reaped: map[int]bool{}}
 	go t.ownerLoop()
@@ -226,6 +232,11 @@ func (t *Tracer) spawn() error {
 	}
 	defer r.Close()
 	defer w.Close()
+	if t.cfg.Pin {
+		if err := t.pinSelf(); err != nil {
+			return err
+		}
+	}
 	env := t.cfg.Env
 	if env == nil {
 		env = os.Environ()
@@ -743,6 +754,7 @@ func (t *Tracer) detachStoppedAs(th *thread, ws unix.WaitStatus, consumed bool) 
 			}
 		}
 	}
+	t.unpin(th.tid)
 	ptrace(unix.PTRACE_DETACH, th.tid, 0, uintptr(deliver))
 	delete(t.threads, th.tid)
 }
@@ -929,6 +941,7 @@ func (t *Tracer) releaseAll(p Prober) {
 		t.detachStoppedAs(s.th, s.ws, consumed[i])
 	}
 	for tid := range t.threads { // never stopped (zombie leaders): released as they are
+		t.unpin(tid)
 		ptrace(unix.PTRACE_DETACH, tid, 0, 0)
 		delete(t.threads, tid)
 	}

@@ -9,12 +9,13 @@ import (
 	"syscall"
 
 	"github.com/kboost/kboost/monitor"
+	"github.com/kboost/kboost/tracer"
 	"github.com/spf13/cobra"
 )
 
 func newMonitorCmd(s Streams) *cobra.Command {
 	var (
-		pid                            int
+		pid, cpu                       int
 		calls, out, policyPath         string
 		jsonOut, backtrace, useSeccomp bool
 		noSymbols, execMaps, oneStop   bool
@@ -45,6 +46,12 @@ read at the thread's next stop; calls that create tasks, exec, sigreturn or
 exit, and denied calls, still stop at their exit. It is off by default: once
 a traced make was left spinning in its stub (cause not found yet).
 
+--cpu N runs kboost's tracer and the tree it starts on CPU N alone: each stop
+and its resumption then switch tasks on one CPU instead of waking another
+(on a machine with few CPUs most of a stop's cost). The tree sees that one CPU
+(sched_getaffinity, nproc), so a parallel build runs serially; threads still on
+it when released get the mask kboost started with back.
+
 Ctrl-C (SIGINT) releases the tree: a --pid tree, or one started with
 --seccomp=false, is detached and keeps running; a tree under kboost's seccomp
 filter cannot run without its tracer, so kboost stops recording and serves it
@@ -61,6 +68,15 @@ until it exits. Exit status 130 after SIGINT.`,
 				return usagef("--pid %d: a process id is positive", pid)
 			}
 			opt := monitor.Options{Argv: args, Pid: pid, JSON: jsonOut, Backtrace: backtrace || noSymbols, NoSymbols: noSymbols, ExecMaps: execMaps, NoSeccomp: !useSeccomp, OneStop: oneStop}
+			if cmd.Flags().Changed("cpu") {
+				if pid != 0 {
+					return usagef("--cpu needs -- CMD: kboost pins only a tree it starts (a running tree keeps its own affinity)")
+				}
+				if cpu < 0 {
+					return usagef("--cpu %d: a CPU number is 0 or more", cpu)
+				}
+				opt.Pin, opt.CPU = true, cpu
+			}
 			if calls != "" {
 				opt.Syscalls = strings.Split(calls, ",")
 			}
@@ -93,6 +109,9 @@ until it exits. Exit status 130 after SIGINT.`,
 			if errors.Is(err, monitor.ErrUnknownSyscall) {
 				return usagef("--syscalls: %v", err)
 			}
+			if errors.Is(err, tracer.ErrCPU) {
+				return usagef("--cpu: %v", err)
+			}
 			if err != nil {
 				return err
 			}
@@ -118,6 +137,7 @@ until it exits. Exit status 130 after SIGINT.`,
 	f.BoolVar(&noSymbols, "no-symbols", false, "--backtrace without symbol names (addresses and files only)")
 	f.BoolVar(&execMaps, "exec-maps", false, "mmap, mmap2, mprotect and pkey_mprotect only with PROT_EXEC (the seccomp filter tests it)")
 	f.BoolVar(&useSeccomp, "seccomp", true, "install a seccomp filter so only monitored calls stop (when kboost starts CMD)")
+	f.IntVar(&cpu, "cpu", -1, "run kboost's tracer and the started tree on this CPU alone (see above)")
 	f.BoolVar(&oneStop, "one-stop", false, "experimental: x86-64 calls return through a result stub, one stop per call (see above)")
 	return cmd
 }

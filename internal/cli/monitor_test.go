@@ -26,11 +26,41 @@ func TestMonitorUsage(t *testing.T) {
 		{[]string{"monitor", "--syscalls", "opne", "--", "true"}, `unknown system call "opne"`},
 		{[]string{"monitor", "--policy-file", bad, "--", "true"}, "allow|deny SYSCALL"},
 		{[]string{"monitor", "--policy-file", filepath.Join(dir, "none"), "--", "true"}, "no such file"},
+		{[]string{"monitor", "--cpu", "-1", "--", "true"}, "--cpu -1: a CPU number is 0 or more"},
+		{[]string{"monitor", "--cpu", "0", "--pid", "1"}, "--cpu needs -- CMD"},
+		{[]string{"monitor", "--cpu", "x", "--", "true"}, `invalid argument "x" for "--cpu"`},
 	} {
 		_, stderr, code := run(t, c.args...)
 		if code != 2 || !strings.Contains(stderr, c.want) || strings.Count(stderr, "\n") != 1 {
 			t.Errorf("%q: exit %d, stderr %q; want 2 and one line with %q", c.args, code, stderr, c.want)
 		}
+	}
+}
+
+// TestMonitorCPUOutOfMask: a CPU outside kboost's affinity mask (the
+// kernel's Cpus_allowed_list, read here) is a usage error naming the CPUs
+// kboost may use, and nothing starts.
+func TestMonitorCPUOutOfMask(t *testing.T) {
+	if runtime.GOOS != "linux" || runtime.GOARCH != "amd64" {
+		t.Skip("the tracer runs on linux/amd64")
+	}
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var allowed string
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "Cpus_allowed_list:"); ok {
+			allowed = strings.TrimSpace(v)
+		}
+	}
+	marker := filepath.Join(t.TempDir(), "ran")
+	_, stderr, code := run(t, "monitor", "--cpu", "4095", "--", "touch", marker)
+	if want := "may run on CPUs " + allowed + " "; code != 2 || !strings.Contains(stderr, want) || strings.Count(stderr, "\n") != 1 {
+		t.Errorf("--cpu 4095: exit %d, stderr %q; want 2 and one line with %q", code, stderr, want)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Errorf("--cpu 4095: the command ran")
 	}
 }
 
