@@ -104,7 +104,7 @@ const (
 	rowAllFull    = "kboost monitor, every call, backtraces and symbols"
 	rowAllOne     = "kboost monitor, every call, backtraces and symbols, --one-stop (experimental)"
 	rowNativePin  = "native, on one CPU (taskset)"
-	rowAllPin     = "kboost monitor, every call, backtraces and symbols, --cpu (one CPU)"
+	rowAllPin     = "kboost monitor, every call, backtraces and symbols, --pin-cpu (one CPU)"
 	rowStrace     = "strace -f"
 	rowStraceK    = "strace -f -k"
 	probeNative   = "native call"
@@ -163,10 +163,10 @@ func checks(r *Result) []Check {
 		// with what it does for make itself.
 		if x, ok := findRow(r.Build, rowAllPin, false); ok {
 			v := speed(x, cpu)
-			out = append(out, Check{"every call with backtraces and symbols, --cpu, speed vs native" + by, v, ">= 0.40", v >= 0.40})
+			out = append(out, Check{"every call with backtraces and symbols, --pin-cpu, speed vs native" + by, v, ">= 0.40", v >= 0.40})
 			if n, ok := findRow(r.Build, rowNativePin, false); ok && speed(n, cpu) > 0 {
 				v := speed(x, cpu) / speed(n, cpu)
-				out = append(out, Check{"every call with backtraces and symbols, --cpu, speed vs native on one CPU" + by, v, ">= 0.40", v >= 0.40})
+				out = append(out, Check{"every call with backtraces and symbols, --pin-cpu, speed vs native on one CPU" + by, v, ">= 0.40", v >= 0.40})
 			}
 		}
 		for _, subset := range []bool{false, true} {

@@ -154,7 +154,7 @@ func runBuild(o *Options, r *Result) error {
 		{rowAllFull, mon("--backtrace"), false},
 		{rowAllOne, mon("--backtrace", "--one-stop"), false},
 		{rowNativePin, []string{"taskset", "-c", cpu}, false},
-		{rowAllPin, mon("--backtrace", "--cpu", cpu), false},
+		{rowAllPin, mon("--backtrace", "--pin-cpu", cpu), false},
 		{rowStrace, []string{"strace", "-f", "-qq", "-o", "/dev/null"}, false},
 	}
 	straceK := []string{"strace", "-f", "-k", "-qq", "-o", "/dev/null"}

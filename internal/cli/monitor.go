@@ -46,7 +46,7 @@ read at the thread's next stop; calls that create tasks, exec, sigreturn or
 exit, and denied calls, still stop at their exit. It is off by default: once
 a traced make was left spinning in its stub (cause not found yet).
 
---cpu N runs kboost's tracer and the tree it starts on CPU N alone: each stop
+--pin-cpu N runs kboost's tracer and the tree it starts on CPU N alone: each stop
 and its resumption then switch tasks on one CPU instead of waking another
 (on a machine with few CPUs most of a stop's cost). The tree sees that one CPU
 (sched_getaffinity, nproc), so a parallel build runs serially; threads still on
@@ -68,12 +68,12 @@ until it exits. Exit status 130 after SIGINT.`,
 				return usagef("--pid %d: a process id is positive", pid)
 			}
 			opt := monitor.Options{Argv: args, Pid: pid, JSON: jsonOut, Backtrace: backtrace || noSymbols, NoSymbols: noSymbols, ExecMaps: execMaps, NoSeccomp: !useSeccomp, OneStop: oneStop}
-			if cmd.Flags().Changed("cpu") {
+			if cmd.Flags().Changed("pin-cpu") {
 				if pid != 0 {
-					return usagef("--cpu needs -- CMD: kboost pins only a tree it starts (a running tree keeps its own affinity)")
+					return usagef("--pin-cpu needs -- CMD: kboost pins only a tree it starts (a running tree keeps its own affinity)")
 				}
 				if cpu < 0 {
-					return usagef("--cpu %d: a CPU number is 0 or more", cpu)
+					return usagef("--pin-cpu %d: a CPU number is 0 or more", cpu)
 				}
 				opt.Pin, opt.CPU = true, cpu
 			}
@@ -110,7 +110,7 @@ until it exits. Exit status 130 after SIGINT.`,
 				return usagef("--syscalls: %v", err)
 			}
 			if errors.Is(err, tracer.ErrCPU) {
-				return usagef("--cpu: %v", err)
+				return usagef("--pin-cpu: %v", err)
 			}
 			if err != nil {
 				return err
@@ -137,7 +137,7 @@ until it exits. Exit status 130 after SIGINT.`,
 	f.BoolVar(&noSymbols, "no-symbols", false, "--backtrace without symbol names (addresses and files only)")
 	f.BoolVar(&execMaps, "exec-maps", false, "mmap, mmap2, mprotect and pkey_mprotect only with PROT_EXEC (the seccomp filter tests it)")
 	f.BoolVar(&useSeccomp, "seccomp", true, "install a seccomp filter so only monitored calls stop (when kboost starts CMD)")
-	f.IntVar(&cpu, "cpu", -1, "run kboost's tracer and the started tree on this CPU alone (see above)")
+	f.IntVar(&cpu, "pin-cpu", -1, "run kboost's tracer and the started tree on this CPU alone (see above)")
 	f.BoolVar(&oneStop, "one-stop", false, "experimental: x86-64 calls return through a result stub, one stop per call (see above)")
 	return cmd
 }

@@ -26,9 +26,9 @@ func TestMonitorUsage(t *testing.T) {
 		{[]string{"monitor", "--syscalls", "opne", "--", "true"}, `unknown system call "opne"`},
 		{[]string{"monitor", "--policy-file", bad, "--", "true"}, "allow|deny SYSCALL"},
 		{[]string{"monitor", "--policy-file", filepath.Join(dir, "none"), "--", "true"}, "no such file"},
-		{[]string{"monitor", "--cpu", "-1", "--", "true"}, "--cpu -1: a CPU number is 0 or more"},
-		{[]string{"monitor", "--cpu", "0", "--pid", "1"}, "--cpu needs -- CMD"},
-		{[]string{"monitor", "--cpu", "x", "--", "true"}, `invalid argument "x" for "--cpu"`},
+		{[]string{"monitor", "--pin-cpu", "-1", "--", "true"}, "--pin-cpu -1: a CPU number is 0 or more"},
+		{[]string{"monitor", "--pin-cpu", "0", "--pid", "1"}, "--pin-cpu needs -- CMD"},
+		{[]string{"monitor", "--pin-cpu", "x", "--", "true"}, `invalid argument "x" for "--pin-cpu"`},
 	} {
 		_, stderr, code := run(t, c.args...)
 		if code != 2 || !strings.Contains(stderr, c.want) || strings.Count(stderr, "\n") != 1 {
@@ -55,12 +55,12 @@ func TestMonitorCPUOutOfMask(t *testing.T) {
 		}
 	}
 	marker := filepath.Join(t.TempDir(), "ran")
-	_, stderr, code := run(t, "monitor", "--cpu", "4095", "--", "touch", marker)
+	_, stderr, code := run(t, "monitor", "--pin-cpu", "4095", "--", "touch", marker)
 	if want := "may run on CPUs " + allowed + " "; code != 2 || !strings.Contains(stderr, want) || strings.Count(stderr, "\n") != 1 {
-		t.Errorf("--cpu 4095: exit %d, stderr %q; want 2 and one line with %q", code, stderr, want)
+		t.Errorf("--pin-cpu 4095: exit %d, stderr %q; want 2 and one line with %q", code, stderr, want)
 	}
 	if _, err := os.Stat(marker); err == nil {
-		t.Errorf("--cpu 4095: the command ran")
+		t.Errorf("--pin-cpu 4095: the command ran")
 	}
 }
 
