@@ -141,7 +141,7 @@ func monitored(t *testing.T, mode string, opt Options, during func(m *Monitor, o
 // the same status with and without the monitor, in both stop modes.
 func TestTraceesBehaveAsNative(t *testing.T) {
 	needTracing(t)
-	for _, mode := range []string{"threads", "fork", "vfork", "clone", "execthread", "signals", "sigstop", "killed", "restart"} {
+	for _, mode := range []string{"threads", "fork", "vfork", "clone", "execthread", "signals", "sigstop", "killed", "restart", "sigrestart"} {
 		want, wantStatus := native(t, mode)
 		for _, opt := range []Options{{}, {OneStop: true}, {NoSeccomp: true}} {
 			name := fmt.Sprintf("%s/seccomp=%v/one-stop=%v", mode, !opt.NoSeccomp, opt.OneStop)
@@ -191,7 +191,7 @@ func TestOneStopResults(t *testing.T) {
 	varying := map[string]bool{"mmap": true, "brk": true, "clone": true, "clone3": true, "fork": true, "vfork": true,
 		"getpid": true, "gettid": true, "getppid": true, "set_tid_address": true, "wait4": true, "rseq": true,
 		"getrandom": true, "clock_gettime": true, "futex": true}
-	for _, mode := range []string{"workload", "restart", "signals", "threads", "fork", "vfork", "sigstop"} {
+	for _, mode := range []string{"workload", "restart", "sigrestart", "signals", "threads", "fork", "vfork", "sigstop"} {
 		seqs := func(opt Options) [][]string {
 			r := monitored(t, mode, opt, nil)
 			per := map[int][]string{}

@@ -29,9 +29,12 @@ type deferSpec struct {
 	// stub returns (its seccomp stop's ip), entry where the entry stop
 	// points the thread, tail the end of the code.
 	restarted, entry, tail int
-	words                  deferWords
-	maxIP                  uint64 // calls from above it are not deferred
-	stub                   func(buf []byte, code, data uint64)
+	// saved is where the restart path has stored the return address in
+	// the slot (before it, the address is still in the ret register).
+	saved int
+	words deferWords
+	maxIP uint64 // calls from above it are not deferred
+	stub  func(buf []byte, code, data uint64)
 }
 
 // deferWords are register word indexes (internal/ptregs) of the mode.
@@ -43,6 +46,7 @@ type deferWords struct {
 // Slot data: the sequence number saved around a restarted call, the
 // result and the sequence number the stub stores.
 const (
+	dataSavedRet = 0
 	dataSavedSeq = 8
 	dataResult   = 16
 	dataSeq      = 24
@@ -58,6 +62,7 @@ var neverDeferred = []string{"clone", "clone3", "fork", "vfork", "execve", "exec
 // stubMM is kboost's stub pages in one address space.
 type stubMM struct {
 	state      int // mmNone, mmMapped (code written, pages writable), mmReady, mmFailed
+	spec       *deferSpec
 	busy       bool
 	code, data uint64
 	used       [stubSlots]bool
@@ -184,7 +189,7 @@ func (t *Tracer) startInjection(th *thread, s *deferSpec, mm *stubMM) bool {
 	if regs.Set(th.tid) != nil {
 		return false
 	}
-	mm.busy = true
+	mm.busy, mm.spec = true, s
 	th.inj = &injection{saved: &saved, mm: mm, spec: s}
 	ptrace(unix.PTRACE_SYSCALL, th.tid, 0, 0)
 	return true
@@ -306,6 +311,82 @@ func (t *Tracer) settleStopped(th *thread) {
 	}
 }
 
+// leaveStub moves th out of its stub at a signal-delivery-stop, before a
+// handler can run. A handler's calls use the thread's one slot: a handler
+// frame that returned into the stub's restart path would jump to the
+// return address a call of the handler's left in the slot. Wherever th is
+// in its stub, registers and slot hold its state; kboost finishes the call
+// as the stub would (a result the kernel may yet restart, such as
+// -ERESTARTSYS, is the result an exit stop shows too) and puts th after
+// its own system call instruction, or on it when the call is still to be
+// made again. The kernel's restart then moves th back onto that
+// instruction, outside the stub.
+func (t *Tracer) leaveStub(th *thread) {
+	if th.slotMM == nil || th.slotMM.spec == nil {
+		return
+	}
+	s := th.slotMM.spec
+	code, data, ok := th.stubOf(s)
+	if !ok {
+		return
+	}
+	regs, err := ptregs.Get(th.tid)
+	if err != nil {
+		return
+	}
+	w := s.words
+	off := regs.PC() - code
+	if off >= uint64(s.tail) {
+		return
+	}
+	slotRet := func() (uint64, bool) {
+		var b [8]byte
+		if n, err := ReadMem(th.tid, data+dataSavedRet, b[:]); err != nil || n != len(b) {
+			return 0, false
+		}
+		return binary.LittleEndian.Uint64(b[:]), true
+	}
+	ret, redo := regs.Word(w.ret), false
+	switch {
+	case off < uint64(s.saved): // restart path, return address not saved yet
+		redo = true
+	case off < uint64(s.restarted): // restart path, at or before its call
+		redo = true
+		if ret, ok = slotRet(); !ok {
+			return
+		}
+	case off < uint64(s.entry-2): // the restarted call returned
+		if ret, ok = slotRet(); !ok {
+			return
+		}
+	case off < uint64(s.entry): // about to take the restart path
+		redo = true
+	}
+	pc := ret
+	if redo {
+		pc -= 2
+	}
+	rv := regs.Word(w.rv)
+	regs.SetWord(w.pc, pc)
+	regs.SetWord(w.ret, ret)
+	if regs.Set(th.tid) != nil {
+		return
+	}
+	d := th.def
+	if d == nil {
+		return
+	}
+	th.def = nil
+	if redo {
+		d.call.NoReturn = true
+		if t.report(th) {
+			t.h.Exit(d.call)
+		}
+		return
+	}
+	t.finish(th, d.call, rv)
+}
+
 // restartSeq reads the sequence number the stub of th saved before it
 // restarted th's call: the one it will store with the result (a signal
 // handler's calls in between were given others).
@@ -368,7 +449,7 @@ func (t *Tracer) inheritMM(parent *thread, child int, childPid int, vfork bool) 
 		t.mms[childPid] = pm
 		return
 	}
-	t.mms[childPid] = &stubMM{state: mmReady, code: pm.code, data: pm.data}
+	t.mms[childPid] = &stubMM{state: mmReady, spec: pm.spec, code: pm.code, data: pm.data}
 }
 
 const kcmpVM = 1 // KCMP_VM (linux/kcmp.h)

@@ -517,7 +517,7 @@ func (t *Tracer) stopped(th *thread, ws unix.WaitStatus) {
 		th.listening = false
 		t.resume(th, 0)
 	default: // signal-delivery-stop: deliver it unchanged
-		t.settleStopped(th)
+		t.leaveStub(th)
 		if p := t.prober(); p != nil && sig == unix.SIGTRAP && p.Trap(th.tid, th.pid) {
 			t.resume(th, 0)
 			return

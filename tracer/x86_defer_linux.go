@@ -35,6 +35,7 @@ var x86Defer = &deferSpec{
 	restarted: 16,
 	entry:     34,
 	tail:      50,
+	saved:     7,
 	words:     deferWords{pc: 16, ret: 11, seq: 6, rv: 10, nr: 15, args: [6]int{14, 13, 12, 7, 9, 8}},
 	maxIP:     0x7fffffffffff, // vsyscall emulation kills a task whose ip its tracer moved
 	stub:      x86Stub,

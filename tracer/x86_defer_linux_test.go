@@ -59,8 +59,8 @@ func TestStubDisassembly(t *testing.T) {
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("stub disassembles as\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
-	if x86Defer.restarted != 0x10 || x86Defer.entry != 0x22 || x86Defer.tail != 0x32 {
-		t.Errorf("offsets restarted %#x entry %#x tail %#x do not match the code", x86Defer.restarted, x86Defer.entry, x86Defer.tail)
+	if x86Defer.saved != 0x7 || x86Defer.restarted != 0x10 || x86Defer.entry != 0x22 || x86Defer.tail != 0x32 {
+		t.Errorf("offsets saved %#x restarted %#x entry %#x tail %#x do not match the code", x86Defer.saved, x86Defer.restarted, x86Defer.entry, x86Defer.tail)
 	}
 }
 

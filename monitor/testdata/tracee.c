@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -90,6 +91,60 @@ static void restart(void) {
 	int st = 0;
 	waitpid(c, &st, 0);
 	fprintf(out, "nanosleep=%d child=%d\n", r, WEXITSTATUS(st));
+}
+
+/* sigrestart: a restarted read interrupted again, by a handler whose own
+ * read (from another call site) is interrupted and restarted in turn (the
+ * thread's calls nest in its handlers). A child sends the signals and writes the data in order,
+ * with pauses long enough for each read to block first. */
+static int inner_fd = -1;
+static char inner_data[16];
+static volatile sig_atomic_t inner_n = -1, inner_returns, usr2_hits;
+static void on_usr2(int sig) { (void)sig; usr2_hits++; }
+static void on_usr1_read(int sig) {
+	(void)sig;
+	long n; /* a call site of its own, in this function (tracee.c is x86-64 only) */
+	__asm__ volatile("syscall"
+			 : "=a"(n)
+			 : "0"((long)SYS_read), "D"((long)inner_fd), "S"(inner_data), "d"((long)sizeof inner_data - 1)
+			 : "rcx", "r11", "memory");
+	inner_n = n;
+	inner_returns++;
+}
+
+static void sigrestart(void) {
+	int p1[2], p2[2];
+	if (pipe(p1) < 0 || pipe(p2) < 0)
+		return;
+	inner_fd = p2[0];
+	struct sigaction sa = {0};
+	sa.sa_flags = SA_RESTART;
+	sa.sa_handler = on_usr2;
+	sigaction(SIGUSR2, &sa, NULL);
+	sa.sa_handler = on_usr1_read;
+	sigaction(SIGUSR1, &sa, NULL);
+	fflush(out);
+	pid_t parent = getpid(), c = fork();
+	if (c == 0) {
+		struct timespec gap = {0, 60000000};
+		nanosleep(&gap, NULL);
+		kill(parent, SIGUSR2); /* the outer read is restarted */
+		nanosleep(&gap, NULL);
+		kill(parent, SIGUSR1); /* interrupted again: the handler reads */
+		nanosleep(&gap, NULL);
+		kill(parent, SIGUSR2); /* the handler's read is restarted */
+		nanosleep(&gap, NULL);
+		write(p2[1], "in", 2);
+		nanosleep(&gap, NULL);
+		write(p1[1], "outer", 5);
+		_exit(0);
+	}
+	char b[16] = {0};
+	ssize_t n = read(p1[0], b, sizeof b - 1);
+	int st = 0;
+	waitpid(c, &st, 0);
+	fprintf(out, "outer read=%zd data=%s inner read=%d data=%s returns=%d usr2=%d\n", n, b, (int)inner_n,
+		inner_data, (int)inner_returns, (int)usr2_hits);
 }
 
 /* Frame-pointer chain for --backtrace: inner makes the openat itself
@@ -209,6 +264,8 @@ int main(int argc, char **argv) {
 		kill(getpid(), SIGKILL);
 	} else if (!strcmp(m, "restart")) {
 		restart();
+	} else if (!strcmp(m, "sigrestart")) {
+		sigrestart();
 	} else if (!strcmp(m, "workload")) {
 		pthread_t t[3];
 		for (int i = 0; i < 3; i++)
