@@ -44,7 +44,8 @@ kboost points its return at a short stub in two pages it maps into each
 process (anonymous, named nowhere), which stores the result for kboost to
 read at the thread's next stop; calls that create tasks, exec, sigreturn or
 exit, and denied calls, still stop at their exit. It is off by default: once
-a traced make was left spinning in its stub (cause not found yet).
+a traced make was left spinning in its stub (two paths to that are fixed;
+that they were that build's is not proven).
 
 --pin-cpu N runs kboost's tracer and the tree it starts on CPU N alone: each stop
 and its resumption then switch tasks on one CPU instead of waking another
