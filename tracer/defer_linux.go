@@ -339,13 +339,7 @@ func (t *Tracer) leaveStub(th *thread) {
 	if off >= uint64(s.tail) {
 		return
 	}
-	slotRet := func() (uint64, bool) {
-		var b [8]byte
-		if n, err := ReadMem(th.tid, data+dataSavedRet, b[:]); err != nil || n != len(b) {
-			return 0, false
-		}
-		return binary.LittleEndian.Uint64(b[:]), true
-	}
+	slotRet := func() (uint64, bool) { return slotWord(th.tid, data+dataSavedRet) }
 	ret, redo := regs.Word(w.ret), false
 	switch {
 	case off < uint64(s.saved): // restart path, return address not saved yet
@@ -395,8 +389,13 @@ func (t *Tracer) restartSeq(th *thread, s *deferSpec) (uint64, bool) {
 	if !ok {
 		return 0, false
 	}
+	return slotWord(th.tid, data+dataSavedSeq)
+}
+
+// slotWord reads one 8-byte word of a thread's data slot.
+func slotWord(tid int, addr uint64) (uint64, bool) {
 	var b [8]byte
-	if n, err := ReadMem(th.tid, data+dataSavedSeq, b[:]); err != nil || n != len(b) {
+	if n, err := ReadMem(tid, addr, b[:]); err != nil || n != len(b) {
 		return 0, false
 	}
 	return binary.LittleEndian.Uint64(b[:]), true
