@@ -72,6 +72,8 @@ type space struct {
 	// exec (or a view with it elsewhere).
 	vdso               *fileSyms
 	vdsoStart, vdsoEnd uint64
+	// stackEnd is the end of the main thread's stack ([stack]).
+	stackEnd uint64
 }
 
 type backtracer struct {
@@ -85,13 +87,25 @@ type backtracer struct {
 	max              int
 	noSyms           bool
 	stack            [4096]byte
+	// threads are what each thread's walks read of its stack (snapshot).
+	threads map[int]threadStack
+	// sync makes every walk at its stop (tests compare the two); snaps
+	// and misses count the snapshots taken and those a walk outran.
+	sync          bool
+	snaps, misses int
+	// free are snapshot buffers to use again.
+	free [][]byte
 }
+
+// snapshotsKept bounds the free snapshot buffers (a few stops are served
+// between two Idles).
+const snapshotsKept = 8
 
 func newBacktracer(max int) *backtracer {
 	if max <= 0 {
 		max = 32
 	}
-	return &backtracer{files: map[fileKey]*fileSyms{}, vdsos: map[string]*fileSyms{}, spaces: map[int]*space{}, max: max}
+	return &backtracer{files: map[fileKey]*fileSyms{}, vdsos: map[string]*fileSyms{}, spaces: map[int]*space{}, threads: map[int]threadStack{}, max: max}
 }
 
 // viewCalls may create executable mappings, the only ones a backtrace
@@ -155,6 +169,10 @@ func (b *backtracer) readMaps(pid int, s *space) []mapping {
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		fl := strings.Fields(sc.Text())
+		if len(fl) == 6 && fl[5] == "[stack]" {
+			_, hi, _ := strings.Cut(fl[0], "-")
+			s.stackEnd, _ = strconv.ParseUint(hi, 16, 64)
+		}
 		if len(fl) < 6 || !(strings.HasPrefix(fl[5], "/") || fl[5] == "[vdso]") || !strings.Contains(fl[1], "x") {
 			continue
 		}
@@ -337,20 +355,32 @@ func (b *backtracer) table(s *space, addr uint64) (*cfi.Table, uint64) {
 	return f.cfi, va
 }
 
-// stack reads a stopped thread's memory a chunk at a time (frames are
-// close together: one process_vm_readv serves most walks); a chunk ends
-// where a read reaches an unmapped page.
+// stack reads a thread's stack for an unwind. A live stack reads the
+// stopped thread's memory a chunk at a time (frames are close together: one
+// process_vm_readv serves most walks); a chunk ends where a read reaches an
+// unmapped page. A snapshot is one chunk read at the stop and nothing else:
+// the thread runs on while the snapshot is unwound, so a word outside it is
+// not read (the walk ends there: missed).
 type stack struct {
 	tid   int
 	word  uint64
-	buf   *[4096]byte
+	buf   []byte
 	chunk []byte
 	base  uint64
+	live  bool
+	// hi is the end of the highest word read; missed says a snapshot
+	// lacked a word the walk needed.
+	hi     uint64
+	missed bool
 }
 
 func (st *stack) read(addr uint64) (uint64, bool) {
 	if st.chunk == nil || addr < st.base || addr+st.word > st.base+uint64(len(st.chunk)) || addr+st.word < addr {
-		n, err := tracer.ReadMem(st.tid, addr, st.buf[:])
+		if !st.live {
+			st.missed = true
+			return 0, false
+		}
+		n, err := tracer.ReadMem(st.tid, addr, st.buf)
 		if err != nil || uint64(n) < st.word { // to the end of addr's page only
 			lim := max(4096-addr%4096, st.word)
 			if n, err = tracer.ReadMem(st.tid, addr, st.buf[:lim]); err != nil || uint64(n) < st.word {
@@ -359,6 +389,7 @@ func (st *stack) read(addr uint64) (uint64, bool) {
 		}
 		st.chunk, st.base = st.buf[:n], addr
 	}
+	st.hi = max(st.hi, addr+st.word)
 	b := st.chunk[addr-st.base:]
 	if st.word == 4 {
 		return uint64(binary.LittleEndian.Uint32(b)), true
@@ -366,7 +397,121 @@ func (st *stack) read(addr uint64) (uint64, bool) {
 	return binary.LittleEndian.Uint64(b), true
 }
 
-// walk unwinds the calling thread's stack from the call's registers. Each
+// unwindStart is what an unwind starts from: the call's registers, and
+// the address-space view as of the stop (a view is never changed once
+// read: a later one is a new slice).
+type unwindStart struct {
+	pid, tid int
+	tab      *sysent.Table
+	view     space
+	ip, fp   uint64
+	regs     []uint64
+}
+
+// threadStack is what the walks of one thread have read of its stack: up
+// to top (the outermost frame's words, which stay where they are while the
+// thread lives), at most span above the stack pointer.
+type threadStack struct{ top, span uint64 }
+
+// snapshotMax bounds one snapshot (a deeper stack is walked at the stop).
+const snapshotMax = 256 << 10
+
+// snapshotSlack is read past what earlier walks needed (a call site's
+// frames differ a little from another's).
+const snapshotSlack = 512
+
+// snap is a walk taken at a stop and unwound later (unwindSnap), while the
+// thread runs on.
+type snap struct {
+	start unwindStart
+	st    stack
+}
+
+// start reads what an unwind of c needs at its stop: the view (re-read
+// when it is stale or lacks c's IP: a mapping made by a call kboost did
+// not stop at, by an attach or a missed event).
+func (b *backtracer) start(c *tracer.Call, tab *sysent.Table) unwindStart {
+	s := b.space(c.Pid)
+	if !s.holds(c.IP) {
+		s.dirty = true
+		s = b.space(c.Pid)
+	}
+	return unwindStart{pid: c.Pid, tid: c.Tid, tab: tab, view: *s, ip: c.IP, fp: c.FP, regs: c.Regs}
+}
+
+// walk unwinds c's stack now, reading the stopped thread's memory, and
+// learns how much of its stack a snapshot must hold.
+func (b *backtracer) walk(c *tracer.Call, tab *sysent.Table) []Frame {
+	us := b.start(c, tab)
+	st := &stack{tid: c.Tid, word: uint64(tab.Arch.PtrSize), buf: b.stack[:], live: true}
+	frames := b.unwind(&us, st)
+	if st.hi > c.SP && st.hi-c.SP <= snapshotMax {
+		ts := b.threads[c.Tid]
+		ts.top, ts.span = max(ts.top, st.hi), max(ts.span, st.hi-c.SP)
+		b.threads[c.Tid] = ts
+	}
+	return frames
+}
+
+// snapshot takes c's walk as a snap: the thread's stack from its stack
+// pointer to what its earlier walks read (or, before any, to the end of
+// the main thread's stack when the stack pointer is in it), in one read.
+// It returns nil where the walk must be made now: a thread's first off
+// the main stack (what to read is not known yet), a stack pointer outside
+// the stack its walks read (a signal handler on an alternate stack, a
+// coroutine), a stack too deep, or a range not wholly mapped.
+func (b *backtracer) snapshot(c *tracer.Call, tab *sysent.Table) *snap {
+	us := b.start(c, tab)
+	// need must be read; what is read past it (the deepest walk's span
+	// above this stack pointer, a slack) only may be.
+	var need, want uint64
+	if ts, ok := b.threads[c.Tid]; ok && c.SP < ts.top {
+		need, want = ts.top, max(ts.top, c.SP+ts.span)+snapshotSlack
+	} else if c.SP < us.view.stackEnd {
+		need, want = us.view.stackEnd, us.view.stackEnd
+	}
+	if need <= c.SP || need-c.SP > snapshotMax {
+		return nil
+	}
+	size := int(min(want-c.SP, snapshotMax))
+	var buf []byte
+	if k := len(b.free); k > 0 && cap(b.free[k-1]) >= size {
+		buf, b.free = b.free[k-1][:size], b.free[:k-1]
+	} else {
+		buf = make([]byte, size)
+	}
+	n, err := tracer.ReadMem(c.Tid, c.SP, buf)
+	if err != nil || uint64(n) < need-c.SP {
+		b.free = append(b.free, buf)
+		return nil
+	}
+	b.snaps++
+	return &snap{start: us, st: stack{tid: c.Tid, word: uint64(tab.Arch.PtrSize), chunk: buf[:n], base: c.SP}}
+}
+
+// unwindSnap walks j's snapshot. A walk that needed a word the snapshot
+// lacked ends there, and the thread's next walk is made at its stop (and
+// learns its stack again).
+func (b *backtracer) unwindSnap(j *snap) []Frame {
+	frames := b.unwind(&j.start, &j.st)
+	if len(b.free) < snapshotsKept {
+		b.free = append(b.free, j.st.chunk)
+	}
+	if j.st.missed {
+		b.misses++
+		b.threads[j.start.tid] = threadStack{}
+	} else if sp := j.st.base; j.st.hi > sp {
+		ts := b.threads[j.start.tid]
+		ts.top, ts.span = max(ts.top, j.st.hi), max(ts.span, j.st.hi-sp)
+		b.threads[j.start.tid] = ts
+	}
+	return frames
+}
+
+// forget drops what kboost learnt of tid's stack (it exited or executed).
+func (b *backtracer) forget(tid int) { delete(b.threads, tid) }
+
+// unwind walks a thread's stack from its call's registers. Each
 // frame is unwound by the call frame information (.eh_frame) of the file
 // its pc is in, and by the frame pointer where no FDE covers the pc: a
 // frame-pointer walk alone cannot tell a function that keeps no frame
@@ -382,27 +527,22 @@ func (st *stack) read(addr uint64) (uint64, bool) {
 // pc in the vDSO, or one no table covers, may be the kernel's signal
 // return trampoline (cfi.Arch.SigReturn: arm64's, tried before the vDSO's
 // table), whose caller is the interrupted pc the signal frame holds.
-func (b *backtracer) walk(c *tracer.Call, tab *sysent.Table) []Frame {
-	s := b.space(c.Pid)
-	if !s.holds(c.IP) { // mapped by a call kboost did not stop at (an attach, a missed event)
-		s.dirty = true
-		s = b.space(c.Pid)
-	}
-	frames := []Frame{b.symbolize(s, c.IP)}
-	word := uint64(tab.Arch.PtrSize)
-	st := &stack{tid: c.Tid, word: word, buf: &b.stack}
-	a := cfi.For(tab.Arch)
-	if a == nil || len(c.Regs) < a.Regs {
+func (b *backtracer) unwind(us *unwindStart, st *stack) []Frame {
+	s := &us.view
+	frames := []Frame{b.symbolize(s, us.ip)}
+	word := st.word
+	a := cfi.For(us.tab.Arch)
+	if a == nil || len(us.regs) < a.Regs {
 		a = nil
 	}
 	var regs cfi.Regs
 	if a != nil {
-		for col, v := range c.Regs {
+		for col, v := range us.regs {
 			regs.Set(col, v)
 		}
 	}
-	pc, exact := c.IP, true // frame 0's pc is where the call returns to, inside its function
-	fp := c.FP
+	pc, exact := us.ip, true // frame 0's pc is where the call returns to, inside its function
+	fp := us.fp
 	for len(frames) < b.max {
 		if a != nil {
 			// The trampoline first: arm64's vDSO has CFI for it that

@@ -14,6 +14,12 @@
 // file's ELF sections, read once per (device, inode, mtime), and from the
 // vDSO's (i386's __kernel_vsyscall, signal return trampolines), whose
 // image is read from the process's memory once per process and mapping.
+// Where the policy names no caller, a walk is not made at the call's stop:
+// the thread's stack is copied there in one read (as far as its walks so
+// far reached, or the main stack's end), and unwound once the thread runs
+// again; a thread's first walk off the main stack, and one whose stack
+// pointer is outside the stack its walks read (an alternate signal stack),
+// are made at the stop.
 //
 // Records go to their own writer (a file, as JSON lines or text), never to
 // the tracee's stdout or stderr. Arguments are decoded at the call's entry

@@ -46,6 +46,9 @@ type Options struct {
 	Pin   bool
 	CPU   int
 	Stdio [3]*os.File // the started command's stdin, stdout, stderr (nil: kboost's)
+	// syncWalks makes every walk at its stop (tests: snapshots unwound
+	// later must give the same frames).
+	syncWalks bool
 }
 
 // Record is one system call, as written to Out (--json).
@@ -97,6 +100,15 @@ type Monitor struct {
 	sum     Summary
 	bt      *backtracer
 	werr    error
+	// needStack: the policy names callers, so a call's walk is made at
+	// its stop; otherwise walks are snapshots unwound at the next Idle.
+	needStack bool
+	walks     []walkJob
+}
+
+type walkJob struct {
+	rec  *Record
+	snap *snap
 }
 
 // filterFor turns call names into per-arch number sets (nil: all).
@@ -177,6 +189,8 @@ func New(opt Options) (*Monitor, error) {
 	if opt.Backtrace || opt.Policy.NeedsStack() {
 		m.bt = newBacktracer(opt.MaxFrames)
 		m.bt.noSyms = opt.NoSymbols
+		m.needStack = opt.Policy.NeedsStack()
+		m.bt.sync = opt.syncWalks
 	}
 	m.tr, err = tracer.New(tracer.Config{Argv: opt.Argv, Pid: opt.Pid, Filter: filter, When: when, UseSeccomp: !opt.NoSeccomp, Stdio: opt.Stdio,
 		FramePointer: m.bt != nil, OneStop: opt.OneStop, Pin: opt.Pin, CPU: opt.CPU})
@@ -236,13 +250,25 @@ func (m *Monitor) Enter(c *tracer.Call) uintptr {
 		}
 	}
 	var callers []string
-	if m.bt != nil {
+	switch {
+	case m.bt == nil:
+	case m.needStack || m.bt.sync:
 		frames := m.bt.walk(c, tab)
 		for _, f := range frames {
 			callers = append(callers, f.Sym)
 		}
 		if m.opt.Backtrace {
 			rec.Backtrace = frames
+		}
+	default:
+		// Only the record needs the frames: the walk is made after the
+		// thread is resumed, from a snapshot of its stack (the unwind
+		// then runs while the tracee does), where the thread's walks so
+		// far say what to read.
+		if j := m.bt.snapshot(c, tab); j != nil {
+			m.walks = append(m.walks, walkJob{rec, j})
+		} else {
+			rec.Backtrace = m.bt.walk(c, tab)
 		}
 	}
 	m.pending[c] = rec
@@ -305,8 +331,15 @@ var eventNames = map[tracer.EventKind]string{
 
 // Event implements tracer.Handler.
 func (m *Monitor) Event(e tracer.Event) {
-	if e.Kind == tracer.EvExec && m.bt != nil {
-		m.bt.invalidate(e.Pid)
+	if m.bt != nil {
+		switch e.Kind {
+		case tracer.EvExec:
+			m.bt.invalidate(e.Pid)
+			m.bt.forget(e.Tid)
+			m.bt.forget(e.FormerTid)
+		case tracer.EvExit, tracer.EvKilled:
+			m.bt.forget(e.Tid)
+		}
 	}
 	if e.Kind == tracer.EvNewThread && e.Tid == e.Parent {
 		return // the creator's half of the event
@@ -318,10 +351,16 @@ func (m *Monitor) Event(e tracer.Event) {
 	m.queue = append(m.queue, r)
 }
 
-// Idle implements tracer.Idler: the records of the stops just served are
-// written while the tracees run (formatting them was a tenth of kboost's
-// time on a build, and each stop waited for it).
+// Idle implements tracer.Idler: the stacks snapshotted at the stops just
+// served are unwound and the records written while the tracees run
+// (formatting them was a tenth of kboost's time on a build, unwinding
+// another, and each stop waited for both).
 func (m *Monitor) Idle() {
+	for i, w := range m.walks {
+		w.rec.Backtrace = m.bt.unwindSnap(w.snap)
+		m.walks[i] = walkJob{}
+	}
+	m.walks = m.walks[:0]
 	for i, v := range m.queue {
 		m.write(v)
 		m.queue[i] = nil

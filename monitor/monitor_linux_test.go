@@ -550,6 +550,76 @@ func TestBacktraceSymbols(t *testing.T) {
 	t.Fatalf("no openat of /etc/hostname recorded: %+v", r.records)
 }
 
+// TestSnapshotWalks: backtraces unwound after the thread was resumed, from
+// the stack snapshot taken at its stop, are the ones a walk at the stop
+// gives, call by call per thread, for tracees with threads, processes,
+// signal handlers, restarted calls and a handler on an alternate signal
+// stack (whose walks are made at the stop: its stack is not the thread's).
+// Addresses move between runs (ASLR): frames compare by symbol, offset
+// and file.
+func TestSnapshotWalks(t *testing.T) {
+	needTracing(t)
+	seqs := func(mode string, sync bool) (map[int][]string, *backtracer) {
+		got := make(chan *Monitor, 1)
+		r := monitored(t, mode, Options{Backtrace: true, syncWalks: sync}, func(m *Monitor, _ string) { got <- m })
+		m := <-got
+		per := map[int][]string{}
+		for _, c := range r.records {
+			if c.Syscall == "futex" || c.Syscall == "restart_syscall" || c.Syscall == "rt_sigreturn" || strings.HasPrefix(c.Errno, "ERESTART") {
+				continue // timing: whether a wait blocks or a sleep is interrupted
+			}
+			var fr []string
+			for _, f := range c.Backtrace {
+				fr = append(fr, fmt.Sprintf("%s+0x%x(%s)", f.Sym, f.Off, f.File))
+			}
+			per[c.Tid] = append(per[c.Tid], c.Syscall+" <- "+strings.Join(fr, " "))
+		}
+		return per, m.bt
+	}
+	// Per-thread sequences, in an order that does not depend on tids.
+	sorted := func(per map[int][]string) [][]string {
+		var out [][]string
+		for _, s := range per {
+			out = append(out, s)
+		}
+		sort.Slice(out, func(i, j int) bool { return strings.Join(out[i], "\n") < strings.Join(out[j], "\n") })
+		return out
+	}
+	for _, mode := range []string{"workload", "signals", "restart", "sigrestart", "fork", "altstack"} {
+		at, sbt := seqs(mode, true)
+		later, lbt := seqs(mode, false)
+		if sbt.snaps != 0 {
+			t.Errorf("%s: %d snapshots with every walk made at its stop", mode, sbt.snaps)
+		}
+		if lbt.snaps == 0 {
+			t.Errorf("%s: no walk was unwound from a snapshot", mode)
+		}
+		if d := cmp.Diff(sorted(at), sorted(later)); d != "" {
+			t.Errorf("%s: backtraces from snapshots (+) and at the stop (-):\n%s", mode, d)
+		}
+		t.Logf("%s: %d of the walks from snapshots, %d outran theirs", mode, lbt.snaps, lbt.misses)
+		if mode != "altstack" {
+			continue
+		}
+		// The handler's call: the handler, then the signal frame's
+		// interrupted code (raise, in the C library), then main.
+		n := 0
+		for _, s := range later {
+			for _, c := range s {
+				if strings.HasPrefix(c, "getppid <- ") && strings.Contains(c, "on_usr2_onstack+") {
+					n++
+					if !strings.Contains(c, " main+") {
+						t.Errorf("altstack: %s: no main frame past the signal frame", c)
+					}
+				}
+			}
+		}
+		if n != 3 {
+			t.Errorf("altstack: %d getppid calls from the handler recorded, want 3", n)
+		}
+	}
+}
+
 // TestDenyByCaller: a caller= rule denies the openat made under outer()
 // (found on the stack by frame pointers) and only that one.
 func TestDenyByCaller(t *testing.T) {

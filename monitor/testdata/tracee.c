@@ -41,6 +41,14 @@ static int clone_fn(void *arg) {
 
 static void on_usr1(int sig) { (void)sig; hits++; }
 
+/* A handler on an alternate signal stack (far from the thread's own) whose
+ * call's backtrace goes through the signal frame back to main's stack. */
+static void on_usr2_onstack(int sig) {
+	(void)sig;
+	hits++;
+	syscall(SYS_getppid);
+}
+
 /* A handler that makes a system call of its own while the call it
  * interrupted waits to be restarted. */
 static int null_fd = -1;
@@ -266,6 +274,16 @@ int main(int argc, char **argv) {
 		restart();
 	} else if (!strcmp(m, "sigrestart")) {
 		sigrestart();
+	} else if (!strcmp(m, "altstack")) {
+		stack_t ss = {.ss_sp = malloc(1 << 16), .ss_size = 1 << 16};
+		struct sigaction sa = {.sa_handler = on_usr2_onstack, .sa_flags = SA_ONSTACK};
+		if (!ss.ss_sp || sigaltstack(&ss, NULL) < 0 || sigaction(SIGUSR2, &sa, NULL) < 0)
+			return 3;
+		for (int i = 0; i < 3; i++) {
+			raise(SIGUSR2);
+			getppid();
+		}
+		fprintf(out, "altstack handled=%d\n", (int)hits);
 	} else if (!strcmp(m, "workload")) {
 		pthread_t t[3];
 		for (int i = 0; i < 3; i++)
