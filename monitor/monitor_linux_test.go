@@ -141,19 +141,28 @@ func monitored(t *testing.T, mode string, opt Options, during func(m *Monitor, o
 // the same status with and without the monitor, in both stop modes.
 func TestTraceesBehaveAsNative(t *testing.T) {
 	needTracing(t)
-	for _, mode := range []string{"threads", "fork", "vfork", "clone", "execthread", "signals", "sigstop", "killed", "restart", "sigrestart"} {
-		want, wantStatus := native(t, mode)
-		for _, opt := range []Options{{}, {OneStop: true}, {NoSeccomp: true}} {
-			name := fmt.Sprintf("%s/seccomp=%v/one-stop=%v", mode, !opt.NoSeccomp, opt.OneStop)
+	for _, mode := range []string{"threads", "fork", "vfork", "clone", "execthread", "signals", "sigstop", "killed", "restart", "sigrestart", "mtsignals"} {
+		t.Run(mode, func(t *testing.T) { behavesAsNative(t, mode) })
+	}
+}
+
+// behavesAsNative runs mode natively, then under the monitor in each stop
+// mode (subtests: -run 'TestTraceesBehaveAsNative/threads/one-stop=true'
+// with -count N repeats one).
+func behavesAsNative(t *testing.T, mode string) {
+	want, wantStatus := native(t, mode)
+	for _, opt := range []Options{{}, {OneStop: true}, {NoSeccomp: true}} {
+		name := fmt.Sprintf("seccomp=%v/one-stop=%v", !opt.NoSeccomp, opt.OneStop)
+		t.Run(name, func(t *testing.T) {
 			r := monitored(t, mode, opt, nil)
 			if r.out != want {
-				t.Errorf("%s: output %q, native %q", name, r.out, want)
+				t.Errorf("output %q, native %q", r.out, want)
 			}
 			if r.sum.Status != wantStatus {
-				t.Errorf("%s: status %d, native %d", name, r.sum.Status, wantStatus)
+				t.Errorf("status %d, native %d", r.sum.Status, wantStatus)
 			}
 			if r.sum.Calls == 0 {
-				t.Errorf("%s: no calls recorded", name)
+				t.Errorf("no calls recorded")
 			}
 			switch mode {
 			case "execthread":
@@ -164,7 +173,7 @@ func TestTraceesBehaveAsNative(t *testing.T) {
 					}
 				}
 				if n != 2 {
-					t.Errorf("%s: %d successful execve records, want 2 (the start and the thread's)", name, n)
+					t.Errorf("%d successful execve records, want 2 (the start and the thread's)", n)
 				}
 			case "threads", "fork", "vfork", "clone":
 				tids := map[int]bool{}
@@ -172,10 +181,10 @@ func TestTraceesBehaveAsNative(t *testing.T) {
 					tids[c.Tid] = true
 				}
 				if len(tids) < 2 {
-					t.Errorf("%s: calls of %d threads recorded, want the children's too", name, len(tids))
+					t.Errorf("calls of %d threads recorded, want the children's too", len(tids))
 				}
 			}
-		}
+		})
 	}
 }
 

@@ -58,6 +58,51 @@ static void on_alrm(int sig) {
 	write(null_fd, "a", 1);
 }
 
+/* mtsignals: threads making calls (a blocking read among them) while
+ * the main thread signals them: SA_RESTART handlers with calls of their
+ * own interrupt and restart the threads' calls at any point. */
+enum { MT_THREADS = 6, MT_ROUNDS = 100 };
+static int mt_pipe[MT_THREADS][2];
+static volatile sig_atomic_t mt_hits;
+static void on_mt(int sig) {
+	(void)sig;
+	mt_hits++;
+	write(null_fd, "h", 1);
+}
+static void *mt_worker(void *arg) {
+	long i = (long)arg, got = 0;
+	char c;
+	for (int r = 0; r < MT_ROUNDS; r++) {
+		write(null_fd, "x", 1);
+		syscall(SYS_getppid);
+		if (read(mt_pipe[i][0], &c, 1) == 1)
+			got++;
+	}
+	return (void *)got;
+}
+static void mtsignals(void) {
+	null_fd = open("/dev/null", O_WRONLY);
+	struct sigaction sa = {.sa_handler = on_mt, .sa_flags = SA_RESTART};
+	sigaction(SIGUSR1, &sa, NULL);
+	pthread_t t[MT_THREADS];
+	for (long i = 0; i < MT_THREADS; i++) {
+		if (pipe(mt_pipe[i]) < 0 || pthread_create(&t[i], NULL, mt_worker, (void *)i))
+			return;
+	}
+	for (int r = 0; r < MT_ROUNDS; r++)
+		for (int i = 0; i < MT_THREADS; i++) {
+			pthread_kill(t[i], SIGUSR1);
+			write(mt_pipe[i][1], "p", 1);
+		}
+	long got = 0;
+	for (int i = 0; i < MT_THREADS; i++) {
+		void *g;
+		pthread_join(t[i], &g);
+		got += (long)g;
+	}
+	fprintf(out, "mtsignals threads=%d read=%ld\n", MT_THREADS, got);
+}
+
 /* restart: a read restarted after a SA_RESTART handler (the kernel moves
  * the thread back onto its system call instruction), a read failed with
  * EINTR by a handler without SA_RESTART, and a nanosleep resumed by
@@ -274,6 +319,8 @@ int main(int argc, char **argv) {
 		restart();
 	} else if (!strcmp(m, "sigrestart")) {
 		sigrestart();
+	} else if (!strcmp(m, "mtsignals")) {
+		mtsignals();
 	} else if (!strcmp(m, "altstack")) {
 		stack_t ss = {.ss_sp = malloc(1 << 16), .ss_size = 1 << 16};
 		struct sigaction sa = {.sa_handler = on_usr2_onstack, .sa_flags = SA_ONSTACK};
