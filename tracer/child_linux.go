@@ -20,7 +20,59 @@ import (
 const (
 	envChild    = "KBOOST_TRACER_CHILD"    // becomes the tracee: filter, then execve
 	envSentinel = "KBOOST_TRACER_SENTINEL" // exits when its stdin closes
+	// envGodebug holds the command's own GODEBUG ("1" and its value, or
+	// "0": none): the helper runs with asynchronous preemption off, since
+	// the Go runtime preempts a thread by sending it SIGURG, and a SIGURG
+	// still pending at the helper's execve is delivered to the command.
+	envGodebug = "KBOOST_TRACER_GODEBUG"
+	noPreempt  = "asyncpreemptoff=1"
 )
+
+// helperEnv is the helper's environment for a command to run with env.
+func helperEnv(env []string) []string {
+	out := make([]string, 0, len(env)+3)
+	orig := "0"
+	for _, e := range env {
+		if v, ok := strings.CutPrefix(e, "GODEBUG="); ok && orig == "0" {
+			orig = "1" + v
+			if v != "" {
+				v += ","
+			}
+			e = "GODEBUG=" + v + noPreempt // the last setting of a name wins
+		}
+		out = append(out, e)
+	}
+	if orig == "0" {
+		out = append(out, "GODEBUG="+noPreempt)
+	}
+	return append(out, envGodebug+"="+orig, envChild+"=1")
+}
+
+// commandEnv undoes helperEnv: the command's environment as given.
+func commandEnv(env []string) []string {
+	orig := "0"
+	for _, e := range env {
+		if v, ok := strings.CutPrefix(e, envGodebug+"="); ok {
+			orig = v
+		}
+	}
+	out := make([]string, 0, len(env))
+	first := true // helperEnv changed the first GODEBUG only
+	for _, e := range env {
+		switch {
+		case strings.HasPrefix(e, envChild+"="), strings.HasPrefix(e, envGodebug+"="):
+			continue
+		case strings.HasPrefix(e, "GODEBUG=") && first:
+			first = false
+			if !strings.HasPrefix(orig, "1") {
+				continue // the command had none
+			}
+			e = "GODEBUG=" + orig[1:]
+		}
+		out = append(out, e)
+	}
+	return out
+}
 
 func init() {
 	if os.Getenv(envSentinel) == "1" {
@@ -51,12 +103,7 @@ func childMain() {
 	}
 	ctl.Close()
 	args := os.Args[2:]
-	env := make([]string, 0, len(os.Environ()))
-	for _, e := range os.Environ() {
-		if !strings.HasPrefix(e, envChild+"=") {
-			env = append(env, e)
-		}
-	}
+	env := commandEnv(os.Environ())
 	path := args[0]
 	if !strings.Contains(path, "/") {
 		p, err := lookPath(path, env)

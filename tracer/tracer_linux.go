@@ -241,7 +241,7 @@ func (t *Tracer) spawn() error {
 	if env == nil {
 		env = os.Environ()
 	}
-	env = append(append([]string{}, env...), envChild+"=1")
+	env = helperEnv(env)
 	pid, err := syscall.ForkExec("/proc/self/exe", append([]string{"kboost-tracee", "--"}, t.cfg.Argv...), &syscall.ProcAttr{
 		Env: env, Files: append(stdio(t.cfg.Stdio), r.Fd()),
 	})
