@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/kboost/kboost/sysent"
 	"github.com/kboost/kboost/tracer"
@@ -45,7 +46,8 @@ type Options struct {
 	// tracer.Config.Pin).
 	Pin   bool
 	CPU   int
-	Stdio [3]*os.File // the started command's stdin, stdout, stderr (nil: kboost's)
+	Poll  time.Duration // see tracer.Config.Poll
+	Stdio [3]*os.File   // the started command's stdin, stdout, stderr (nil: kboost's)
 	// syncWalks makes every walk at its stop (tests: snapshots unwound
 	// later must give the same frames).
 	syncWalks bool
@@ -193,7 +195,7 @@ func New(opt Options) (*Monitor, error) {
 		m.bt.sync = opt.syncWalks
 	}
 	m.tr, err = tracer.New(tracer.Config{Argv: opt.Argv, Pid: opt.Pid, Filter: filter, When: when, UseSeccomp: !opt.NoSeccomp, Stdio: opt.Stdio,
-		FramePointer: m.bt != nil, OneStop: opt.OneStop, Pin: opt.Pin, CPU: opt.CPU})
+		FramePointer: m.bt != nil, OneStop: opt.OneStop, Pin: opt.Pin, CPU: opt.CPU, Poll: opt.Poll})
 	if err != nil {
 		return nil, err
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"time"
 )
 
 // ErrTracer marks a tracer failure (attach, spawn, ptrace).
@@ -55,6 +56,13 @@ type Config struct {
 	// detached get the mask the tree started with back.
 	Pin bool
 	CPU int
+	// Poll is the longest the tracer asks wait4 for the next stop without
+	// blocking before it blocks (the window adapts within it; 0: it blocks
+	// at once). A tracer asleep in wait4 is woken by the stop, and on a
+	// machine whose idle CPUs halt (a virtual machine's) that wake-up
+	// costs more than serving the stop; polling spends the tracer's CPU on
+	// it instead.
+	Poll time.Duration
 }
 
 // ArgTest selects the calls whose argument Arg (0-5) has a bit of Mask set.

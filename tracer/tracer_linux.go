@@ -90,6 +90,7 @@ type Tracer struct {
 	// Config.Pin: the one CPU, and the mask the tracer had before it.
 	pin              bool
 	pinned, unpinned unix.CPUSet
+	poll             *poller
 }
 
 type takenExit struct {
@@ -133,6 +134,7 @@ func New(cfg Config) (*Tracer, error) {
 		return nil, fmt.Errorf("%w: pinning to a CPU needs a command kboost starts (a running tree keeps its own affinity)", ErrCPU)
 	}
 	t := &Tracer{cfg: cfg, owner: make(chan func()), threads: map[int]*thread{}, pids: map[int]bool{}, reaped: map[int]bool{}}
+	t.poll = newPoller(cfg.Poll)
 	go t.ownerLoop()
 	var err error
 	t.do(func() {
@@ -384,7 +386,7 @@ func (t *Tracer) loop() error {
 		if idler != nil {
 			idler.Idle()
 		}
-		tid, err := unix.Wait4(-1, &ws, unix.WALL, nil)
+		tid, err := t.poll.wait(&ws)
 		if err == unix.EINTR {
 			continue
 		}

@@ -7,6 +7,7 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/kboost/kboost/monitor"
 	"github.com/kboost/kboost/tracer"
@@ -19,6 +20,7 @@ func newMonitorCmd(s Streams) *cobra.Command {
 		calls, out, policyPath         string
 		jsonOut, backtrace, useSeccomp bool
 		noSymbols, execMaps, oneStop   bool
+		poll                           time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "monitor [--pid P | -- CMD ARGS...]",
@@ -68,7 +70,11 @@ until it exits. Exit status 130 after SIGINT.`,
 			if pid < 0 {
 				return usagef("--pid %d: a process id is positive", pid)
 			}
-			opt := monitor.Options{Argv: args, Pid: pid, JSON: jsonOut, Backtrace: backtrace || noSymbols, NoSymbols: noSymbols, ExecMaps: execMaps, NoSeccomp: !useSeccomp, OneStop: oneStop}
+			if poll < 0 || poll > pollMax {
+				return usagef("--poll %v: give 0 (block at once) up to %v", poll, pollMax)
+			}
+			opt := monitor.Options{Argv: args, Pid: pid, JSON: jsonOut, Backtrace: backtrace || noSymbols, NoSymbols: noSymbols, ExecMaps: execMaps, NoSeccomp: !useSeccomp, OneStop: oneStop,
+				Poll: poll}
 			if cmd.Flags().Changed("pin-cpu") {
 				if pid != 0 {
 					return usagef("--pin-cpu needs -- CMD: kboost pins only a tree it starts (a running tree keeps its own affinity)")
@@ -140,8 +146,17 @@ until it exits. Exit status 130 after SIGINT.`,
 	f.BoolVar(&useSeccomp, "seccomp", true, "install a seccomp filter so only monitored calls stop (when kboost starts CMD)")
 	f.IntVar(&cpu, "pin-cpu", -1, "run kboost's tracer and the started tree on this CPU alone (see above)")
 	f.BoolVar(&oneStop, "one-stop", false, "experimental: x86-64 calls return through a result stub, one stop per call (see above)")
+	f.DurationVar(&poll, "poll", pollDefault, "longest the tracer polls for the next stop before it sleeps (0: sleep at once; see above)")
 	return cmd
 }
+
+// pollDefault and pollMax bound monitor's --poll: a stop usually follows
+// its resumption within tens of microseconds, and a window past a
+// millisecond only burns the tracer's CPU while the tracee computes.
+const (
+	pollDefault = 0
+	pollMax     = 10 * time.Millisecond
+)
 
 // untilSIGINT runs run with SIGINT and SIGTERM calling release (a tracer's
 // Detach) instead of ending kboost, and says whether one arrived.
