@@ -543,6 +543,14 @@ func (b *backtracer) unwind(us *unwindStart, st *stack) []Frame {
 	}
 	pc, exact := us.ip, true // frame 0's pc is where the call returns to, inside its function
 	fp := us.fp
+	// lastFP is the frame pointer the last step read through when that
+	// step was a frame-pointer one (0: it was not): two such steps in a
+	// row must climb toward the stack's base. Where a frame-pointer step
+	// restores the stack pointer exactly (cfi.Arch.FrameAtCFA), a call
+	// frame information step may follow it whatever frame pointer it
+	// restored (the caller keeps none: i386's C library calling the vDSO,
+	// whose functions keep frame pointers but have no FDEs).
+	var lastFP uint64
 	for len(frames) < b.max {
 		if a != nil {
 			// The trampoline first: arm64's vDSO has CFI for it that
@@ -555,7 +563,7 @@ func (b *backtracer) unwind(us *unwindStart, st *stack) []Frame {
 						break
 					}
 					frames = append(frames, b.symbolize(s, ret))
-					pc, exact = ret, true // the interrupted pc itself
+					pc, exact, lastFP = ret, true, 0 // the interrupted pc itself
 					continue
 				}
 			}
@@ -574,7 +582,7 @@ func (b *backtracer) unwind(us *unwindStart, st *stack) []Frame {
 						break
 					}
 					frames = append(frames, b.symbolize(s, ret))
-					pc, exact = ret, signal
+					pc, exact, lastFP = ret, signal, 0
 					continue
 				}
 				// no FDE for pc (or one kboost cannot evaluate): the frame pointer
@@ -585,13 +593,13 @@ func (b *backtracer) unwind(us *unwindStart, st *stack) []Frame {
 						break
 					}
 					frames = append(frames, b.symbolize(s, ret))
-					pc, exact = ret, true // the interrupted pc itself
+					pc, exact, lastFP = ret, true, 0 // the interrupted pc itself
 					continue
 				}
 			}
 			fp, _ = regs.Get(a.FP)
 		}
-		if fp == 0 {
+		if fp == 0 || fp <= lastFP {
 			break
 		}
 		next, ok1 := st.read(fp)
@@ -600,7 +608,7 @@ func (b *backtracer) unwind(us *unwindStart, st *stack) []Frame {
 			break
 		}
 		frames = append(frames, b.symbolize(s, ret))
-		if next <= fp { // the chain must grow toward the stack's base
+		if next <= fp && (a == nil || !a.FrameAtCFA) { // the chain must grow toward the stack's base
 			break
 		}
 		if a != nil { // what the frame saved elsewhere is not known
@@ -608,6 +616,7 @@ func (b *backtracer) unwind(us *unwindStart, st *stack) []Frame {
 			regs.Set(a.FP, next)
 			regs.Set(a.SP, fp+2*word)
 		}
+		lastFP = fp
 		fp, pc, exact = next, ret, false
 	}
 	return frames

@@ -140,3 +140,91 @@ func backtraceCFI(t *testing.T, flag string) {
 		}
 	}
 }
+
+// TestBacktraceVDSO: a system call made inside the vDSO (its
+// clock_gettime fallback for CPUTIME clocks, testdata/vdso.c) is unwound
+// from the vDSO through the C library, built without frame pointers, to the
+// program: the frames from vdso_caller's caller outward are the ones
+// libgcc's unwinder prints in the same run. The x86-64 vDSO has call frame
+// information for the function; i386's has it only for its entry and
+// signal trampolines, and its functions keep frame pointers while the C
+// library's do not (a frame-pointer step, then call frame information).
+// Walks at the stop and from snapshots.
+func TestBacktraceVDSO(t *testing.T) {
+	needTracing(t)
+	gcc, err := exec.LookPath("gcc")
+	if err != nil {
+		t.Fatalf("gcc: %v (scripts/setup.sh installs it)", err)
+	}
+	for _, c := range []struct{ name, flag, call string }{{"x86-64", "-m64", "clock_gettime"}, {"i386", "-m32", "clock_gettime64"}} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			bin := filepath.Join(dir, "vdso")
+			if out, err := exec.Command(gcc, c.flag, "-O2", "-fomit-frame-pointer", "-o", bin, "testdata/vdso.c").CombinedOutput(); err != nil {
+				t.Fatalf("gcc %s: %v (gcc-multilib: scripts/setup.sh)\n%s", c.flag, err, out)
+			}
+			if out, err := exec.Command(bin, filepath.Join(dir, "native.out")).CombinedOutput(); err != nil {
+				var ee *exec.ExitError
+				if c.flag == "-m32" && !errors.As(err, &ee) {
+					t.Skipf("native run: %q %v: this kernel does not run 32-bit code", out, err)
+				}
+				t.Fatalf("native run: %v\n%s", err, out)
+			}
+			for _, sync := range []bool{false, true} {
+				var rec bytes.Buffer
+				self := filepath.Join(dir, "self.out")
+				m, err := New(Options{Argv: []string{bin, self}, Syscalls: []string{c.call}, Backtrace: true, JSON: true, Out: &rec, syncWalks: sync})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if sum, err := m.Run(); err != nil || sum.Status != 0 {
+					t.Fatalf("monitor: %v, status %d", err, sum.Status)
+				}
+				var r Record
+				for _, l := range bytes.Split(rec.Bytes(), []byte("\n")) {
+					if bytes.Contains(l, []byte(`"syscall":"`+c.call+`"`)) {
+						if err := json.Unmarshal(l, &r); err != nil {
+							t.Fatal(err)
+						}
+					}
+				}
+				b, err := os.ReadFile(self)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var oracle []string // libgcc's frames past vdso_caller's own
+				for _, l := range strings.Split(string(b), "\n") {
+					if f := strings.Fields(l); len(f) == 3 && f[0] == "frame" && f[1] != "0" && f[2] != "0x0" {
+						oracle = append(oracle, f[2])
+					}
+				}
+				var lines []string
+				for i, f := range r.Backtrace {
+					lines = append(lines, strconv.Itoa(i)+" "+f.text())
+				}
+				report := strings.Join(lines, "\n\t")
+				if len(r.Backtrace) == 0 || r.Backtrace[0].File != "[vdso]" {
+					t.Fatalf("sync=%v: want a backtrace from the vDSO:\n\t%s", sync, report)
+				}
+				k := 1
+				for k < len(r.Backtrace) && r.Backtrace[k].File == "[vdso]" {
+					k++
+				}
+				for k < len(r.Backtrace) && strings.Contains(r.Backtrace[k].File, "libc") {
+					k++
+				}
+				if k == len(r.Backtrace) || r.Backtrace[k].Sym != "vdso_caller" || k < 2 {
+					t.Fatalf("sync=%v: want the vDSO, the C library, then vdso_caller:\n\t%s", sync, report)
+				}
+				if len(oracle) < 3 {
+					t.Fatalf("libgcc printed %q", b)
+				}
+				for i, want := range oracle {
+					if j := k + 1 + i; j >= len(r.Backtrace) || r.Backtrace[j].Addr != want {
+						t.Errorf("sync=%v: frame %d: want %s (libgcc's frame %d)\n\t%s", sync, j, want, i+1, report)
+					}
+				}
+			}
+		})
+	}
+}

@@ -20,7 +20,12 @@ type Arch struct {
 	// x30), not a pc pseudo-column; an unwinder must not overwrite it with
 	// the frame's pc (a leaf's caller is in it).
 	LinkReg bool
-	PtrSize int
+	// FrameAtCFA: a frame record (the saved frame pointer, then the
+	// return address) sits right below the caller's stack pointer (x86's
+	// push-and-move prologue), so a step through it restores the stack
+	// pointer exactly, whatever the frame pointer it restores.
+	FrameAtCFA bool
+	PtrSize    int
 	// SigReturn, when set, recognises the kernel's signal return
 	// trampoline at pc (code no table covers, such as arm64's vDSO): it
 	// turns r into the interrupted registers, read from the signal frame
