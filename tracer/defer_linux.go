@@ -37,6 +37,36 @@ type deferSpec struct {
 	stub  func(buf []byte, code, data uint64)
 }
 
+// stubPlace is where in its stub a thread's pc is: the one reading of a
+// stub's offsets that settleStopped and leaveStub act on.
+type stubPlace int
+
+const (
+	notInStub       stubPlace = iota
+	restartUnsaved            // the restart path, the return address still in the ret register
+	restartSaved              // the restart path at or before its call, the address saved in the slot
+	restartReturned           // the restarted call returned (its result in the rv register)
+	aboutToRestart            // the jump to the restart path before entry (where the kernel restarts a deferred call)
+	returned                  // the call made from entry returned into the stub (its result in rv)
+)
+
+// place classifies off, a pc's offset in a thread's stub.
+func (s *deferSpec) place(off uint64) stubPlace {
+	switch {
+	case off >= uint64(s.tail):
+		return notInStub
+	case off < uint64(s.saved):
+		return restartUnsaved
+	case off < uint64(s.restarted):
+		return restartSaved
+	case off < uint64(s.entry-2):
+		return restartReturned
+	case off < uint64(s.entry):
+		return aboutToRestart
+	}
+	return returned
+}
+
 // deferWords are register word indexes (internal/ptregs) of the mode.
 type deferWords struct {
 	pc, ret, seq, rv, nr int
@@ -304,8 +334,7 @@ func (t *Tracer) settleStopped(th *thread) {
 	if !ok || err != nil {
 		return
 	}
-	off := regs.PC() - code
-	if off >= uint64(s.restarted) && off < uint64(s.entry-2) || off >= uint64(s.entry) && off < uint64(s.tail) {
+	if p := s.place(regs.PC() - code); p == restartReturned || p == returned {
 		th.def = nil
 		t.finish(th, d.call, regs.Word(s.words.rv))
 	}
@@ -335,26 +364,24 @@ func (t *Tracer) leaveStub(th *thread) {
 		return
 	}
 	w := s.words
-	off := regs.PC() - code
-	if off >= uint64(s.tail) {
+	place := s.place(regs.PC() - code)
+	if place == notInStub {
 		return
 	}
 	slotRet := func() (uint64, bool) { return slotWord(th.tid, data+dataSavedRet) }
 	ret, redo := regs.Word(w.ret), false
-	switch {
-	case off < uint64(s.saved): // restart path, return address not saved yet
+	switch place {
+	case restartUnsaved, aboutToRestart:
 		redo = true
-	case off < uint64(s.restarted): // restart path, at or before its call
+	case restartSaved:
 		redo = true
 		if ret, ok = slotRet(); !ok {
 			return
 		}
-	case off < uint64(s.entry-2): // the restarted call returned
+	case restartReturned:
 		if ret, ok = slotRet(); !ok {
 			return
 		}
-	case off < uint64(s.entry): // about to take the restart path
-		redo = true
 	}
 	pc := ret
 	if redo {
