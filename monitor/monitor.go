@@ -40,7 +40,7 @@ type Options struct {
 	MaxFrames int
 	// OneStop lets x86-64 calls of a tree kboost started return through
 	// kboost's result stub (one stop per call) instead of stopping at their
-	// exit as well. Experimental: see tracer.Config.OneStop.
+	// exit as well (tracer.Config.OneStop; kboost monitor's default).
 	OneStop bool
 	// Pin runs kboost's tracer and the started tree on CPU (see
 	// tracer.Config.Pin).

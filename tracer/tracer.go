@@ -40,10 +40,7 @@ type Config struct {
 	FramePointer bool
 	// OneStop lets an x86-64 call under the seccomp filter return through
 	// a stub of kboost's instead of stopping at its exit too (one stop per
-	// call: defer_linux.go). Experimental, off by default: once, on a Lua
-	// build, a make was left spinning in its stub with the stub's own
-	// entry as its return address (two paths to such states are fixed;
-	// that they were that build's is not proven).
+	// call: defer_linux.go).
 	OneStop bool
 	// NoSyscalls resumes tracees with PTRACE_CONT once the traced command
 	// runs: no system call stops at all (a breakpoint engine needs none).

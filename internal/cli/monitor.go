@@ -40,14 +40,18 @@ mapped file's call frame information (.eh_frame; ARM's exception index; the
 vDSO's own from the tracee's memory) and by frame pointers where none covers
 a pc, with symbols from each file's ELF symbol table.
 
-Each monitored call stops at its entry and at its exit, as under strace.
---one-stop (experimental) makes an x86-64 call under the filter stop once:
-kboost points its return at a short stub in two pages it maps into each
-process (anonymous, named nowhere), which stores the result for kboost to
-read at the thread's next stop; calls that create tasks, exec, sigreturn or
-exit, and denied calls, still stop at their exit. It is off by default: once
-a traced make was left spinning in its stub (two paths to that are fixed;
-that they were that build's is not proven).
+An x86-64 call under the filter stops once, at its entry, not at its exit
+too as under strace: kboost points its return at a short stub in two pages
+it maps into each process (anonymous, named nowhere), which stores the
+result for kboost to read at the thread's next stop; calls that create
+tasks, exec, sigreturn or exit, denied calls, and calls of other modes (an
+i386 tracee, a --pid tree, --seccomp=false) still stop at their exit.
+--one-stop=false stops every call at its exit as well.
+
+--poll D lets the tracer ask for the next stop without sleeping for up to D
+(an adaptive window, yielding its CPU between asks) before it sleeps: where
+idle CPUs halt (a virtual machine's vCPUs), waking a sleeping tracer costs
+more than serving a stop.
 
 --pin-cpu N runs kboost's tracer and the tree it starts on CPU N alone: each stop
 and its resumption then switch tasks on one CPU instead of waking another
@@ -145,7 +149,7 @@ until it exits. Exit status 130 after SIGINT.`,
 	f.BoolVar(&execMaps, "exec-maps", false, "mmap, mmap2, mprotect and pkey_mprotect only with PROT_EXEC (the seccomp filter tests it)")
 	f.BoolVar(&useSeccomp, "seccomp", true, "install a seccomp filter so only monitored calls stop (when kboost starts CMD)")
 	f.IntVar(&cpu, "pin-cpu", -1, "run kboost's tracer and the started tree on this CPU alone (see above)")
-	f.BoolVar(&oneStop, "one-stop", false, "experimental: x86-64 calls return through a result stub, one stop per call (see above)")
+	f.BoolVar(&oneStop, "one-stop", true, "x86-64 calls return through a result stub: one stop per call (see above)")
 	f.DurationVar(&poll, "poll", pollDefault, "longest the tracer polls for the next stop before it sleeps (0: sleep at once; see above)")
 	return cmd
 }
