@@ -205,13 +205,18 @@ func WriteTable(w io.Writer, r *Result) {
 		r.Machine, r.CPUs, r.Kernel, r.Load[0], r.Load[1], r.Load[2], r.LoadEnd[0], r.Runs)
 	if len(r.Build) > 0 {
 		fmt.Fprintf(w, "\nbuild: %s\n", r.Workload)
-		fmt.Fprintf(w, "%-72s %9s %7s %9s %7s\n", "", "wall s", "speed", "cpu s", "speed")
-		for _, x := range r.Build {
-			name := x.Name
+		names := make([]string, len(r.Build))
+		width := 0
+		for i, x := range r.Build {
+			names[i] = x.Name
 			if x.Subset {
-				name += " [subset]"
+				names[i] += " [subset]"
 			}
-			fmt.Fprintf(w, "%-72s %9.2f %6.1f%% %9.2f %6.1f%%\n", name, x.Wall, 100*x.Speed, x.CPU, 100*x.CPUSpeed)
+			width = max(width, len(names[i]))
+		}
+		fmt.Fprintf(w, "%-*s %9s %7s %9s %7s\n", width, "", "wall s", "speed", "cpu s", "speed")
+		for i, x := range r.Build {
+			fmt.Fprintf(w, "%-*s %9.2f %6.1f%% %9.2f %6.1f%%\n", width, names[i], x.Wall, 100*x.Speed, x.CPU, 100*x.CPUSpeed)
 		}
 	}
 	if len(r.Probes) > 0 {
@@ -227,12 +232,16 @@ func WriteTable(w io.Writer, r *Result) {
 	}
 	if len(r.Checks) > 0 {
 		fmt.Fprintln(w, "\ntargets")
+		width := 0
+		for _, c := range r.Checks {
+			width = max(width, len(c.What))
+		}
 		for _, c := range r.Checks {
 			mark := "MISSED"
 			if c.OK {
 				mark = "ok"
 			}
-			fmt.Fprintf(w, "  %-76s %10.3f %8s  %s\n", c.What, c.Value, c.Target, mark)
+			fmt.Fprintf(w, "  %-*s %10.3f %8s  %s\n", width, c.What, c.Value, c.Target, mark)
 		}
 	}
 }
