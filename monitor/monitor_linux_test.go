@@ -420,7 +420,8 @@ func straceSeqs(t *testing.T, dir string, argv ...string) map[string][]string {
 
 // TestSameCallsAsStraceMake: on a make build of three C files (make, gcc,
 // cc1, as, ar) the monitor sees the calls strace -f sees, in the same order
-// per thread, with and without its seccomp filter.
+// per thread, with one stop per call, with exit stops, and without its
+// seccomp filter.
 func TestSameCallsAsStraceMake(t *testing.T) {
 	needTracing(t)
 	dir := t.TempDir()
@@ -444,10 +445,14 @@ func TestSameCallsAsStraceMake(t *testing.T) {
 	// often cc1 calls brk depends on where its heap starts.
 	argv := []string{"setarch", "-R", "make", "-s", "-C", dir}
 	want := normSeqs(straceSeqs(t, "", argv...))
-	for _, seccomp := range []bool{true, false} {
+	// kboost monitor's default (one stop per call), exit stops, and every
+	// call stopping without the filter.
+	for _, opt := range []Options{{OneStop: true}, {}, {NoSeccomp: true}} {
+		seccomp := fmt.Sprintf("%v, one stop %v", !opt.NoSeccomp, opt.OneStop)
 		clean()
 		var rec bytes.Buffer
-		m, err := New(Options{Argv: argv, JSON: true, Out: &rec, NoSeccomp: !seccomp})
+		opt.Argv, opt.JSON, opt.Out = argv, true, &rec
+		m, err := New(opt)
 		if err != nil {
 			t.Fatal(err)
 		}
