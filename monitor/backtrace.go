@@ -360,7 +360,7 @@ func (b *backtracer) table(s *space, addr uint64) (*cfi.Table, uint64) {
 // process_vm_readv serves most walks); a chunk ends where a read reaches an
 // unmapped page. A snapshot is one chunk read at the stop and nothing else:
 // the thread runs on while the snapshot is unwound, so a word outside it is
-// not read (the walk ends there: missed).
+// not read (the walk ends there: missed), but for code, which stays.
 type stack struct {
 	tid   int
 	word  uint64
@@ -368,6 +368,9 @@ type stack struct {
 	chunk []byte
 	base  uint64
 	live  bool
+	// code, for a snapshot, is the view whose executable mappings are
+	// read live.
+	code *space
 	// hi is the end of the highest word read; missed says a snapshot
 	// lacked a word the walk needed.
 	hi     uint64
@@ -377,6 +380,15 @@ type stack struct {
 func (st *stack) read(addr uint64) (uint64, bool) {
 	if st.chunk == nil || addr < st.base || addr+st.word > st.base+uint64(len(st.chunk)) || addr+st.word < addr {
 		if !st.live {
+			// Code does not change while the thread runs: an unwinder's
+			// look at the instructions at a pc (arm64's signal return
+			// trampoline) reads them live.
+			if st.code != nil && st.code.holds(addr) && st.code.holds(addr+st.word-1) {
+				var w [8]byte
+				if n, err := tracer.ReadMem(st.tid, addr, w[:st.word]); err == nil && uint64(n) == st.word {
+					return binary.LittleEndian.Uint64(w[:]), true
+				}
+			}
 			st.missed = true
 			return 0, false
 		}
@@ -486,7 +498,9 @@ func (b *backtracer) snapshot(c *tracer.Call, tab *sysent.Table) *snap {
 		return nil
 	}
 	b.snaps++
-	return &snap{start: us, st: stack{tid: c.Tid, word: uint64(tab.Arch.PtrSize), chunk: buf[:n], base: c.SP}}
+	j := &snap{start: us, st: stack{tid: c.Tid, word: uint64(tab.Arch.PtrSize), chunk: buf[:n], base: c.SP}}
+	j.st.code = &j.start.view
+	return j
 }
 
 // unwindSnap walks j's snapshot. A walk that needed a word the snapshot
