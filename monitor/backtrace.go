@@ -457,12 +457,17 @@ func (b *backtracer) walk(c *tracer.Call, tab *sysent.Table) []Frame {
 	us := b.start(c, tab)
 	st := &stack{tid: c.Tid, word: uint64(tab.Arch.PtrSize), buf: b.stack[:], live: true}
 	frames := b.unwind(&us, st)
-	if st.hi > c.SP && st.hi-c.SP <= snapshotMax {
-		ts := b.threads[c.Tid]
-		ts.top, ts.span = max(ts.top, st.hi), max(ts.span, st.hi-c.SP)
-		b.threads[c.Tid] = ts
-	}
+	b.learn(c.Tid, c.SP, st.hi)
 	return frames
+}
+
+// learn records that a walk of tid from stack pointer sp read up to hi.
+func (b *backtracer) learn(tid int, sp, hi uint64) {
+	if hi > sp && hi-sp <= snapshotMax {
+		ts := b.threads[tid]
+		ts.top, ts.span = max(ts.top, hi), max(ts.span, hi-sp)
+		b.threads[tid] = ts
+	}
 }
 
 // snapshot takes c's walk as a snap: the thread's stack from its stack
@@ -514,10 +519,8 @@ func (b *backtracer) unwindSnap(j *snap) []Frame {
 	if j.st.missed {
 		b.misses++
 		b.threads[j.start.tid] = threadStack{}
-	} else if sp := j.st.base; j.st.hi > sp {
-		ts := b.threads[j.start.tid]
-		ts.top, ts.span = max(ts.top, j.st.hi), max(ts.span, j.st.hi-sp)
-		b.threads[j.start.tid] = ts
+	} else {
+		b.learn(j.start.tid, j.st.base, j.st.hi)
 	}
 	return frames
 }
